@@ -1,0 +1,62 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Tandem",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Tandem", targets: ["Tandem"]),
+        .library(name: "TandemCore", targets: ["TandemCore"]),
+        .library(name: "TandemTesting", targets: ["TandemTesting"]),
+        .executable(name: "tandem", targets: ["tandem"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // GStreamer found through pkg-config.
+        .systemLibrary(
+            name: "CTandemGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-base-1.0 gstreamer-pbutils-1.0 gstreamer-audio-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+        ),
+        // C helpers for what Swift cannot import (macros, varargs, signals, streaming-thread code).
+        .target(name: "CTandemGStreamerShim", dependencies: ["CTandemGStreamer"]),
+        // Pure Swift model: no GStreamer, no sockets, no wall clock.
+        .target(name: "TandemCore"),
+        .target(
+            name: "TandemMedia",
+            dependencies: ["TandemCore", "CTandemGStreamerShim", "CTandemGStreamer",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "TandemNet",
+            dependencies: [
+                "TandemCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "TandemTesting", dependencies: ["TandemCore"]),
+        .target(name: "Tandem", dependencies: ["TandemCore", "TandemMedia", "TandemNet"]),
+        .executableTarget(
+            name: "tandem",
+            dependencies: [
+                "Tandem", "TandemTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
+        .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore"]),
+        .testTarget(name: "TandemNetTests", dependencies: ["TandemNet", "TandemCore", "TandemTesting"]),
+        .testTarget(name: "TandemCLITests", dependencies: ["TandemCore"]),
+    ]
+)

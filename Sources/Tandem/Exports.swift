@@ -1,0 +1,3 @@
+@_exported import TandemCore
+@_exported import TandemMedia
+@_exported import TandemNet

@@ -1,0 +1,120 @@
+/// What a player reports about a loaded item.
+public struct MediaInfo: Sendable, Codable, Hashable {
+    /// Duration in nanoseconds, when known.
+    public var duration: Int64?
+    /// Whether accurate seeking works on this item.
+    public var isSeekable: Bool
+    public var hasVideo: Bool
+    public var hasAudio: Bool
+    /// A content fingerprint (e.g. a hash of the first bytes and size), used to warn when peers play different files.
+    public var contentID: String?
+    /// The item's own title tag, if any.
+    public var title: String?
+
+    public init(duration: Int64?, isSeekable: Bool, hasVideo: Bool, hasAudio: Bool,
+                contentID: String? = nil, title: String? = nil) {
+        self.duration = duration
+        self.isSeekable = isSeekable
+        self.hasVideo = hasVideo
+        self.hasAudio = hasAudio
+        self.contentID = contentID
+        self.title = title
+    }
+}
+
+/// Errors a `PlaybackEngine` reports. Each message says what the user can do.
+public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
+    case noSuchFile(path: String)
+    case isDirectory(path: String)
+    case notMedia(path: String)
+    case truncatedOrCorrupt(path: String, detail: String)
+    case unsupportedScheme(String)
+    /// A GStreamer element or codec is missing; `debianPackage` names what to install when known.
+    case missingPlugin(detail: String, debianPackage: String?)
+    case unreachable(uri: String, detail: String)
+    case seekOutOfRange(itemTime: Int64, duration: Int64?)
+    case invalidRate(Double)
+    case notLoaded
+    case notSeekable
+    case engineFailure(String)
+
+    public var description: String {
+        switch self {
+        case .noSuchFile(let p): return "no such file: \(p) — check the path"
+        case .isDirectory(let p): return "\(p) is a directory — give a media file inside it"
+        case .notMedia(let p): return "\(p) is not a media file GStreamer can play — pick an audio or video file"
+        case .truncatedOrCorrupt(let p, let d): return "\(p) is truncated or corrupt (\(d)) — get a complete copy"
+        case .unsupportedScheme(let s): return "unsupported URI scheme '\(s)' — use a file path, file://, http:// or https://"
+        case .missingPlugin(let d, let pkg):
+            if let pkg { return "missing GStreamer plugin: \(d) — install it with: apt-get install \(pkg)" }
+            return "missing GStreamer plugin: \(d) — install the GStreamer plugin package that provides it"
+        case .unreachable(let u, let d): return "cannot read \(u): \(d) — check the address and your connection"
+        case .seekOutOfRange(let t, let dur):
+            let durText = dur.map { String(format: "%.3f s", Double($0) / 1e9) } ?? "unknown"
+            return String(format: "cannot seek to %.3f s: outside the item (duration %@)", Double(t) / 1e9, durText)
+        case .invalidRate(let r): return "invalid playback rate \(r) — use a finite rate greater than 0 (e.g. 0.5 to 2)"
+        case .notLoaded: return "nothing is loaded — open a media file first"
+        case .notSeekable: return "this item cannot be seeked"
+        case .engineFailure(let d): return "playback failed: \(d)"
+        }
+    }
+}
+
+/// Events a `PlaybackEngine` delivers asynchronously (from GStreamer's bus, never on the cooperative pool).
+public enum PlaybackEngineEvent: Sendable, Hashable {
+    /// Loading; progress in 0...1 when known.
+    case loading(progress: Double?)
+    /// Loaded and prerolled.
+    case ready(MediaInfo)
+    /// Network buffering in percent (0...100); below 100 during playback means a stall.
+    case buffering(percent: Int)
+    /// Rendering stopped for lack of data (network stall, decoder stall).
+    case stalled
+    /// Data flows again after `stalled`.
+    case recovered
+    case endOfStream
+    case error(PlaybackError)
+    /// A non-fatal problem worth telling the user about.
+    case warning(String)
+}
+
+/// The player a `PlaybackCoordinator` drives. `GStreamerPlayer` (TandemMedia) is the real one; TandemTesting has a
+/// simulated one. All times are nanoseconds.
+///
+/// Time model: the engine owns a clock that reads **session time**, calibrated with `setClockMapping`, which maps
+/// the peer's *local* monotonic time to session time. `play(from:atSessionTime:rate:)` renders `itemTime` exactly
+/// when that clock reads `sessionTime`.
+public protocol PlaybackEngine: AnyObject, Sendable {
+    /// Engine events. There is one stream per engine, meant for one consumer (the coordinator).
+    var events: AsyncStream<PlaybackEngineEvent> { get }
+
+    /// Opens a file path or URI and prerolls it paused at item time 0.
+    /// Throws `PlaybackError` (no such file, not media, missing plugin, …).
+    func load(_ location: String) async throws -> MediaInfo
+
+    /// Pauses (if needed) and prerolls at `itemTime` with an accurate seek, ready to start at `rate`.
+    /// Returns when the first frame/sample at `itemTime` is ready to render.
+    func prepare(at itemTime: Int64, rate: Double) async throws
+
+    /// Renders `itemTime` when the engine's clock reads `sessionTime`, then continues at `rate`.
+    /// If not prepared at `itemTime`, the engine prepares first (so call `prepare` ahead of time for precision).
+    /// If `sessionTime` is already past, playback joins the timeline at `itemTime + rate × (now − sessionTime)`.
+    func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws
+
+    /// Pauses at once and returns the item time it paused at.
+    @discardableResult
+    func pause() async throws -> Int64
+
+    /// The item time being rendered now, if loaded.
+    func currentItemTime() -> Int64?
+
+    /// Sets the calibration of the engine's clock: local monotonic time → session time.
+    /// Small changes while playing are slewed (no audible or visible steps); large ones step.
+    func setClockMapping(_ mapping: ClockMapping)
+
+    /// How long `prepare` typically takes here (ns), so the group can schedule starts the slowest peer can make.
+    var prerollEstimate: Int64 { get }
+
+    /// Releases the pipeline.
+    func close() async
+}

@@ -1,0 +1,252 @@
+import Foundation
+
+// The session protocol between a peer and the session authority, independent of transport.
+// TandemNet frames these over TCP (see docs/PROTOCOL.md); TandemTesting carries them over a simulated network.
+// Connection-level concerns (hello, authentication, heartbeats) belong to the transport, not here.
+
+/// Four-timestamp clock exchange: the peer stamps `t1` (local send), the authority stamps `t2` (receive) and
+/// `t3` (send) on session time, the peer stamps `t4` (local receive) when the pong arrives.
+public struct ClockPing: Hashable, Sendable, Codable {
+    public var sequence: UInt32
+    public var t1: Int64
+    public init(sequence: UInt32, t1: Int64) {
+        self.sequence = sequence
+        self.t1 = t1
+    }
+}
+
+public struct ClockPong: Hashable, Sendable, Codable {
+    public var sequence: UInt32
+    public var t1: Int64
+    public var t2: Int64
+    public var t3: Int64
+    public init(sequence: UInt32, t1: Int64, t2: Int64, t3: Int64) {
+        self.sequence = sequence
+        self.t1 = t1
+        self.t2 = t2
+        self.t3 = t3
+    }
+}
+
+/// A participant's request to change the shared timeline.
+public struct TimelineRequest: Hashable, Sendable, Codable {
+    public enum Command: Hashable, Sendable, Codable {
+        case play
+        /// Pause; everyone snaps to `itemTime` (the originator's position when it paused).
+        case pause(itemTime: Int64)
+        /// Seek; `play` says whether to play once everyone has prerolled at the new time.
+        case seek(itemTime: Int64, play: Bool)
+        case rate(Double)
+    }
+    /// Chosen by the requester to match rejections and measure latency.
+    public var requestID: UInt64
+    public var command: Command
+    /// The generation the requester saw when it asked (for diagnostics; the authority orders regardless).
+    public var basedOnGeneration: UInt64
+    /// Session time at which the requester made the request (its own estimate), for latency figures.
+    public var requestedAtSessionTime: Int64
+
+    public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: Int64) {
+        self.requestID = requestID
+        self.command = command
+        self.basedOnGeneration = basedOnGeneration
+        self.requestedAtSessionTime = requestedAtSessionTime
+    }
+}
+
+/// How app messages are delivered.
+public enum MessageDelivery: String, Hashable, Sendable, Codable {
+    /// In send order per sender, to every participant active at send time.
+    case reliable
+    /// Best effort: may be dropped, never blocks reliable traffic.
+    case unreliable
+}
+
+/// Who an app message is for.
+public enum Recipients: Hashable, Sendable, Codable {
+    case all
+    case only(Set<ParticipantID>)
+}
+
+/// An app message a participant sends.
+public struct OutgoingAppMessage: Hashable, Sendable, Codable {
+    public var recipients: Recipients
+    public var delivery: MessageDelivery
+    /// A per-sender sequence number.
+    public var sequence: UInt64
+    /// The app's payload (the messenger's own encoding of a Codable value, or raw bytes).
+    public var payload: Data
+    public init(recipients: Recipients, delivery: MessageDelivery, sequence: UInt64, payload: Data) {
+        self.recipients = recipients
+        self.delivery = delivery
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+/// An app message as delivered; the authority stamps `source`, so nobody can speak as someone else.
+public struct IncomingAppMessage: Hashable, Sendable, Codable {
+    public var source: ParticipantID
+    public var delivery: MessageDelivery
+    public var sequence: UInt64
+    public var payload: Data
+    public init(source: ParticipantID, delivery: MessageDelivery, sequence: UInt64, payload: Data) {
+        self.source = source
+        self.delivery = delivery
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+/// Describes a journal attachment (the bytes travel separately, in chunks).
+public struct AttachmentInfo: Hashable, Sendable, Codable, Identifiable {
+    public var id: String
+    public var owner: ParticipantID
+    public var name: String
+    public var size: Int64
+    /// Lowercase hex SHA-256 of the whole attachment.
+    public var sha256: String
+    public init(id: String, owner: ParticipantID, name: String, size: Int64, sha256: String) {
+        self.id = id
+        self.owner = owner
+        self.name = name
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// Journal traffic in either direction.
+public enum JournalMessage: Hashable, Sendable, Codable {
+    /// Announces an attachment; chunks follow in order, then `commit`.
+    case begin(AttachmentInfo)
+    case chunk(id: String, offset: Int64, bytes: Data)
+    case commit(id: String)
+    case remove(id: String)
+    /// The attachment failed (bad checksum, too large, …); the text says why.
+    case failed(id: String, reason: String)
+}
+
+/// A participant's suspension, as sent to the authority.
+public enum SuspensionUpdate: Hashable, Sendable, Codable {
+    case begin(id: UInt64, reason: SuspensionReason)
+    /// Ends a suspension; optionally proposes the item time the group should resume from.
+    case end(id: UInt64, proposedItemTime: Int64?)
+}
+
+/// What the authority tells everyone about one participant.
+public struct ParticipantState: Hashable, Sendable, Codable {
+    public var participant: Participant
+    public var readiness: Readiness
+    /// Active suspension reasons (empty when none).
+    public var suspensions: [SuspensionReason]
+    /// Whether this participant hosts the session (its leaving ends the session for an embedded server).
+    public var isHost: Bool
+    /// The authority's estimate of the one-way delay to this participant (ns).
+    public var oneWayDelay: Int64
+    /// The participant's preroll estimate (ns).
+    public var prerollEstimate: Int64
+    /// The generation this participant has reported being prepared for, if any.
+    public var preparedGeneration: UInt64?
+
+    public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
+                isHost: Bool = false, oneWayDelay: Int64 = 0, prerollEstimate: Int64 = 0,
+                preparedGeneration: UInt64? = nil) {
+        self.participant = participant
+        self.readiness = readiness
+        self.suspensions = suspensions
+        self.isHost = isHost
+        self.oneWayDelay = oneWayDelay
+        self.prerollEstimate = prerollEstimate
+        self.preparedGeneration = preparedGeneration
+    }
+}
+
+/// An event worth showing to people ("bob paused at 12:31", "carol joined", "waiting for dave (buffering)").
+public struct Notice: Hashable, Sendable, Codable {
+    public enum Kind: String, Hashable, Sendable, Codable {
+        case joined, left, played, paused, seeked, rateChanged, waiting, resumed, activityChanged
+        case differentMedia, waitingTimedOut, limitExceeded, info
+    }
+    public var kind: Kind
+    public var participant: ParticipantID?
+    public var text: String
+    /// Session time at which it happened.
+    public var sessionTime: Int64
+    public init(kind: Kind, participant: ParticipantID?, text: String, sessionTime: Int64) {
+        self.kind = kind
+        self.participant = participant
+        self.text = text
+        self.sessionTime = sessionTime
+    }
+}
+
+/// Everything a (late) joiner needs to take part.
+public struct SessionSnapshot: Hashable, Sendable, Codable {
+    public var sessionID: String
+    public var localParticipant: Participant
+    public var activity: ActivityEnvelope?
+    public var timeline: Timeline?
+    public var participants: [ParticipantState]
+    public var attachments: [AttachmentInfo]
+    public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
+                participants: [ParticipantState], attachments: [AttachmentInfo]) {
+        self.sessionID = sessionID
+        self.localParticipant = localParticipant
+        self.activity = activity
+        self.timeline = timeline
+        self.participants = participants
+        self.attachments = attachments
+    }
+}
+
+/// Why a session ended for someone, in words a user can read.
+public struct InvalidationReason: Hashable, Sendable, Codable, CustomStringConvertible, Error {
+    public enum Code: String, Hashable, Sendable, Codable {
+        case ended, hostLeft, serverShutdown, removed, sessionFull, authenticationFailed, protocolError
+        case connectionLost, left
+    }
+    public var code: Code
+    public var message: String
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// Peer → authority.
+public enum ClientMessage: Hashable, Sendable, Codable {
+    /// First message after the transport has authenticated the peer.
+    case join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64)
+    case clockPing(ClockPing)
+    case timelineRequest(TimelineRequest)
+    case readiness(Readiness)
+    /// The peer has prerolled for this timeline generation and can start on the authority's schedule.
+    case prepared(generation: UInt64)
+    case suspension(SuspensionUpdate)
+    case setActivity(ActivityEnvelope)
+    case appMessage(OutgoingAppMessage)
+    case journal(JournalMessage)
+    /// The peer's own estimate of its one-way delay and clock error (ns), for scheduling and status.
+    case linkReport(oneWayDelay: Int64, errorBound: Int64)
+    case leave
+    /// Ends the session for everyone.
+    case end
+}
+
+/// Authority → peer.
+public enum ServerMessage: Hashable, Sendable, Codable {
+    case welcome(SessionSnapshot)
+    case clockPong(ClockPong)
+    case timeline(Timeline)
+    case participants([ParticipantState])
+    case activity(ActivityEnvelope)
+    case appMessage(IncomingAppMessage)
+    case journal(JournalMessage)
+    case notice(Notice)
+    /// A request could not be honoured (e.g. seek past the end); the text says why.
+    case rejected(requestID: UInt64, reason: String)
+    /// An app message or journal entry was refused (size, rate); the text says why.
+    case refused(reason: String)
+    case invalidated(InvalidationReason)
+}
