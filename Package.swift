@@ -57,6 +57,6 @@ let package = Package(
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore"]),
         .testTarget(name: "TandemNetTests", dependencies: ["TandemNet", "TandemCore", "TandemTesting"]),
-        .testTarget(name: "TandemCLITests", dependencies: ["TandemCore"]),
+        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore"]),
     ]
 )

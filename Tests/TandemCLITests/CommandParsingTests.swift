@@ -1,0 +1,36 @@
+import Testing
+@testable import tandem
+
+@Suite struct CommandParsingTests {
+    @Test func scriptedLines() throws {
+        #expect(try UserCommand.parse(line: "play") == .play)
+        #expect(try UserCommand.parse(line: "  pause ") == .pause)
+        #expect(try UserCommand.parse(line: "seek 90.5") == .seek(to: 90.5))
+        #expect(try UserCommand.parse(line: "rate 1.5") == .rate(1.5))
+        #expect(try UserCommand.parse(line: "leave") == .leave)
+        #expect(try UserCommand.parse(line: "end") == .end)
+        #expect(try UserCommand.parse(line: "") == nil)
+    }
+
+    @Test func badLinesSayWhatIsAccepted() {
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "seek") }
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "seek soon") }
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "rate nan") }
+        do {
+            _ = try UserCommand.parse(line: "jump 3")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.contains("use play, pause, seek SECONDS"))
+        }
+    }
+
+    @Test func keysDecodeIncludingSplitEscapeSequences() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed([UInt8(ascii: " ")]) == [.togglePlayPause])
+        #expect(decoder.feed([0x1B]) == [])
+        #expect(decoder.feed([UInt8(ascii: "[")]) == [])
+        #expect(decoder.feed([UInt8(ascii: "D")]) == [.seekBy(-10)])
+        #expect(decoder.feed([0x1B, 0x5B, 0x41, UInt8(ascii: "]"), UInt8(ascii: "q")]) == [.seekBy(60), .rateStep(up: true), .leave])
+        #expect(decoder.feed([UInt8(ascii: "E"), UInt8(ascii: "0"), UInt8(ascii: "?")]) == [.end, .restart, .help])
+    }
+}
