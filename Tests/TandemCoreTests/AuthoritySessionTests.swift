@@ -128,6 +128,34 @@ struct AuthoritySessionTests {
         #expect(h.authority.participants.map(\.participant.id) == [a, b])
     }
 
+    @Test func nobodyCanTakeOverTheIdentityOfAConnectedParticipant() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let (intruder, _) = h.join("mallory", reconnectAs: a)
+        #expect(intruder != a)
+        #expect(h.authority.participants.map(\.participant.name) == ["alice", "mallory"])
+    }
+
+    @Test func aPeerReconnectingWhileTheGroupPlaysCatchesUpWithoutPausingIt() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let (b, _) = h.join("bob")
+        h.send(.readiness(.loading(progress: nil)), from: b)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.waitingFor == [b: [.loading]])
+        h.advance(ms: 1_000)
+        // Losing bob releases the wait at once.
+        _ = h.authority.connectionLost(b, now: h.now)
+        let playing = h.authority.timeline
+        #expect(playing.isPlaying)
+        h.advance(ms: 1_000)
+        // bob comes back still loading: he catches up alone instead of pausing alice.
+        h.join("bob", reconnectAs: b)
+        #expect(h.authority.timeline == playing)
+        h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
+        #expect(h.authority.timeline == playing)
+    }
+
     @Test func afterTheGracePeriodTheIdentityIsGone() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", host: true)

@@ -94,7 +94,8 @@ struct AuthorityWaitingTests {
         let second = h.send(.suspension(.begin(id: 1, reason: .stallRecovery)), from: c)
         // Two participants buffering, limit one: the group goes on.
         #expect(h.authority.timeline.isPlaying)
-        #expect(second.notices(.limitExceeded, to: a).count == 1)
+        #expect(second.notices(.limitExceeded, to: a).map(\.text)
+            == ["2 participants are buffering (limit 1); the group goes on without waiting for them"])
         #expect(second.notices(.resumed, to: a).count == 1)
     }
 

@@ -177,14 +177,18 @@ extension SessionAuthority {
     /// Reasons held by more connected participants than their limit allows.
     func computeReasonsOverLimit() -> Set<SuspensionReason> {
         var over: Set<SuspensionReason> = []
-        for (reason, limit) in configuration.participantLimitPerReason {
-            let holders = connectedIDs.filter {
-                members[$0]?.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
-                    .contains(reason) == true
-            }.count
-            if holders > limit { over.insert(reason) }
+        for (reason, limit) in configuration.participantLimitPerReason where holderCount(of: reason) > limit {
+            over.insert(reason)
         }
         return over
+    }
+
+    /// How many connected participants hold `reason` (explicitly or through their readiness).
+    func holderCount(of reason: SuspensionReason) -> Int {
+        connectedIDs.filter {
+            members[$0]?.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
+                .contains(reason) == true
+        }.count
     }
 
     mutating func beginWaiting(_ blocking: [ParticipantID: [SuspensionReason]], now: Int64) {
@@ -206,7 +210,8 @@ extension SessionAuthority {
         for reason in over.subtracting(reasonsOverLimit).sorted(by: { $0.rawValue < $1.rawValue }) {
             let limit = configuration.participantLimitPerReason[reason] ?? 0
             actions += broadcast(notice(.limitExceeded, nil,
-                                        "more than \(limit) participants are \(reason); the group does not wait for them", now))
+                                        "\(holderCount(of: reason)) participants are \(reason) (limit \(limit)); "
+                                            + "the group goes on without waiting for them", now))
         }
         reasonsOverLimit = over
 
