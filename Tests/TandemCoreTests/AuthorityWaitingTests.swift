@@ -97,6 +97,16 @@ struct AuthorityWaitingTests {
         #expect(second.notices(.limitExceeded, to: a).map(\.text)
             == ["2 participants are buffering (limit 1); the group goes on without waiting for them"])
         #expect(second.notices(.resumed, to: a).count == 1)
+        let playing = h.authority.timeline
+        // carol recovers; bob, still buffering, keeps catching up alone rather than pausing everyone now.
+        h.advance(ms: 1_000)
+        h.send(.suspension(.end(id: 1, proposedItemTime: nil)), from: c)
+        #expect(h.authority.timeline == playing)
+        // Once bob has recovered too, a later stall of his counts again.
+        h.send(.suspension(.end(id: 1, proposedItemTime: nil)), from: b)
+        h.advance(ms: 1_000)
+        h.send(.suspension(.begin(id: 2, reason: .stallRecovery)), from: b)
+        #expect(h.authority.timeline.waitingFor == [b: [.stallRecovery]])
     }
 
     @Test func withTheLimitExceededAStallDoesNotPauseTheGroup() {

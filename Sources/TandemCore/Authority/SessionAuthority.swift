@@ -15,9 +15,9 @@
 ///   for any generation at that item and time counts.
 /// - A stall during play pauses the group at `anchorItemTime` from `anchorSessionTime` (slightly in the future
 ///   so peers can stop there) with status `.waiting`.
-/// - A participant the group stopped waiting for (timeout) or a late joiner is *excused*: the group neither waits
-///   nor pauses for it until it holds no waiting-triggering suspension and is ready; a client catching up alone
-///   should keep its suspension until it plays in step.
+/// - A participant the group stopped waiting for (timeout or a per-reason limit exceeded) or a late joiner is
+///   *excused*: the group neither waits nor pauses for it until it holds no waiting-triggering suspension and
+///   is ready; a client catching up alone should keep its suspension until it plays in step.
 /// - Changing the activity resets everyone to loading at item time 0. If the group was playing or waiting to
 ///   play, it waits for everyone to load the new item and then starts together; if it was paused it stays paused.
 public struct SessionAuthority: Sendable {
