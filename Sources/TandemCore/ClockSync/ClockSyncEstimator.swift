@@ -29,28 +29,34 @@ public struct ClockSample: Hashable, Sendable, Codable {
 /// `errorBound`, …) is a stored value, so it is cheap to consult on every frame.
 ///
 /// How it works:
-/// - **Schedule.** A quick burst at start (so a first estimate exists within a round trip or two), then an
-///   acquisition phase of faster pings (so the offset and the rate firm up within seconds even on a 50 ms
-///   link), then a steady rate of about one ping a second.
-/// - **Weighting.** A sample's offset error is half the difference of the queueing delays of its two legs,
-///   which is at most half its *excess* round trip (its round trip minus the smallest one in the window).
-///   Each sample is weighted by `1 / (excess² + floor²)`, so the low-round-trip samples, where symmetric
-///   jitter cancels, carry the estimate; `floor` is the excess of the third-best sample, so that no single
-///   lucky sample decides alone.
-/// - **Regression.** Offset *and* rate (the drift of the local clock against session time) by weighted least
-///   squares over the window, with a weak prior that the rate is near 1 (`maxDriftPPM`) so that the first
-///   few closely spaced samples cannot produce a wild rate.
+/// - **Schedule.** A quick burst at start (a first estimate within a round trip or two), then an acquisition
+///   phase of faster pings — every 20 round trips on a short path, at most every 100 ms — that ends as soon as
+///   the estimate is firm, then a steady ping a second. A LAN settles within a second or two; a 50 ms path
+///   gets ten exchanges a second for its first half minute. Each exchange is two packets of a few dozen bytes.
+/// - **Keeping the low-delay samples, per direction.** `t2 − t1` is the offset plus the up delay, `t3 − t4`
+///   the offset minus the down delay. Over the window, the points of the first lie on or above a line (the
+///   offset line raised by the smallest up delay) and those of the second on or below one (lowered by the
+///   smallest down delay). The estimator fits both lines with a common slope, as tight against the points as
+///   possible (least total slack — the maximum-likelihood fit when queueing delays are exponential), and
+///   takes their midline. This uses the least-delayed packet of *each* direction, which on a jittery path
+///   is much closer to the minimum than the least-delayed round trip: symmetric jitter cancels far better
+///   than with a minimum-round-trip filter.
+/// - **Offset and rate.** The common slope is the drift of the local clock against session time; a weak prior
+///   (`maxDriftPPM`) keeps the first closely spaced samples from producing a wild rate. The window keeps up
+///   to `window` samples over at most `windowDuration`; when full, the sample whose packets were both
+///   delayed the most goes first, so the useful ones stay and the rate is measured over a long baseline.
 /// - **Outliers.** Before the fit, every sample is checked against a robust line (the weighted median offset
-///   along the previous rate); one that disagrees by more than its own excess round trip allows is left out
-///   (a corrupted or misattributed exchange). Samples delayed by a spike are not outliers in that sense —
-///   their large excess round trip already gives them almost no weight. If the newest samples are all
-///   rejected for a while, one of the clocks has stepped (e.g. the machine was suspended): the estimator
-///   forgets the old samples and starts again with a burst.
-/// - **Error bound.** The path asymmetry cannot be observed from the two ends: a path 30 ms one way and
-///   70 ms back looks exactly like a symmetric 50 ms path with the clocks 20 ms apart. Any asymmetry is at
-///   most half the smallest round trip, so `errorBound` is half the smallest round trip plus three standard
-///   deviations of the regression — a true bound, if a pessimistic one on long paths. `uncertainty` is the
-///   regression part alone (the error if the path is symmetric).
+///   along the previous rate, low round trips weighing most); one that disagrees by more than its own excess
+///   round trip allows is left out (corrupted or misattributed timestamps). A sample delayed by a spike is
+///   not an outlier in that sense and cannot move the fit either: its packets lie far from both lines. If
+///   the newest samples are all rejected for a while, a clock has stepped (e.g. the machine was suspended):
+///   the estimator forgets the old samples and starts again with a burst.
+/// - **Error bound.** Path asymmetry cannot be observed from the two ends: a path 30 ms one way and 70 ms
+///   back looks exactly like a symmetric 50 ms path with the clocks 20 ms apart. Any asymmetry is at most half
+///   the smallest round trip, so `errorBound` is half the smallest round trip plus `uncertainty` — a true
+///   bound, if a pessimistic one on long paths. `uncertainty` is the statistical part alone (about a 99 %
+///   bound on the error if the path is symmetric), from how densely the least-delayed packets crowd the
+///   fitted lines.
 ///
 /// Sign conventions: `mapping` maps local → session time; `driftPPM` is how fast the local clock runs against
 /// session time (positive: the local clock gains).
@@ -60,11 +66,16 @@ public struct ClockSyncEstimator: Sendable {
         /// Pings in the initial burst, and their spacing.
         public var burstCount: Int = 8
         public var burstInterval: Int64 = 50_000_000
-        /// Pings after the burst that go out at `acquisitionInterval` before the steady rate.
+        /// Pings after the burst that go out at the acquisition interval before the steady rate.
         ///
         /// The acquisition phase ends early once the estimate is firm (`acquisitionTarget`).
         public var acquisitionCount: Int = 300
+        /// The longest acquisition interval. On a short path the interval is `acquisitionRoundTrips` smallest
+        /// round trips instead (exchanges are cheap and quick there), but never below `minimumInterval`.
         public var acquisitionInterval: Int64 = 100_000_000
+        public var acquisitionRoundTrips: Int64 = 20
+        /// The shortest interval between pings in any phase.
+        public var minimumInterval: Int64 = 20_000_000
         /// The acquisition phase ends once `uncertainty` is at most this many ns and the rate is known well
         /// enough that a steady interval of extrapolation adds no more than this again.
         public var acquisitionTarget: Int64 = 5_000
@@ -78,7 +89,7 @@ public struct ClockSyncEstimator: Sendable {
         /// Prior standard deviation of the local clock's drift (ppm): the estimate is drawn towards zero drift
         /// only while the samples cannot tell the rate to better than this.
         public var maxDriftPPM: Double = 500
-        /// Irreducible timestamping noise (ns): the smallest weight floor.
+        /// Irreducible timestamping noise (ns): the smallest noise scale the estimator assumes.
         public var noiseFloor: Int64 = 1_000
         /// A sample is rejected when it is off the robust line by more than this many times what its excess
         /// round trip allows.
@@ -97,16 +108,18 @@ public struct ClockSyncEstimator: Sendable {
     public private(set) var mapping: ClockMapping?
     /// A bound on |estimate − truth| (ns) at the newest sample's time, or nil before the first sample.
     ///
-    /// Half the smallest round trip (the largest path asymmetry possible) plus three standard deviations of
-    /// the regression. See `errorBound(atLocal:)` for the bound at a later time.
+    /// Half the smallest round trip (the largest path asymmetry possible) plus `uncertainty`. See
+    /// `errorBound(atLocal:)` for the bound at a later time.
     public private(set) var errorBound: Int64?
     /// The smallest round trip in the window (ns), or nil.
     public private(set) var roundTrip: Int64?
-    /// Three standard deviations of the estimate at the newest sample (ns), ignoring path asymmetry.
+    /// The statistical error of the estimate at the newest sample (ns, about a 99 % bound), ignoring path
+    /// asymmetry.
     public private(set) var uncertainty: Int64?
     /// The estimated drift of the local clock against session time, in ppm (positive: local runs fast).
     public private(set) var driftPPM: Double?
-    /// One standard deviation of `driftPPM`.
+    /// The uncertainty of `driftPPM` (ppm) on the scale of `uncertainty` / 3: three times it bounds the drift
+    /// error in about 99 % of cases.
     public private(set) var driftUncertaintyPPM: Double?
     /// How many samples the current estimate rejected as outliers.
     public private(set) var rejectedCount = 0
@@ -146,7 +159,8 @@ public struct ClockSyncEstimator: Sendable {
     public var currentInterval: Int64 {
         if scheduleCount < configuration.burstCount { return configuration.burstInterval }
         if !acquired && scheduleCount < configuration.burstCount + configuration.acquisitionCount {
-            return configuration.acquisitionInterval
+            let scaled = (roundTrip ?? configuration.acquisitionInterval) &* configuration.acquisitionRoundTrips
+            return max(configuration.minimumInterval, min(configuration.acquisitionInterval, scaled))
         }
         return configuration.steadyInterval
     }
@@ -284,8 +298,8 @@ public struct ClockSyncEstimator: Sendable {
         if n >= 3 {
             var excess = [Double](repeating: 0, count: n)
             for i in 0..<n { excess[i] = Double(samples[i].roundTrip - minRoundTrip) }
-            let floorIndex = min(n - 1, max(2, n / 16))
-            let floor = max(Double(configuration.noiseFloor), excess.sorted()[floorIndex])
+            let floor = max(Double(configuration.noiseFloor),
+                            Self.smallest(excess, rank: min(n - 1, max(2, n / 16))))
             let priorSlope = fit?.slope ?? 0
             let slopeTolerance: Double
             if let fit, fit.slopeVariance < priorVariance / 4 {
@@ -332,6 +346,9 @@ public struct ClockSyncEstimator: Sendable {
             down.append(LegPoint(x: Double(s.t4 &- referenceLocal), y: -Double((s.t3 &- s.t4) &- referenceOffset)))
         }
         guard !up.isEmpty else { return }  // keep the previous estimate
+        var span = 0.0
+        if let first = up.map(\.x).min(), let last = down.map(\.x).max() { span = last - first }
+        // The offset is best known in the middle of the window.
         var pivotX = 0.0
         for p in up { pivotX += p.x }
         for p in down { pivotX += p.x }
@@ -339,9 +356,7 @@ public struct ClockSyncEstimator: Sendable {
         let legs = Self.jointFloor(up: up, down: down)
         // Offset at the pivot: midway between the up floor and the down ceiling.
         let pivotY = (legs.upIntercept - legs.downIntercept) / 2 + legs.slope * pivotX
-        var span = 0.0
-        if let first = up.map(\.x).min(), let last = down.map(\.x).max() { span = last - first }
-        let noise = max(Double(configuration.noiseFloor), legs.spread)
+        let noise = max(Double(configuration.noiseFloor), 2.5 * legs.spread)
         var slope = 0.0
         var slopeVariance = priorVariance
         if up.count >= 2, span > 0 {
@@ -377,7 +392,7 @@ public struct ClockSyncEstimator: Sendable {
     /// The common-slope lines under the up leg's points and over the down leg's points (given negated, so
     /// also under) that leave the least total slack: the maximum-likelihood fit when queueing delays are
     /// exponential. Returns the slope, both intercepts (at x = 0, in the negated frame for `down`) and a
-    /// noise scale: how far the third-closest point of each leg lies from its line, averaged.
+    /// noise scale from how densely each leg's points crowd its line, averaged.
     private static func jointFloor(up: [LegPoint], down: [LegPoint])
         -> (slope: Double, upIntercept: Double, downIntercept: Double, spread: Double) {
         let upHull = lowerHull(up)
@@ -385,6 +400,7 @@ public struct ClockSyncEstimator: Sendable {
         var upSumX = 0.0, upSumY = 0.0, downSumX = 0.0, downSumY = 0.0
         for p in up { upSumX += p.x; upSumY += p.y }
         for p in down { downSumX += p.x; downSumY += p.y }
+        let upCount = Double(up.count), downCount = Double(down.count)
         // For slope b, up points lie on or above a + b·x and the negated down points on or above c − b·x.
         func intercepts(_ b: Double) -> (Double, Double) {
             var a = Double.infinity, c = Double.infinity
@@ -394,7 +410,7 @@ public struct ClockSyncEstimator: Sendable {
         }
         func slack(_ b: Double) -> Double {
             let (a, c) = intercepts(b)
-            return (upSumY - b * upSumX - Double(up.count) * a) + (downSumY + b * downSumX - Double(down.count) * c)
+            return (upSumY - b * upSumX - upCount * a) + (downSumY + b * downSumX - downCount * c)
         }
         // The slack is convex and piecewise linear in b, with corners at the hull edges' slopes.
         var candidates: [Double] = [0]
@@ -414,18 +430,30 @@ public struct ClockSyncEstimator: Sendable {
             }
         }
         let (a, c) = intercepts(best)
+        /// A noise scale from how densely the points crowd the line: the two hull points touch it, and the
+        /// k-th closest of the rest lies about k noise scales away.
         func spread(_ points: [LegPoint], _ intercept: Double, _ slope: Double) -> Double {
-            var residuals = points.map { $0.y - intercept - slope * $0.x }
-            residuals.sort()
-            return max(0, residuals[min(residuals.count - 1, 2)])
+            let residuals = points.map { max(0, $0.y - intercept - slope * $0.x) }
+            let rank = min(residuals.count - 1, spreadRank + 1)
+            return rank < 2 ? residuals.max() ?? 0 : smallest(residuals, rank: rank) / Double(rank - 1)
         }
         let noise = (spread(up, a, best) + spread(down, c, -best)) / 2
         return (best, a, c, noise)
     }
 
+    /// How many points beyond the hull's two set the noise scale.
+    private static let spreadRank = 8
+
     /// The lower convex hull of `points`, by increasing x (of points sharing an x, the lowest).
     private static func lowerHull(_ points: [LegPoint]) -> [LegPoint] {
-        let sorted = points.sorted { $0.x < $1.x || ($0.x == $1.x && $0.y < $1.y) }
+        // Points come nearly in time order; sort only when needed.
+        var inOrder = true
+        for i in points.indices.dropFirst() where points[i].x < points[i - 1].x
+            || (points[i].x == points[i - 1].x && points[i].y < points[i - 1].y) {
+            inOrder = false
+            break
+        }
+        let sorted = inOrder ? points : points.sorted { $0.x < $1.x || ($0.x == $1.x && $0.y < $1.y) }
         var hull: [LegPoint] = []
         hull.reserveCapacity(sorted.count)
         for p in sorted {
@@ -438,6 +466,20 @@ public struct ClockSyncEstimator: Sendable {
             hull.append(p)
         }
         return hull
+    }
+
+    /// The `rank`-th smallest of `values` (from 0), for a small rank: a sorted buffer of the smallest few.
+    private static func smallest(_ values: [Double], rank: Int) -> Double {
+        var buffer: [Double] = []
+        buffer.reserveCapacity(rank + 2)
+        for v in values where buffer.count <= rank || v < buffer[rank] {
+            var i = buffer.count
+            buffer.append(v)
+            while i > 0 && buffer[i - 1] > v { buffer[i] = buffer[i - 1]; i -= 1 }
+            buffer[i] = v
+            if buffer.count > rank + 1 { buffer.removeLast() }
+        }
+        return buffer[min(rank, buffer.count - 1)]
     }
 
     /// The weighted median of `values` (the value where half the weight lies on either side).
