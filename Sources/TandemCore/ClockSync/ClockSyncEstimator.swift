@@ -15,57 +15,482 @@ public struct ClockSample: Hashable, Sendable, Codable {
     /// Offset `session − local` assuming a symmetric path, at local time `localMidpoint`.
     public var offset: Int64 { ((t2 - t1) + (t3 - t4)) / 2 }
     public var localMidpoint: Int64 { t1 + (t4 - t1) / 2 }
+
+    /// Twice the offset, exact (no rounding of the halving).
+    var doubledOffset: Int64 { (t2 &- t1) &+ (t3 &- t4) }
+    /// Twice the local midpoint, exact.
+    var doubledMidpoint: Int64 { t1 &+ t4 }
 }
 
 /// Estimates `session time = f(local time)` from clock exchanges with the session authority.
 ///
-/// A pure value: the driver sends a ping when `nextPingTime` says, and feeds each pong as a `ClockSample`.
-/// (Interim implementation: minimum-round-trip offset over a window. To be replaced by the regression estimator.)
+/// A pure value that never reads a clock: the driver sends a ping when `nextPingTime(lastPing:)` says, calls
+/// `pingSent()`, and feeds each pong as a `ClockSample` through `add(_:)`. Every read (`mapping`,
+/// `errorBound`, …) is a stored value, so it is cheap to consult on every frame.
+///
+/// How it works:
+/// - **Schedule.** A quick burst at start (a first estimate within a round trip or two), then an acquisition
+///   phase of faster pings — every 20 round trips on a short path, at most every 100 ms — that ends as soon as
+///   the estimate is firm, then a steady ping a second. A LAN settles within a second or two; a 50 ms path
+///   gets ten exchanges a second for its first half minute. Each exchange is two packets of a few dozen bytes.
+/// - **Keeping the low-delay samples, per direction.** `t2 − t1` is the offset plus the up delay, `t3 − t4`
+///   the offset minus the down delay. Over the window, the points of the first lie on or above a line (the
+///   offset line raised by the smallest up delay) and those of the second on or below one (lowered by the
+///   smallest down delay). The estimator fits both lines with a common slope, as tight against the points as
+///   possible (least total slack — the maximum-likelihood fit when queueing delays are exponential), and
+///   takes their midline. This uses the least-delayed packet of *each* direction, which on a jittery path
+///   is much closer to the minimum than the least-delayed round trip: symmetric jitter cancels far better
+///   than with a minimum-round-trip filter.
+/// - **Offset and rate.** The common slope is the drift of the local clock against session time; a weak prior
+///   (`maxDriftPPM`) keeps the first closely spaced samples from producing a wild rate. The window keeps up
+///   to `window` samples over at most `windowDuration`; when full, the sample whose packets were both
+///   delayed the most goes first, so the useful ones stay and the rate is measured over a long baseline.
+/// - **Outliers.** Before the fit, every sample is checked against a robust line (the weighted median offset
+///   along the previous rate, low round trips weighing most); one that disagrees by more than its own excess
+///   round trip allows is left out (corrupted or misattributed timestamps). A sample delayed by a spike is
+///   not an outlier in that sense and cannot move the fit either: its packets lie far from both lines. If
+///   the newest samples are all rejected for a while, a clock has stepped (e.g. the machine was suspended):
+///   the estimator forgets the old samples and starts again with a burst.
+/// - **Error bound.** Path asymmetry cannot be observed from the two ends: a path 30 ms one way and 70 ms
+///   back looks exactly like a symmetric 50 ms path with the clocks 20 ms apart. Any asymmetry is at most half
+///   the smallest round trip, so `errorBound` is half the smallest round trip plus `uncertainty` — a true
+///   bound, if a pessimistic one on long paths. `uncertainty` is the statistical part alone (about a 99 %
+///   bound on the error if the path is symmetric), from how densely the least-delayed packets crowd the
+///   fitted lines.
+///
+/// Sign conventions: `mapping` maps local → session time; `driftPPM` is how fast the local clock runs against
+/// session time (positive: the local clock gains).
 public struct ClockSyncEstimator: Sendable {
+    /// Tuning of the schedule and of the estimator. The defaults suit both a LAN and a 50 ms internet path.
     public struct Configuration: Sendable, Hashable {
         /// Pings in the initial burst, and their spacing.
         public var burstCount: Int = 8
         public var burstInterval: Int64 = 50_000_000
+        /// Pings after the burst that go out at the acquisition interval before the steady rate.
+        ///
+        /// The acquisition phase ends early once the estimate is firm (`acquisitionTarget`).
+        public var acquisitionCount: Int = 300
+        /// The longest acquisition interval. On a short path the interval is `acquisitionRoundTrips` smallest
+        /// round trips instead (exchanges are cheap and quick there), but never below `minimumInterval`.
+        public var acquisitionInterval: Int64 = 100_000_000
+        public var acquisitionRoundTrips: Int64 = 20
+        /// The shortest interval between pings in any phase.
+        public var minimumInterval: Int64 = 20_000_000
+        /// The acquisition phase ends once `uncertainty` is at most this many ns and the rate is known well
+        /// enough that a steady interval of extrapolation adds no more than this again.
+        public var acquisitionTarget: Int64 = 5_000
         /// Steady-state ping interval.
         public var steadyInterval: Int64 = 1_000_000_000
-        /// How many recent samples are kept.
-        public var window: Int = 64
+        /// How many samples are kept at most. Beyond it, the least useful one goes: a rejected sample, else
+        /// the one whose packets were both delayed the most.
+        public var window: Int = 256
+        /// How long (local ns) a sample is kept at most, so that the estimate follows a drift that wanders.
+        public var windowDuration: Int64 = 300_000_000_000
+        /// Prior standard deviation of the local clock's drift (ppm): the estimate is drawn towards zero drift
+        /// only while the samples cannot tell the rate to better than this.
+        public var maxDriftPPM: Double = 500
+        /// Irreducible timestamping noise (ns): the smallest noise scale the estimator assumes.
+        public var noiseFloor: Int64 = 1_000
+        /// A sample is rejected when it is off the robust line by more than this many times what its excess
+        /// round trip allows.
+        public var outlierThreshold: Double = 3
+        /// After this many consecutive rejected samples the estimator assumes a clock step and starts over.
+        public var resetAfterRejections: Int = 6
         public init() {}
     }
 
     public let configuration: Configuration
+    /// The samples currently in the window, oldest first (rejected ones included).
     public private(set) var samples: [ClockSample] = []
+    /// Pings sent since the estimator was created.
     public private(set) var sentCount = 0
+    /// The current estimate of local → session time (rate included), or nil before the first sample.
+    public private(set) var mapping: ClockMapping?
+    /// A bound on |estimate − truth| (ns) at the newest sample's time, or nil before the first sample.
+    ///
+    /// Half the smallest round trip (the largest path asymmetry possible) plus `uncertainty`. See
+    /// `errorBound(atLocal:)` for the bound at a later time.
+    public private(set) var errorBound: Int64?
+    /// The smallest round trip in the window (ns), or nil.
+    public private(set) var roundTrip: Int64?
+    /// The statistical error of the estimate at the newest sample (ns, about a 99 % bound), ignoring path
+    /// asymmetry.
+    public private(set) var uncertainty: Int64?
+    /// The estimated drift of the local clock against session time, in ppm (positive: local runs fast).
+    public private(set) var driftPPM: Double?
+    /// The uncertainty of `driftPPM` (ppm) on the scale of `uncertainty` / 3: three times it bounds the drift
+    /// error in about 99 % of cases.
+    public private(set) var driftUncertaintyPPM: Double?
+    /// How many samples the current estimate rejected as outliers.
+    public private(set) var rejectedCount = 0
+    /// How many times the estimator started over after a clock step.
+    public private(set) var resetCount = 0
+
+    /// Pings sent since the last start-over; drives the burst / acquisition / steady schedule.
+    private var scheduleCount = 0
+    /// The acquisition phase is over (stays over until a start-over).
+    private var acquired = false
+    /// The last fit, for outlier checks of the next one.
+    private var fit: Fit?
+    /// Consecutive newest samples that were rejected.
+    private var consecutiveRejections = 0
+    /// Whether the last fit used each sample (parallel to `samples`).
+    private var accepted: [Bool] = []
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
     }
 
     /// Call when a ping is sent (so the burst/steady schedule advances).
-    public mutating func pingSent() { sentCount += 1 }
+    public mutating func pingSent() {
+        sentCount += 1
+        scheduleCount += 1
+    }
 
     /// When (local time) the next ping should go out, given the last one went out at `lastPing`.
+    ///
+    /// `Int64.min` (send now) when no ping went out yet.
     public func nextPingTime(lastPing: Int64?) -> Int64 {
         guard let lastPing else { return Int64.min }
-        return lastPing + (sentCount < configuration.burstCount ? configuration.burstInterval : configuration.steadyInterval)
+        return lastPing &+ currentInterval
     }
 
-    /// Feeds a completed exchange.
+    /// The interval the schedule is in now.
+    public var currentInterval: Int64 {
+        if scheduleCount < configuration.burstCount { return configuration.burstInterval }
+        if !acquired && scheduleCount < configuration.burstCount + configuration.acquisitionCount {
+            let scaled = (roundTrip ?? configuration.acquisitionInterval) &* configuration.acquisitionRoundTrips
+            return max(configuration.minimumInterval, min(configuration.acquisitionInterval, scaled))
+        }
+        return configuration.steadyInterval
+    }
+
+    /// Feeds a completed exchange and updates the estimate.
     public mutating func add(_ sample: ClockSample) {
-        guard sample.roundTrip >= 0 else { return }
+        guard sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return }
         samples.append(sample)
-        if samples.count > configuration.window { samples.removeFirst(samples.count - configuration.window) }
+        accepted.append(true)
+        trim()
+        refit()
+        if consecutiveRejections >= configuration.resetAfterRejections {
+            // The newest samples agree with each other but not with the old ones: a clock stepped.
+            samples.removeFirst(samples.count - consecutiveRejections)
+            accepted = Array(repeating: true, count: samples.count)
+            fit = nil
+            resetCount += 1
+            scheduleCount = 0
+            acquired = false
+            refit()
+        }
     }
 
-    /// The current estimate of local → session time, or nil before the first sample.
-    public var mapping: ClockMapping? {
-        guard let best = samples.min(by: { $0.roundTrip < $1.roundTrip }) else { return nil }
-        return ClockMapping(localAnchor: best.localMidpoint, sessionAnchor: best.localMidpoint + best.offset, rate: 1)
+    /// The estimated session time at local time `local`, or nil before the first sample.
+    public func sessionTime(atLocal local: Int64) -> Int64? { mapping?.sessionTime(atLocal: local) }
+
+    /// A bound on |estimate − truth| (ns) at local time `local`: `errorBound` plus the growth of the rate
+    /// uncertainty with the distance from the newest sample.
+    public func errorBound(atLocal local: Int64) -> Int64? {
+        guard let fit, let errorBound else { return nil }
+        let x = Double(local &- fit.referenceLocal)
+        let predicted = fit.predictionDeviation(at: x)
+        let atReference = fit.predictionDeviation(at: 0)
+        return errorBound + Int64((3 * max(0, predicted - atReference)).rounded(.up))
     }
 
-    /// A bound on |estimate − truth| in ns (half the best round trip covers any path asymmetry), or nil.
-    public var errorBound: Int64? { samples.map(\.roundTrip).min().map { $0 / 2 } }
+    // MARK: - Fitting
 
-    /// The smallest recent round trip (ns), or nil.
-    public var roundTrip: Int64? { samples.map(\.roundTrip).min() }
+    /// The current straight-line estimate of offset against local time, relative to the newest sample.
+    struct Fit: Sendable {
+        /// Local time (ns) that `x = 0` stands for: the newest sample's midpoint.
+        var referenceLocal: Int64
+        /// The pivot: where the offset is best known (the middle of the window), and the offset there.
+        var pivotX: Double
+        var pivotY: Double
+        /// Slope (rate − 1) and its variance.
+        var slope: Double
+        var slopeVariance: Double
+        /// One standard deviation (ns) of the offset at the pivot.
+        var pivotDeviation: Double
+        /// `session − local` that `y = 0` stands for (the newest sample's offset, whole ns).
+        var referenceOffset: Int64
+        /// The floor under the up leg, `upIntercept + legSlope·x`, and the ceiling over the down leg,
+        /// `legSlope·x − downIntercept`, before the drift prior is applied.
+        var legSlope: Double
+        var upIntercept: Double
+        var downIntercept: Double
+
+        /// How far above its floor the less delayed of a sample's two packets was (ns): how much the sample
+        /// can still tell about the offset.
+        func queueing(of sample: ClockSample) -> Double {
+            let xUp = Double(sample.t1 &- referenceLocal)
+            let xDown = Double(sample.t4 &- referenceLocal)
+            let up = Double((sample.t2 &- sample.t1) &- referenceOffset) - (upIntercept + legSlope * xUp)
+            let down = (legSlope * xDown - downIntercept) - Double((sample.t3 &- sample.t4) &- referenceOffset)
+            return min(up, down)
+        }
+
+        func offset(at x: Double) -> Double { pivotY + slope * (x - pivotX) }
+
+        /// One standard deviation (ns) of the fitted offset at `x`.
+        func predictionDeviation(at x: Double) -> Double {
+            let dx = x - pivotX
+            return (pivotDeviation * pivotDeviation + slopeVariance * dx * dx).squareRoot()
+        }
+    }
+
+    /// A point on one leg: local time `x` and `session − local` seen on that leg `y`, both relative to the
+    /// newest sample.
+    private struct LegPoint {
+        var x: Double
+        var y: Double
+    }
+
+    /// Drops samples older than `windowDuration`, then the least useful ones beyond `window`.
+    private mutating func trim() {
+        guard let newest = samples.last else { return }
+        let oldestKept = newest.t4 &- configuration.windowDuration
+        if let first = samples.firstIndex(where: { $0.t4 >= oldestKept }), first > 0 {
+            samples.removeFirst(first)
+            accepted.removeFirst(first)
+        }
+        // The newest few are always kept: they are what the estimate extrapolates from.
+        let protected = max(1, min(configuration.burstCount, configuration.window / 4))
+        while samples.count > max(configuration.window, protected) {
+            var worst = 0
+            var worstScore = -Double.infinity
+            for i in 0..<(samples.count - protected) {
+                let score: Double
+                if !accepted[i] {
+                    score = .infinity
+                } else if let fit {
+                    score = fit.queueing(of: samples[i])
+                } else {
+                    score = Double(samples[i].roundTrip)
+                }
+                if score > worstScore { worst = i; worstScore = score }
+                if score == .infinity { break }
+            }
+            samples.remove(at: worst)
+            accepted.remove(at: worst)
+        }
+    }
+
+    private mutating func refit() {
+        let n = samples.count
+        guard n > 0, let newest = samples.last else {
+            mapping = nil; errorBound = nil; roundTrip = nil; uncertainty = nil
+            driftPPM = nil; driftUncertaintyPPM = nil; fit = nil
+            return
+        }
+        let referenceDoubledMid = newest.doubledMidpoint
+        let referenceDoubledOffset = newest.doubledOffset
+        let referenceLocal = referenceDoubledMid >> 1
+        let referenceOffset = referenceDoubledOffset >> 1
+        var minRoundTrip = Int64.max
+        for s in samples { minRoundTrip = min(minRoundTrip, s.roundTrip) }
+
+        // Outlier check against a robust line: weighted median offset along the previous rate, each sample
+        // weighted by how little queueing its round trip allows.
+        accepted = [Bool](repeating: true, count: n)
+        var rejected = 0
+        let priorDeviation = configuration.maxDriftPPM * 1e-6
+        let priorVariance = priorDeviation * priorDeviation
+        if n >= 3 {
+            var excess = [Double](repeating: 0, count: n)
+            for i in 0..<n { excess[i] = Double(samples[i].roundTrip - minRoundTrip) }
+            let floor = max(Double(configuration.noiseFloor),
+                            Self.smallest(excess, rank: min(n - 1, max(2, n / 16))))
+            let priorSlope = fit?.slope ?? 0
+            let slopeTolerance: Double
+            if let fit, fit.slopeVariance < priorVariance / 4 {
+                slopeTolerance = 3 * fit.slopeVariance.squareRoot() + 1e-6
+            } else {
+                slopeTolerance = 2 * priorDeviation
+            }
+            var detrended = [(value: Double, weight: Double)]()
+            detrended.reserveCapacity(n)
+            var xs = [Double](repeating: 0, count: n)
+            for i in 0..<n {
+                xs[i] = Double(samples[i].doubledMidpoint &- referenceDoubledMid) / 2
+                let y = Double(samples[i].doubledOffset &- referenceDoubledOffset) / 2
+                detrended.append((y - priorSlope * xs[i], 1 / (excess[i] * excess[i] + floor * floor)))
+            }
+            let center = Self.weightedMedian(detrended)
+            for i in 0..<n {
+                let allowed = excess[i] / 2 + floor + abs(xs[i]) * slopeTolerance
+                if abs(detrended[i].value - center) > configuration.outlierThreshold * allowed {
+                    accepted[i] = false
+                    rejected += 1
+                }
+            }
+        }
+        consecutiveRejections = 0
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            if accepted[i] { break }
+            consecutiveRejections += 1
+        }
+        rejectedCount = rejected
+
+        // The two legs separately: `t2 − t1 = offset + up delay` lies on or above the true offset line moved
+        // up by the smallest up delay; `t3 − t4 = offset − down delay` on or below it moved down by the
+        // smallest down delay. The lower hull of the first and the upper hull of the second therefore track
+        // the least-delayed packets of each direction, which are far closer to the minimum than the least
+        // delayed round trips; their midline is the offset, up to the (unobservable) path asymmetry.
+        var up: [LegPoint] = []
+        var down: [LegPoint] = []
+        up.reserveCapacity(n)
+        down.reserveCapacity(n)
+        for i in 0..<n where accepted[i] {
+            let s = samples[i]
+            up.append(LegPoint(x: Double(s.t1 &- referenceLocal), y: Double((s.t2 &- s.t1) &- referenceOffset)))
+            down.append(LegPoint(x: Double(s.t4 &- referenceLocal), y: -Double((s.t3 &- s.t4) &- referenceOffset)))
+        }
+        guard !up.isEmpty else { return }  // keep the previous estimate
+        var span = 0.0
+        if let first = up.map(\.x).min(), let last = down.map(\.x).max() { span = last - first }
+        // The offset is best known in the middle of the window.
+        var pivotX = 0.0
+        for p in up { pivotX += p.x }
+        for p in down { pivotX += p.x }
+        pivotX /= Double(up.count + down.count)
+        let legs = Self.jointFloor(up: up, down: down)
+        // Offset at the pivot: midway between the up floor and the down ceiling.
+        let pivotY = (legs.upIntercept - legs.downIntercept) / 2 + legs.slope * pivotX
+        let noise = max(Double(configuration.noiseFloor), 2.5 * legs.spread)
+        var slope = 0.0
+        var slopeVariance = priorVariance
+        if up.count >= 2, span > 0 {
+            // The slope is set by least-delayed packets about half the window apart, on both legs.
+            let dataVariance = noise * noise / (span * span / 4)
+            let shrink = priorVariance / (priorVariance + dataVariance)
+            slope = legs.slope * shrink
+            slopeVariance = dataVariance * shrink
+        }
+        let newFit = Fit(referenceLocal: referenceLocal, pivotX: pivotX, pivotY: pivotY, slope: slope,
+                         slopeVariance: slopeVariance, pivotDeviation: noise, referenceOffset: referenceOffset,
+                         legSlope: legs.slope, upIntercept: legs.upIntercept, downIntercept: legs.downIntercept)
+        fit = newFit
+
+        // Mapping anchored at the newest sample's midpoint (rounded down to whole ns).
+        mapping = ClockMapping(localAnchor: referenceLocal,
+                               sessionAnchor: referenceLocal &+ referenceOffset &+ Int64(newFit.offset(at: 0).rounded()),
+                               rate: 1 + slope)
+        roundTrip = minRoundTrip
+        let deviation = newFit.predictionDeviation(at: 0)
+        uncertainty = Int64((3 * deviation).rounded(.up))
+        errorBound = (minRoundTrip + 1) / 2 + Int64((3 * deviation).rounded(.up))
+        driftPPM = (1 / (1 + slope) - 1) * 1_000_000
+        driftUncertaintyPPM = slopeVariance.squareRoot() * 1_000_000
+
+        if !acquired, scheduleCount >= configuration.burstCount, up.count >= configuration.burstCount {
+            let target = Double(configuration.acquisitionTarget)
+            let extrapolation = 3 * slopeVariance.squareRoot() * Double(configuration.steadyInterval)
+            if 3 * deviation <= target && extrapolation <= target { acquired = true }
+        }
+    }
+
+    /// The common-slope lines under the up leg's points and over the down leg's points (given negated, so
+    /// also under) that leave the least total slack: the maximum-likelihood fit when queueing delays are
+    /// exponential. Returns the slope, both intercepts (at x = 0, in the negated frame for `down`) and a
+    /// noise scale from how densely each leg's points crowd its line, averaged.
+    private static func jointFloor(up: [LegPoint], down: [LegPoint])
+        -> (slope: Double, upIntercept: Double, downIntercept: Double, spread: Double) {
+        let upHull = lowerHull(up)
+        let downHull = lowerHull(down)
+        var upSumX = 0.0, upSumY = 0.0, downSumX = 0.0, downSumY = 0.0
+        for p in up { upSumX += p.x; upSumY += p.y }
+        for p in down { downSumX += p.x; downSumY += p.y }
+        let upCount = Double(up.count), downCount = Double(down.count)
+        // For slope b, up points lie on or above a + b·x and the negated down points on or above c − b·x.
+        func intercepts(_ b: Double) -> (Double, Double) {
+            var a = Double.infinity, c = Double.infinity
+            for p in upHull { a = min(a, p.y - b * p.x) }
+            for p in downHull { c = min(c, p.y + b * p.x) }
+            return (a, c)
+        }
+        func slack(_ b: Double) -> Double {
+            let (a, c) = intercepts(b)
+            return (upSumY - b * upSumX - upCount * a) + (downSumY + b * downSumX - downCount * c)
+        }
+        // The slack is convex and piecewise linear in b, with corners at the hull edges' slopes.
+        var candidates: [Double] = [0]
+        for i in upHull.indices.dropFirst() {
+            candidates.append((upHull[i].y - upHull[i - 1].y) / (upHull[i].x - upHull[i - 1].x))
+        }
+        for i in downHull.indices.dropFirst() {
+            candidates.append(-(downHull[i].y - downHull[i - 1].y) / (downHull[i].x - downHull[i - 1].x))
+        }
+        var best = 0.0, bestSlack = slack(0)
+        for b in candidates.dropFirst() {
+            let value = slack(b)
+            // Relative tolerance: with few points the slack is flat; prefer the smaller drift then.
+            if value < bestSlack - 1e-9 * max(1, abs(bestSlack)) || (abs(value - bestSlack) <= 1e-9 * max(1, abs(bestSlack)) && abs(b) < abs(best)) {
+                best = b
+                bestSlack = value
+            }
+        }
+        let (a, c) = intercepts(best)
+        /// A noise scale from how densely the points crowd the line: the two hull points touch it, and the
+        /// k-th closest of the rest lies about k noise scales away.
+        func spread(_ points: [LegPoint], _ intercept: Double, _ slope: Double) -> Double {
+            let residuals = points.map { max(0, $0.y - intercept - slope * $0.x) }
+            let rank = min(residuals.count - 1, spreadRank + 1)
+            return rank < 2 ? residuals.max() ?? 0 : smallest(residuals, rank: rank) / Double(rank - 1)
+        }
+        let noise = (spread(up, a, best) + spread(down, c, -best)) / 2
+        return (best, a, c, noise)
+    }
+
+    /// How many points beyond the hull's two set the noise scale.
+    private static let spreadRank = 8
+
+    /// The lower convex hull of `points`, by increasing x (of points sharing an x, the lowest).
+    private static func lowerHull(_ points: [LegPoint]) -> [LegPoint] {
+        // Points come nearly in time order; sort only when needed.
+        var inOrder = true
+        for i in points.indices.dropFirst() where points[i].x < points[i - 1].x
+            || (points[i].x == points[i - 1].x && points[i].y < points[i - 1].y) {
+            inOrder = false
+            break
+        }
+        let sorted = inOrder ? points : points.sorted { $0.x < $1.x || ($0.x == $1.x && $0.y < $1.y) }
+        var hull: [LegPoint] = []
+        hull.reserveCapacity(sorted.count)
+        for p in sorted {
+            if let last = hull.last, last.x == p.x { continue }
+            while hull.count >= 2 {
+                let a = hull[hull.count - 2], b = hull[hull.count - 1]
+                // Keep b only if it lies strictly below the segment a–p.
+                if (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x) <= 0 { hull.removeLast() } else { break }
+            }
+            hull.append(p)
+        }
+        return hull
+    }
+
+    /// The `rank`-th smallest of `values` (from 0), for a small rank: a sorted buffer of the smallest few.
+    private static func smallest(_ values: [Double], rank: Int) -> Double {
+        var buffer: [Double] = []
+        buffer.reserveCapacity(rank + 2)
+        for v in values where buffer.count <= rank || v < buffer[rank] {
+            var i = buffer.count
+            buffer.append(v)
+            while i > 0 && buffer[i - 1] > v { buffer[i] = buffer[i - 1]; i -= 1 }
+            buffer[i] = v
+            if buffer.count > rank + 1 { buffer.removeLast() }
+        }
+        return buffer[min(rank, buffer.count - 1)]
+    }
+
+    /// The weighted median of `values` (the value where half the weight lies on either side).
+    private static func weightedMedian(_ values: [(value: Double, weight: Double)]) -> Double {
+        let sorted = values.sorted { $0.value < $1.value }
+        let half = sorted.reduce(0) { $0 + $1.weight } / 2
+        var running = 0.0
+        for entry in sorted {
+            running += entry.weight
+            if running >= half { return entry.value }
+        }
+        return sorted.last?.value ?? 0
+    }
 }
