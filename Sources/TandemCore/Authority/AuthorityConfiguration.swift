@@ -1,0 +1,53 @@
+/// Policies and limits of one session's authority. All durations are nanoseconds of session time.
+public struct AuthorityConfiguration: Sendable, Hashable {
+    /// Suspension reasons for which the group waits before starting (or pauses when they appear during play).
+    public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason>
+    /// When more participants than this hold a reason, the group stops waiting for that reason. Absent: no limit.
+    public var participantLimitPerReason: [SuspensionReason: Int]
+    /// How long the group waits for a participant that has not yet loaded the current item.
+    public var firstLoadWaitingTimeout: Int64
+    /// How long the group waits for a participant that had loaded the item (re-buffering, preparing after a seek).
+    public var rebufferWaitingTimeout: Int64
+    /// Safety margin added to every scheduled start.
+    public var startMargin: Int64
+    /// Whether a participant joining while the group plays makes the group wait for it.
+    /// Default false: late joiners preroll at the projected position and join the running timeline.
+    public var lateJoinersPauseGroup: Bool
+    /// Most participants a session admits at once.
+    public var maxParticipants: Int
+    /// Whether the host leaving ends the session for everyone (an embedded server).
+    public var endsWhenHostLeaves: Bool
+    /// How long a participant whose connection dropped keeps its identity for a reconnect.
+    public var reconnectGracePeriod: Int64
+    /// Largest app message payload in bytes.
+    public var maxAppMessageSize: Int
+    /// Sustained app messages per second per sender.
+    public var appMessagesPerSecond: Int
+    /// App messages a sender may send in a burst above the sustained rate.
+    public var appMessageBurst: Int
+    /// Largest journal attachment in bytes.
+    public var maxAttachmentSize: Int64
+    /// A participant whose item duration differs from the reference by more than this is flagged.
+    public var mediaDurationTolerance: Int64
+    /// Whether a participant that has not reported its readiness yet counts as loading (an implicit
+    /// `.loading` suspension). Default true, so a joiner is not skipped before its first report arrives.
+    public var treatsUnreportedReadinessAsLoading: Bool
+
+    public init() {
+        suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .userChangingTime, .userActionRequired]
+        participantLimitPerReason = [:]
+        firstLoadWaitingTimeout = 30_000_000_000
+        rebufferWaitingTimeout = 10_000_000_000
+        startMargin = 40_000_000
+        lateJoinersPauseGroup = false
+        maxParticipants = 32
+        endsWhenHostLeaves = true
+        reconnectGracePeriod = 10_000_000_000
+        maxAppMessageSize = 256 * 1024
+        appMessagesPerSecond = 100
+        appMessageBurst = 200
+        maxAttachmentSize = 100_000_000
+        mediaDurationTolerance = 1_500_000_000
+        treatsUnreportedReadinessAsLoading = true
+    }
+}
