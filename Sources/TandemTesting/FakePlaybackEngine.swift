@@ -57,6 +57,8 @@ public struct FakePlaybackEngine: Sendable {
     public private(set) var clockMapping: ClockMapping = .identity
     /// Everything rendered, in start order (true times).
     public private(set) var pieces: [(start: Int64, piece: Piece)] = []
+    /// Items loaded so far, with the true time each load finished.
+    public private(set) var loads: [(itemID: String, at: Int64)] = []
     private var busyUntil: Int64 = .min
     private var stallPieceStart: Int64?
     private var stallRate: Double = 0
@@ -128,8 +130,9 @@ public struct FakePlaybackEngine: Sendable {
         switch command {
         case .setClockMapping:
             return nil
-        case .load:
+        case .load(let itemID):
             let done = start + profile.loadDelay
+            loads.append((itemID, done))
             append(.frozen(itemTime: 0), at: done)
             loaded = true
             busyUntil = done
