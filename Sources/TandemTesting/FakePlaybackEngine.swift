@@ -93,7 +93,8 @@ public struct FakePlaybackEngine: Sendable {
         switch p {
         case .frozen(let x): return x
         case .line(let x, let s, let r):
-            let elapsed = Double(engineSessionTime(atTrue: t) - s) * (1 + profile.renderDriftPPM / 1_000_000)
+            // Before its scheduled start a line shows its first frame.
+            let elapsed = max(0, Double(engineSessionTime(atTrue: t) - s)) * (1 + profile.renderDriftPPM / 1_000_000)
             return x + Int64((elapsed * r).rounded())
         }
     }
@@ -107,8 +108,10 @@ public struct FakePlaybackEngine: Sendable {
     /// True times at which the engine started moving, with the item time and rate it started from.
     public var starts: [(trueTime: Int64, itemTime: Int64, rate: Double)] {
         pieces.compactMap { p in
-            guard case .line(_, _, let r) = p.piece else { return nil }
-            return (p.start, renderedItemTime(atTrue: p.start) ?? 0, r)
+            guard case .line(_, let session, let r) = p.piece else { return nil }
+            // The scheduled instant on the current calibration (it may have been refined since the command).
+            let start = max(p.start, trueTime(atEngineSession: session))
+            return (start, renderedItemTime(atTrue: start) ?? 0, r)
         }
     }
 
@@ -133,6 +136,7 @@ public struct FakePlaybackEngine: Sendable {
         case .load(let itemID):
             let done = start + profile.loadDelay
             loads.append((itemID, done))
+            if let shown { append(.frozen(itemTime: shown), at: start) }   // the old item stops at once
             append(.frozen(itemTime: 0), at: done)
             loaded = true
             busyUntil = done
@@ -159,9 +163,9 @@ public struct FakePlaybackEngine: Sendable {
             } else {
                 if let shown { append(.frozen(itemTime: shown), at: start) }
                 ready = start + profile.seekDelay
-                if ready < scheduled { append(.frozen(itemTime: x), at: ready) }
             }
-            append(.line(item: x, session: t, rate: r), at: max(scheduled, ready))
+            // From `ready` on, a line shows its first frame until its scheduled instant, then moves.
+            append(.line(item: x, session: t, rate: r), at: ready)
             busyUntil = ready
             return Completion(at: ready, id: id, outcome: .playing)
         case .pause:
