@@ -60,7 +60,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         var rate: Double
     }
 
-    public let configuration: Configuration
+    public var configuration: Configuration
 
     // Session state.
     public private(set) var localParticipantID: ParticipantID?
@@ -490,8 +490,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             if case .playing = target, line.session > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping.
                 issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
-            } else if line.session >= sNow + needed || (confirmedPrepared.map { $0.itemTime == line.item } ?? false
-                                                        && line.session > sNow) {
+            } else if line.session >= sNow + configuration.prerollEstimate
+                        || (confirmedPrepared.map { $0.itemTime == line.item } ?? false && line.session > sNow) {
                 if !(confirmedPrepared.map { $0.itemTime == line.item } ?? false) {
                     issue(.prepare(itemTime: line.item, rate: line.rate), into: &actions)
                 }
