@@ -107,6 +107,8 @@ public final class SessionSimulation {
     public var retransmissionTimeout: Int64 = 200_000_000
     public let tickInterval: Int64
     public let sampleInterval: Int64
+    /// The seed everything random came from.
+    public let seed: UInt64
 
     private var rng: SeededRandom
     private var queue: [(time: Int64, seq: UInt64, event: Event)] = []
@@ -117,6 +119,7 @@ public final class SessionSimulation {
     public init(seed: UInt64, activity: ActivityEnvelope?, configuration: AuthorityConfiguration = .init(),
                 tickInterval: Int64 = 20_000_000, sampleInterval: Int64 = 10_000_000) {
         rng = SeededRandom(seed: seed)
+        self.seed = seed
         authority = SessionAuthority(sessionID: "sim-\(seed)", activity: activity, configuration: configuration, now: 0)
         self.tickInterval = tickInterval
         self.sampleInterval = sampleInterval
