@@ -176,6 +176,13 @@ public struct FakePlaybackEngine: Sendable {
         }
     }
 
+    /// Makes a moving engine jump `offset` ns of item time at true time `t` (a sink that lost sync, a decoder that
+    /// skipped): it keeps moving, but off the timeline, until someone resynchronises it.
+    public mutating func slip(atTrue t: Int64, by offset: Int64) {
+        guard let (_, p) = piece(atTrue: t), case .line(let x, let s, let r) = p, movingRate(atTrue: t) > 0 else { return }
+        append(.line(item: x + offset, session: s, rate: r), at: t)
+    }
+
     /// Freezes rendering at true time `t` for `duration` (a network or decoder stall); commands wait it out.
     /// Returns the true time of recovery, at which the simulation should call `recover(atTrue:)`.
     public mutating func stall(atTrue t: Int64, duration: Int64) -> Int64 {

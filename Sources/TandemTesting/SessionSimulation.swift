@@ -164,6 +164,9 @@ public final class SessionSimulation {
         schedule(.recover(p), at: recovery)
     }
 
+    /// Peer `p`'s engine jumps `offset` ns of item time off the timeline now, without telling anyone.
+    public func slip(_ p: Int, by offset: Int64) { peers[p].engine.slip(atTrue: now, by: offset) }
+
     /// Peer `p` leaves (others go on).
     public func leave(_ p: Int) { sendUp(p, .leave) }
 

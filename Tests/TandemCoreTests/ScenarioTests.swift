@@ -356,4 +356,26 @@ private let tolerance: Int64 = 5_000
         #expect(sim.peers[2].events.contains { if case .notice(let n) = $0.event { n.kind == .differentMedia } else { false } })
         Self.expectInStep(sim, over: 3 * s...4 * s, minimumSamples: 20, "10 (different file still plays in step)")
     }
+
+    // The drift watchdog (not one of the ten, but the same machinery).
+    @Test(arguments: ScenarioTests.seeds) func aPeerThatSlipsOffTheTimelineResynchronisesAlone(seed: UInt64) {
+        let sim = Self.simulation(seed: seed, peers: Self.peers())
+        Self.startPlaying(sim)
+        let generation = sim.authority.timeline.generation
+        sim.at(5 * s) { $0.slip(1, by: 80 * ms) }
+        sim.run(until: 6 * s)
+        // Off by 80 ms: noticed, but not acted on before the drift has lasted a second.
+        #expect(sim.peers[1].machine.resyncCount == 0)
+        sim.run(until: 9 * s)
+        #expect(sim.peers[1].machine.resyncCount == 1)
+        #expect(sim.peers[1].events.contains { if case .resynchronising(let d) = $0.event { abs(d - 80 * ms) < ms } else { false } })
+        for i in [0, 2, 3] {
+            #expect(sim.peers[i].engine.starts.count == 1, "peer\(i) was disturbed")
+            #expect(sim.peers[i].machine.resyncCount == 0)
+        }
+        #expect(sim.authority.timeline.generation == generation, "the group was bothered")
+        let back = Self.lastStart(sim, 1)!.trueTime
+        #expect(back > 6 * s && back < 7 * s)
+        Self.expectInStep(sim, over: back...9 * s, "watchdog (80 ms slip)")
+    }
 }
