@@ -42,6 +42,11 @@ public final class SessionSimulation {
         public internal(set) var machine: PlaybackCoordinatorStateMachine
         public internal(set) var engine: FakePlaybackEngine
         public internal(set) var estimator = ClockSyncEstimator()
+        /// The estimator's outputs, refreshed when a sample arrives (the only time they change), so ticks and
+        /// samples do not recompute them.
+        public internal(set) var mapping: ClockMapping?
+        public internal(set) var errorBound: Int64?
+        var quality: (errorBound: Int64, roundTrip: Int64)?
         /// True time → local time.
         public let localClock: ClockMapping
         /// Every event the coordinator raised, with the true time.
@@ -69,7 +74,7 @@ public final class SessionSimulation {
 
         /// The estimator's current error: estimated session time − true session time (ns), nil before syncing.
         public func clockError(atTrue t: Int64) -> Int64? {
-            estimator.mapping.map { $0.sessionTime(atLocal: localTime(atTrue: t)) - t }
+            mapping.map { $0.sessionTime(atLocal: localTime(atTrue: t)) - t }
         }
     }
 
@@ -340,6 +345,9 @@ public final class SessionSimulation {
             let local = peer.localTime(atTrue: now)
             if case .clockPong(let pong) = message {
                 peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: local))
+                peer.mapping = peer.estimator.mapping
+                peer.errorBound = peer.estimator.errorBound
+                if let e = peer.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
                 return
             }
             let firstWelcome: Bool
@@ -367,9 +375,7 @@ public final class SessionSimulation {
                 peer.lastPing = local
                 sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: local)))
             }
-            let quality: (errorBound: Int64, roundTrip: Int64)?
-            if let e = peer.estimator.errorBound, let r = peer.estimator.roundTrip { quality = (e, r) } else { quality = nil }
-            perform(peer: p, peer.machine.tick(now: local, mapping: peer.estimator.mapping, clockQuality: quality,
+            perform(peer: p, peer.machine.tick(now: local, mapping: peer.mapping, clockQuality: peer.quality,
                                                engineItemTime: peer.engine.renderedItemTime(atTrue: now)))
             schedule(.tick(p), at: now + tickInterval)
         case .engineDone(let p, let done):
@@ -384,7 +390,7 @@ public final class SessionSimulation {
                 time: now,
                 item: peers.map { $0.connected ? $0.engine.renderedItemTime(atTrue: now) : nil },
                 rate: peers.map { $0.connected ? $0.engine.movingRate(atTrue: now) : 0 },
-                errorBound: peers.map { $0.estimator.errorBound },
+                errorBound: peers.map { $0.errorBound },
                 generation: peers.map { $0.machine.timeline?.generation }))
             schedule(.sample, at: now + sampleInterval)
         }

@@ -117,7 +117,7 @@ private let tolerance: Int64 = 5_000
         }
         #expect(anchors.count == 1, "peers started on different schedules: \(anchors)")
         let starts = sim.peers.compactMap { $0.engine.starts.first?.trueTime }
-        let bounds = sim.peers.map { $0.estimator.errorBound ?? 0 }
+        let bounds = sim.peers.map { $0.errorBound ?? 0 }
         #expect(starts.max()! - starts.min()! <= bounds.sorted().suffix(2).reduce(0, +) + tolerance)
         Self.expectSameGeneration(sim)
         Self.expectInStep(sim, over: starts.max()!...8 * s, "1 (slow loader)")
