@@ -217,4 +217,18 @@ private let s: Int64 = 1_000_000_000
                                                                 readiness: .ready(longer))]), now: 9 * s)
         #expect(m.participantsWithDifferentMedia == [Self.bob, carol])
     }
+
+    @Test func aFailedLoadIsReportedAndNotRetriedUntilTheItemChanges() {
+        var m = Machine()
+        _ = m.tick(now: 5 * s, mapping: Self.mapping, clockQuality: nil, engineItemTime: nil)
+        let load = Self.engineCommands(m.receive(Self.welcome(Self.timeline(1, .paused, at: 0, item: 0)), now: 5 * s))[0]
+        let failed = m.engineCompleted(load.0, .failed(.noSuchFile(path: "/m/movie.webm")), now: 6 * s)
+        #expect(Self.sent(failed) == [.readiness(.failed("no such file: /m/movie.webm — check the path"))])
+        #expect(failed.contains(.event(.engineFailed(.noSuchFile(path: "/m/movie.webm")))))
+        #expect(m.localSuspensionReasons.isEmpty)
+        let later = m.tick(now: 7 * s, mapping: Self.mapping, clockQuality: nil, engineItemTime: nil)
+        #expect(Self.engineCommands(later).isEmpty)
+        let next = m.receive(.activity(Self.envelope("episode-2")), now: 8 * s)
+        #expect(Self.engineCommands(next).map(\.1) == [.load(itemID: "episode-2")])
+    }
 }

@@ -378,4 +378,20 @@ private let tolerance: Int64 = 5_000
         #expect(back > 6 * s && back < 7 * s)
         Self.expectInStep(sim, over: back...9 * s, "watchdog (80 ms slip)")
     }
+
+    // Lossy wide-area link: a lost packet costs a retransmission longer than any start lead.
+    @Test(arguments: ScenarioTests.seeds) func aPeerOnALossyLinkStaysInStepEvenWhenItsStartArrivesLate(seed: UInt64) {
+        var setups = Self.peers()
+        setups[2].link = .wan(loss: 0.05)
+        let sim = Self.simulation(seed: seed, peers: setups)
+        Self.startPlaying(sim)
+        sim.at(6 * s) { $0.seek(0, to: 100 * s) }
+        sim.at(9 * s) { $0.setRate(1, 2) }
+        sim.run(until: 13 * s)
+        for (i, peer) in sim.peers.enumerated() {
+            #expect(peer.engine.movingRate(atTrue: sim.now) == 2, "peer\(i) is not playing at 2×")
+        }
+        Self.expectSameGeneration(sim)
+        Self.expectInStep(sim, over: 11 * s...13 * s, "lossy link (5 % loss, 200 ms retransmissions)")
+    }
 }

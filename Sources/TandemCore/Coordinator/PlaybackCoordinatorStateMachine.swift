@@ -1,3 +1,5 @@
+import Foundation
+
 /// The peer side of coordinated playback, as a pure value: no clock reads, no I/O, no concurrency.
 ///
 /// Inputs are server messages, engine outcomes and events, the user's intents, local suspensions and periodic
@@ -86,7 +88,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     private var pendingPlayID: UInt64?
     private var playConfirmedAt: Int64?
     private var engineStalled = false
-    private var engineFailed = false
+    /// The item the engine could not load; not retried until the activity names another one.
+    private var failedItemID: String?
 
     // Suspensions.
     private var nextSuspension: UInt64 = 1
@@ -313,7 +316,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             loadingItemID = nil
             loadedItemID = item
             mediaInfo = info
-            engineFailed = false
+            failedItemID = nil
             if id == lastCommandID { confirmedPrepared = (0, 1) }
             target = .prepared(itemTime: 0, rate: 1)
             actions.append(.send(.readiness(.ready(info))))
@@ -331,8 +334,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .failed(let error):
             if id == pendingLoadID {
                 pendingLoadID = nil
+                failedItemID = loadingItemID
                 loadingItemID = nil
-                engineFailed = true
                 actions.append(.send(.readiness(.failed(error.description))))
                 if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
             } else {
@@ -450,8 +453,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
 
     /// Brings the engine in line with the current timeline.
     private mutating func reconcile(now: Int64, into actions: inout [Action]) {
-        guard invalidation == nil, !engineFailed else { return }
+        guard invalidation == nil else { return }
         let wantedItem = activity?.itemID ?? timeline?.itemID
+        if let wantedItem, wantedItem == failedItemID { return }
         if let wantedItem, wantedItem != loadedItemID, wantedItem != loadingItemID {
             loadingItemID = wantedItem
             target = .idle
