@@ -60,16 +60,20 @@ extension SessionAuthority {
             return broadcast(.journal(.begin(info)), except: id)
 
         case .chunk(let attachmentID, let offset, let bytes):
-            guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
+            // Only the figures are copied out, and the attachment is mutated in place, so a large attachment's
+            // chunk list is not copied for every chunk.
+            let progress = attachments[attachmentID].map {
+                (owner: $0.info.owner, isCommitted: $0.isCommitted, received: $0.received, size: $0.info.size)
+            }
+            guard let progress, progress.owner == id, !progress.isCommitted else {
                 return [.send(.refused(reason: "no attachment '\(attachmentID)' of yours is being sent"), to: id)]
             }
-            guard offset == stored.received, stored.received + Int64(bytes.count) <= stored.info.size else {
-                return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(stored.received) bytes "
-                    + "received or exceeds the announced size")
+            guard offset == progress.received, progress.received + Int64(bytes.count) <= progress.size else {
+                return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(progress.received) "
+                    + "bytes received or exceeds the announced size")
             }
-            stored.chunks.append((offset, bytes))
-            stored.received += Int64(bytes.count)
-            attachments[attachmentID] = stored
+            attachments[attachmentID]?.chunks.append((offset, bytes))
+            attachments[attachmentID]?.received += Int64(bytes.count)
             return broadcast(.journal(entry), except: id)
 
         case .commit(let attachmentID):

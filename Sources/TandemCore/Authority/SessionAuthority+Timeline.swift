@@ -163,11 +163,14 @@ extension SessionAuthority {
         return result
     }
 
-    /// Reasons for which the group waits for this participant, ignoring whether it is excused.
-    func blockingReasons(of member: Member, at position: ItemPosition, requiringPreparation: Bool) -> [SuspensionReason] {
+    /// Reasons for which the group waits for this participant, ignoring whether it is excused (and, unless
+    /// `applyingLimits`, ignoring the per-reason limits).
+    func blockingReasons(of member: Member, at position: ItemPosition, requiringPreparation: Bool,
+                         applyingLimits: Bool = true) -> [SuspensionReason] {
         guard member.isConnected, !member.hasFailed else { return [] }
         var reasons = member.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
-            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) && !reasonsOverLimit.contains($0) }
+            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) }
+        if applyingLimits { reasons.removeAll { reasonsOverLimit.contains($0) } }
         if requiringPreparation, !member.isPrepared(at: position), !reasons.contains(.loading) {
             reasons.append(.loading)
         }
@@ -177,14 +180,18 @@ extension SessionAuthority {
     /// Reasons held by more connected participants than their limit allows.
     func computeReasonsOverLimit() -> Set<SuspensionReason> {
         var over: Set<SuspensionReason> = []
-        for (reason, limit) in configuration.participantLimitPerReason {
-            let holders = connectedIDs.filter {
-                members[$0]?.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
-                    .contains(reason) == true
-            }.count
-            if holders > limit { over.insert(reason) }
+        for (reason, limit) in configuration.participantLimitPerReason where holderCount(of: reason) > limit {
+            over.insert(reason)
         }
         return over
+    }
+
+    /// How many connected participants hold `reason` (explicitly or through their readiness).
+    func holderCount(of reason: SuspensionReason) -> Int {
+        connectedIDs.filter {
+            members[$0]?.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
+                .contains(reason) == true
+        }.count
     }
 
     mutating func beginWaiting(_ blocking: [ParticipantID: [SuspensionReason]], now: Int64) {
@@ -206,9 +213,17 @@ extension SessionAuthority {
         for reason in over.subtracting(reasonsOverLimit).sorted(by: { $0.rawValue < $1.rawValue }) {
             let limit = configuration.participantLimitPerReason[reason] ?? 0
             actions += broadcast(notice(.limitExceeded, nil,
-                                        "more than \(limit) participants are \(reason); the group does not wait for them", now))
+                                        "\(holderCount(of: reason)) participants are \(reason) (limit \(limit)); "
+                                            + "the group goes on without waiting for them", now))
         }
         reasonsOverLimit = over
+        // The holders of a reason beyond its limit catch up alone, even once fewer hold it.
+        for reason in over {
+            for id in connectedIDs where members[id]?.heldReasons(
+                treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading).contains(reason) == true {
+                members[id]?.isExcused = true
+            }
+        }
 
         // Lift excuses of participants that no longer hold anything the group would wait for.
         let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime)
@@ -217,7 +232,8 @@ extension SessionAuthority {
         for id in memberOrder where members[id]?.isExcused == true {
             let member = members[id]!
             if member.isConnected, case .ready = member.readiness,
-               blockingReasons(of: member, at: position, requiringPreparation: requiresPreparation).isEmpty {
+               blockingReasons(of: member, at: position, requiringPreparation: requiresPreparation,
+                               applyingLimits: false).isEmpty {
                 members[id]?.isExcused = false
             }
         }

@@ -15,9 +15,9 @@
 ///   for any generation at that item and time counts.
 /// - A stall during play pauses the group at `anchorItemTime` from `anchorSessionTime` (slightly in the future
 ///   so peers can stop there) with status `.waiting`.
-/// - A participant the group stopped waiting for (timeout) or a late joiner is *excused*: the group neither waits
-///   nor pauses for it until it holds no waiting-triggering suspension and is ready; a client catching up alone
-///   should keep its suspension until it plays in step.
+/// - A participant the group stopped waiting for (timeout or a per-reason limit exceeded) or a late joiner is
+///   *excused*: the group neither waits nor pauses for it until it holds no waiting-triggering suspension and
+///   is ready; a client catching up alone should keep its suspension until it plays in step.
 /// - Changing the activity resets everyone to loading at item time 0. If the group was playing or waiting to
 ///   play, it waits for everyone to load the new item and then starts together; if it was paused it stays paused.
 public struct SessionAuthority: Sendable {
@@ -90,19 +90,28 @@ public struct SessionAuthority: Sendable {
     }
 
     /// Admits a participant, or takes back one reconnecting within the grace period (same id, fresh snapshot).
+    ///
+    /// `reconnectAs` is honoured only for a participant whose connection was reported lost (`connectionLost`) and
+    /// whose grace period has not run out; otherwise the joiner gets a new identity. Ids are "p1", "p2", … in
+    /// join order. Refused with `.sessionFull` when `maxParticipants` (connected or within their grace period)
+    /// are taken, and with the end reason once the session has ended.
     public mutating func join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64, isHost: Bool,
                               now: Int64) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
         var actions: [Action] = []
         let id: ParticipantID
         let noticeText: String
-        if let previous = reconnectAs, var member = members[previous] {
+        if let previous = reconnectAs, var member = members[previous], !member.isConnected {
+            // Only an identity whose connection is known to be gone can be taken back, so a peer cannot take over
+            // someone who is still connected.
             id = previous
             member.participant.name = name
             member.isConnected = true
             member.disconnectedAt = nil
             member.prerollEstimate = max(0, prerollEstimate)
             member.suspensions = []
+            // Like a late joiner, it catches up with a running timeline on its own.
+            member.isExcused = member.isExcused || (timeline.isPlaying && !configuration.lateJoinersPauseGroup)
             members[id] = member
             noticeText = "\(name) reconnected"
         } else {
