@@ -35,6 +35,8 @@ public actor PlaybackCoordinator {
     private let outgoing: AsyncStream<ClientMessage>
     private let outgoingSink: AsyncStream<ClientMessage>.Continuation
 
+    /// The preroll estimate the coordinator plans with is the engine's own (`configuration.prerollEstimate` is
+    /// replaced by `engine.prerollEstimate`).
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
@@ -101,7 +103,8 @@ public actor PlaybackCoordinator {
 
     // MARK: Running
 
-    /// Drives the engine until the session ends for this peer or the calling task is cancelled.
+    /// Drives the engine until the session ends for this peer or the calling task is cancelled. Call it once:
+    /// it consumes the engine's single event stream.
     public func run() async {
         let messages = link.serverMessages()
         apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
