@@ -67,4 +67,21 @@ struct MovieNight: GroupActivity, Hashable {
         }
         await #expect(throws: GroupSession<MovieNight>.SessionError.self) { try await alice.end() }
     }
+
+    @Test func sessionsOfAnActivityTypeArriveAsAStream() async throws {
+        struct Quiz: GroupActivity {
+            var metadata: GroupActivityMetadata { GroupActivityMetadata(title: "quiz", type: .playTogether) }
+        }
+        let movieHub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        let quizHub = InMemorySessionHub(activity: try Quiz().envelope())
+        let links: [any SessionLink] = [try await quizHub.connect(name: "a"), try await movieHub.connect(name: "b")]
+        let (stream, continuation) = AsyncStream.makeStream(of: (any SessionLink).self)
+        for link in links { continuation.yield(link) }
+        continuation.finish()
+        var found: [GroupSession<MovieNight>] = []
+        for await session in MovieNight.sessions(from: stream) { found.append(session) }
+        #expect(found.count == 1)
+        #expect(found.first?.activity == MovieNight(movie: "Heat"))
+        #expect(found.first?.localParticipant.name == "b")
+    }
 }

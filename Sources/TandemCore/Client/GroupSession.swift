@@ -176,3 +176,29 @@ extension GroupActivity {
                          itemID: itemID ?? metadata.title ?? Self.activityIdentifier)
     }
 }
+
+extension GroupActivity {
+    /// The sessions of this activity type among `links`, as they arrive: the `for await session in
+    /// MyActivity.sessions(from: …)` an app iterates. A transport (TandemNet's client, TandemTesting's hub) supplies
+    /// the links; links whose session carries another activity type are skipped, as are links to sessions without
+    /// an activity when `includingUnset` is false.
+    public static func sessions<Links: AsyncSequence & Sendable>(from links: Links, includingUnset: Bool = true)
+        -> AsyncStream<GroupSession<Self>> where Links.Element == any SessionLink {
+        let (stream, continuation) = AsyncStream.makeStream(of: GroupSession<Self>.self)
+        let task = Task {
+            do {
+                for try await link in links {
+                    if let envelope = link.welcome.activity {
+                        guard envelope.activityIdentifier == activityIdentifier else { continue }
+                    } else if !includingUnset {
+                        continue
+                    }
+                    continuation.yield(GroupSession<Self>(link: link))
+                }
+            } catch {}
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
