@@ -1,0 +1,169 @@
+import Foundation
+import Synchronization
+
+/// Sends app messages to the other participants and receives theirs, like SharePlay's messenger.
+///
+/// Codable values travel as JSON tagged with their type name, so `messages(of:)` yields only values of that type;
+/// raw `Data` travels as is. `.reliable` messages arrive in send order per sender at every participant active at
+/// send time; `.unreliable` ones may be dropped. A message never comes back to its sender. Size and rate limits are
+/// enforced here, before anything is sent, and again by the authority.
+public final class GroupSessionMessenger: Sendable {
+    /// Why a message was not sent; each says what to do instead.
+    public enum MessengerError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The encoded message is larger than `limit` bytes.
+        case messageTooLarge(size: Int, limit: Int)
+        /// More messages than the per-sender limit allows; try again after `retryAfter` ns.
+        case rateLimited(retryAfter: Int64)
+        /// The value could not be encoded.
+        case encodingFailed(String)
+        /// The session is over.
+        case sessionInvalidated(InvalidationReason)
+
+        public var description: String {
+            switch self {
+            case .messageTooLarge(let size, let limit):
+                return "message of \(size) bytes is larger than the \(limit)-byte limit — send it as a journal attachment"
+            case .rateLimited(let after):
+                return String(format: "too many messages — wait %.0f ms and send less often", Double(after) / 1e6)
+            case .encodingFailed(let why): return "the message could not be encoded: \(why)"
+            case .sessionInvalidated(let reason): return "the session is over: \(reason.message)"
+            }
+        }
+    }
+
+    /// Where a message came from.
+    public struct MessageContext: Sendable, Hashable {
+        /// The sender, as the authority stamped it.
+        public let source: ParticipantID
+        public let delivery: MessageDelivery
+    }
+
+    /// Limits checked before sending.
+    public struct Limits: Sendable, Hashable {
+        /// Largest payload in bytes (256 KiB, as SharePlay).
+        public var maxMessageSize = 256 * 1024
+        /// Sustained messages per second.
+        public var messagesPerSecond = 100
+        /// Messages allowed in a burst above the sustained rate.
+        public var burst = 200
+        public init() {}
+    }
+
+    private struct Wrapper: Codable {
+        var type: String
+        var body: Data
+    }
+
+    private struct Bucket {
+        var tokens: Double
+        var updatedAt: Int64?
+        var sequence: UInt64 = 0
+    }
+
+    private static let rawTag: UInt8 = 0
+    private static let typedTag: UInt8 = 1
+
+    private let link: any SessionLink
+    private let clock: any MonotonicClock
+    public let deliveryMode: MessageDelivery
+    public let limits: Limits
+    private let bucket: Mutex<Bucket>
+
+    /// A messenger over `link`. `clock` paces the rate limit.
+    public init(link: any SessionLink, deliveryMode: MessageDelivery = .reliable, limits: Limits = .init(),
+                clock: any MonotonicClock = SystemMonotonicClock()) {
+        self.link = link
+        self.clock = clock
+        self.deliveryMode = deliveryMode
+        self.limits = limits
+        bucket = Mutex(Bucket(tokens: Double(limits.burst)))
+    }
+
+    /// A messenger for a session's link.
+    public convenience init<A>(session: GroupSession<A>, deliveryMode: MessageDelivery = .reliable) {
+        self.init(link: session.link, deliveryMode: deliveryMode)
+    }
+
+    static func typeName<M>(_ type: M.Type) -> String { String(reflecting: type) }
+
+    /// Sends a Codable value.
+    public func send<Message: Encodable & Sendable>(_ message: Message, to recipients: Recipients = .all) async throws {
+        let body: Data
+        do {
+            body = try JSONEncoder().encode(message)
+            let wrapped = try JSONEncoder().encode(Wrapper(type: Self.typeName(Message.self), body: body))
+            try await sendPayload(Data([Self.typedTag]) + wrapped, to: recipients)
+        } catch let error as EncodingError {
+            throw MessengerError.encodingFailed(String(describing: error))
+        }
+    }
+
+    /// Sends raw bytes.
+    public func send(_ data: Data, to recipients: Recipients = .all) async throws {
+        try await sendPayload(Data([Self.rawTag]) + data, to: recipients)
+    }
+
+    private func sendPayload(_ payload: Data, to recipients: Recipients) async throws {
+        // The limit applies to the payload as it travels (the messenger's one-byte tag and, for Codable values,
+        // their JSON wrapper included), which is what the authority checks too.
+        guard payload.count <= limits.maxMessageSize else {
+            throw MessengerError.messageTooLarge(size: payload.count, limit: limits.maxMessageSize)
+        }
+        let now = clock.now()
+        let sequence = try bucket.withLock { b -> UInt64 in
+            let rate = Double(max(1, limits.messagesPerSecond))
+            if let last = b.updatedAt {
+                b.tokens = min(Double(limits.burst), b.tokens + Double(max(0, now - last)) / 1e9 * rate)
+            }
+            b.updatedAt = now
+            guard b.tokens >= 1 else {
+                throw MessengerError.rateLimited(retryAfter: Int64(((1 - b.tokens) / rate * 1e9).rounded(.up)))
+            }
+            b.tokens -= 1
+            b.sequence += 1
+            return b.sequence
+        }
+        do {
+            try await link.send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: deliveryMode,
+                                                                sequence: sequence, payload: payload)))
+        } catch let reason as InvalidationReason {
+            throw MessengerError.sessionInvalidated(reason)
+        }
+    }
+
+    /// Every later message of type `Message` from the others, with its context.
+    public func messages<Message: Decodable & Sendable>(of type: Message.Type) -> AsyncStream<(Message, MessageContext)> {
+        let name = Self.typeName(type)
+        return incoming { payload in
+            guard payload.first == Self.typedTag,
+                  let wrapper = try? JSONDecoder().decode(Wrapper.self, from: payload.dropFirst()),
+                  wrapper.type == name
+            else { return nil }
+            return try? JSONDecoder().decode(Message.self, from: wrapper.body)
+        }
+    }
+
+    /// Every later raw-bytes message from the others, with its context.
+    public func messages(of type: Data.Type) -> AsyncStream<(Data, MessageContext)> {
+        incoming { payload in
+            guard payload.first == Self.rawTag else { return nil }
+            return Data(payload.dropFirst())
+        }
+    }
+
+    private func incoming<Value: Sendable>(_ decode: @escaping @Sendable (Data) -> Value?)
+        -> AsyncStream<(Value, MessageContext)> {
+        let upstream = link.serverMessages()
+        let (stream, continuation) = AsyncStream.makeStream(of: (Value, MessageContext).self)
+        // One forwarding task per subscription, cancelled when the subscriber stops listening.
+        let task = Task {
+            for await message in upstream {
+                guard case .appMessage(let m) = message, let value = decode(m.payload) else { continue }
+                continuation.yield((value, MessageContext(source: m.source, delivery: m.delivery)))
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

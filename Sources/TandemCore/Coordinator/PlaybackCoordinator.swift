@@ -1,0 +1,193 @@
+/// Coordinates one `PlaybackEngine` with the group, like AVFoundation's playback coordinator: local play, pause,
+/// seek and rate requests go to the session's authority; the group's timeline is applied at its scheduled times;
+/// suspensions hold the group (or just this peer) back.
+///
+/// The decisions live in `PlaybackCoordinatorStateMachine`; this actor feeds it (server messages, engine events,
+/// periodic ticks read from `clock`) and carries out what it returns. Call `run()` from a task you own; it returns
+/// when the session ends for this peer or the task is cancelled.
+public actor PlaybackCoordinator {
+    public typealias Configuration = PlaybackCoordinatorStateMachine.Configuration
+
+    /// A local "don't play yet"; end it when the reason is gone.
+    public struct Suspension: Sendable, Hashable {
+        public let id: SuspensionID
+        public let reason: SuspensionReason
+        let coordinator: PlaybackCoordinator
+
+        /// Ends the suspension; the group resumes on its own schedule.
+        public func end() async { await coordinator.end(id, proposing: nil) }
+        /// Ends the suspension and asks the group to resume from `itemTime`.
+        public func end(proposingNewTime itemTime: Int64) async { await coordinator.end(id, proposing: itemTime) }
+
+        public static func == (a: Suspension, b: Suspension) -> Bool { a.id == b.id && a.coordinator === b.coordinator }
+        public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    }
+
+    private var machine: PlaybackCoordinatorStateMachine
+    private let engine: any PlaybackEngine
+    private let link: any SessionLink
+    private let clock: any MonotonicClock
+    private let tickInterval: Duration
+    private let locate: @Sendable (String) -> String
+    private let eventsBox = Broadcaster<CoordinatorEvent>(replaysCurrent: false)
+    private let commands: AsyncStream<(UInt64, EngineCommand)>
+    private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
+    private let outgoing: AsyncStream<ClientMessage>
+    private let outgoingSink: AsyncStream<ClientMessage>.Continuation
+
+    /// The preroll estimate the coordinator plans with is the engine's own (`configuration.prerollEstimate` is
+    /// replaced by `engine.prerollEstimate`).
+    /// - Parameters:
+    ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
+    ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    public init(engine: any PlaybackEngine, link: any SessionLink, clock: any MonotonicClock,
+                configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
+                locate: @escaping @Sendable (String) -> String = { $0 }) {
+        var configuration = configuration
+        configuration.prerollEstimate = engine.prerollEstimate
+        machine = PlaybackCoordinatorStateMachine(configuration: configuration)
+        self.engine = engine
+        self.link = link
+        self.clock = clock
+        self.tickInterval = tickInterval
+        self.locate = locate
+        (commands, commandSink) = AsyncStream.makeStream(of: (UInt64, EngineCommand).self)
+        (outgoing, outgoingSink) = AsyncStream.makeStream(of: ClientMessage.self)
+    }
+
+    // MARK: Observation
+
+    /// Events for the app (timeline changes, notices, waiting, participants); one stream per call.
+    public nonisolated var events: AsyncStream<CoordinatorEvent> { eventsBox.subscribe() }
+    /// The group's current timeline.
+    public var timeline: Timeline? { machine.timeline }
+    /// Everyone else, with their readiness and suspensions.
+    public var otherParticipants: [ParticipantState] { machine.otherParticipants }
+    /// The item time the group should render at session time `t`.
+    public func expectedItemTime(atSessionTime t: Int64) -> Int64? { machine.expectedItemTime(atSessionTime: t) }
+    /// Reasons for which local suspensions make the group wait (others only hold this peer back).
+    public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason> {
+        machine.configuration.suspensionReasonsThatTriggerWaiting
+    }
+    public func setSuspensionReasonsThatTriggerWaiting(_ reasons: Set<SuspensionReason>) {
+        machine.configuration.suspensionReasonsThatTriggerWaiting = reasons
+    }
+    /// Participants whose media differs from ours.
+    public var participantsWithDifferentMedia: Set<ParticipantID> { machine.participantsWithDifferentMedia }
+
+    // MARK: Requests
+
+    public func play() { apply(machine.play(now: clock.now())) }
+
+    /// Pauses here at once and everyone at this engine's position.
+    public func pause() {
+        let now = clock.now()
+        let item = engine.currentItemTime()
+            ?? machine.sessionTime(atLocal: now).flatMap { machine.expectedItemTime(atSessionTime: $0) } ?? 0
+        apply(machine.pause(currentItemTime: item, now: now))
+    }
+
+    public func seek(to itemTime: Int64) { apply(machine.seek(to: itemTime, now: clock.now())) }
+    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now())) }
+
+    /// Holds playback back for `reason` until the returned suspension ends.
+    public func beginSuspension(for reason: SuspensionReason) -> Suspension {
+        let (id, actions) = machine.beginSuspension(for: reason, now: clock.now())
+        apply(actions)
+        return Suspension(id: id, reason: reason, coordinator: self)
+    }
+
+    func end(_ id: SuspensionID, proposing: Int64?) {
+        apply(machine.endSuspension(id, proposingNewTime: proposing, now: clock.now()))
+    }
+
+    // MARK: Running
+
+    /// Drives the engine until the session ends for this peer or the calling task is cancelled. Call it once:
+    /// it consumes the engine's single event stream.
+    public func run() async {
+        let messages = link.serverMessages()
+        apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+                           engineItemTime: nil))
+        apply(machine.receive(.welcome(link.welcome), now: clock.now()))
+        let engine = self.engine
+        let link = self.link
+        let commands = self.commands
+        let outgoing = self.outgoing
+        let tickInterval = self.tickInterval
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in engine.events { await self.engineEvent(event) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: tickInterval)
+                    await self.tick()
+                }
+            }
+            group.addTask {
+                for await (id, command) in commands {
+                    let outcome = await Self.execute(command, on: engine, locate: self.locate)
+                    if let outcome { await self.completed(id, outcome) }
+                }
+            }
+            group.addTask {
+                for await message in outgoing { try? await link.send(message) }
+            }
+            // The server's messages end when the session ends for us (or this task is cancelled): stop the rest.
+            for await message in messages { receive(message) }
+            group.cancelAll()
+        }
+    }
+
+    private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now())) }
+    private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now())) }
+    private func completed(_ id: UInt64, _ outcome: EngineOutcome) {
+        apply(machine.engineCompleted(id, outcome, now: clock.now()))
+    }
+
+    private func tick() {
+        apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+                           engineItemTime: engine.currentItemTime()))
+    }
+
+    private static func execute(_ command: EngineCommand, on engine: any PlaybackEngine,
+                                locate: @Sendable (String) -> String) async -> EngineOutcome? {
+        do {
+            switch command {
+            case .load(let itemID): return .loaded(try await engine.load(locate(itemID)))
+            case .prepare(let itemTime, let rate):
+                try await engine.prepare(at: itemTime, rate: rate)
+                return .prepared(itemTime: itemTime)
+            case .play(let itemTime, let sessionTime, let rate):
+                try await engine.play(from: itemTime, atSessionTime: sessionTime, rate: rate)
+                return .playing
+            case .pause: return .paused(itemTime: try await engine.pause())
+            case .setClockMapping(let mapping):
+                engine.setClockMapping(mapping)
+                return nil
+            }
+        } catch let error as PlaybackError {
+            return .failed(error)
+        } catch {
+            return .failed(.engineFailure(String(describing: error)))
+        }
+    }
+
+    private func apply(_ actions: [PlaybackCoordinatorStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let message):
+                outgoingSink.yield(message)
+            case .engine(_, .setClockMapping(let mapping)):
+                // Calibration must not wait behind a slow load or seek.
+                engine.setClockMapping(mapping)
+            case .engine(let id, let command):
+                commandSink.yield((id, command))
+            case .event(let event):
+                eventsBox.send(event)
+                if case .invalidated = event { eventsBox.finish() }
+            }
+        }
+    }
+}

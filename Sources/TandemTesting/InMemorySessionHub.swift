@@ -1,0 +1,157 @@
+import Synchronization
+import TandemCore
+
+/// Hosts a `SessionAuthority` in memory for tests of the async client objects (GroupSession, messenger, journal,
+/// PlaybackCoordinator): links deliver instantly and in order, and the authority reads `clock`.
+///
+/// Timers are not run on their own: call `fireTimers()` to run what is due at the clock's current time.
+public actor InMemorySessionHub {
+    private var authority: SessionAuthority
+    private let clock: any MonotonicClock
+    private var links: [ParticipantID: InMemorySessionLink] = [:]
+    /// Why the session ended, once it has.
+    public private(set) var endReason: InvalidationReason?
+
+    public init(activity: ActivityEnvelope?, configuration: AuthorityConfiguration = .init(),
+                clock: any MonotonicClock = ManualClock()) {
+        self.clock = clock
+        authority = SessionAuthority(sessionID: "in-memory", activity: activity, configuration: configuration,
+                                     now: clock.now())
+    }
+
+    /// The authority's current timeline.
+    public var timeline: Timeline { authority.timeline }
+    /// The authority's view of the participants.
+    public var participants: [ParticipantState] { authority.participants }
+
+    /// Joins a new participant and returns its link. Throws the authority's refusal.
+    public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0) throws -> InMemorySessionLink {
+        switch authority.join(name: name, reconnectAs: nil, prerollEstimate: prerollEstimate, isHost: isHost,
+                              now: clock.now()) {
+        case .refused(let reason):
+            throw reason
+        case .joined(let id, let actions):
+            var welcome: SessionSnapshot?
+            for case .send(.welcome(let snapshot), let to) in actions where to == id { welcome = snapshot }
+            guard let welcome else { throw InvalidationReason(code: .protocolError, message: "no welcome") }
+            let link = InMemorySessionLink(id: id, welcome: welcome, hub: self, clock: clock)
+            links[id] = link
+            perform(actions.filter { if case .send(.welcome, _) = $0 { false } else { true } })
+            return link
+        }
+    }
+
+    /// Runs the authority's timers at the clock's current time.
+    public func fireTimers() { perform(authority.timerFired(now: clock.now())) }
+
+    func receive(_ message: ClientMessage, from id: ParticipantID) {
+        perform(authority.receive(message, from: id, now: clock.now()))
+    }
+
+    func lost(_ id: ParticipantID) {
+        perform(authority.connectionLost(id, now: clock.now()))
+    }
+
+    private func perform(_ actions: [SessionAuthority.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let message, let to):
+                links[to]?.deliver(message)
+            case .close(let id, let reason):
+                links[id]?.deliver(.invalidated(reason))
+                links[id] = nil
+            case .wakeUp:
+                break
+            case .sessionEnded(let reason):
+                endReason = reason
+            }
+        }
+    }
+}
+
+/// A `SessionLink` to an `InMemorySessionHub`. The local clock is the hub's clock, so the clock mapping is the
+/// identity with no error.
+///
+/// What arrives before anyone subscribes (e.g. journal replay right after joining) is kept and handed to the first
+/// subscriber, so nothing sent on joining is lost.
+public final class InMemorySessionLink: SessionLink {
+    private struct State {
+        var subscribers: [Int: AsyncStream<ServerMessage>.Continuation] = [:]
+        var nextKey = 0
+        var backlog: [ServerMessage] = []
+        var everSubscribed = false
+        var invalidation: InvalidationReason?
+    }
+
+    public let localParticipantID: ParticipantID
+    public let welcome: SessionSnapshot
+    private let hub: InMemorySessionHub
+    private let clock: any MonotonicClock
+    private let state = Mutex(State())
+
+    init(id: ParticipantID, welcome: SessionSnapshot, hub: InMemorySessionHub, clock: any MonotonicClock) {
+        localParticipantID = id
+        self.welcome = welcome
+        self.hub = hub
+        self.clock = clock
+    }
+
+    public func send(_ message: ClientMessage) async throws {
+        if let reason = state.withLock({ $0.invalidation }) { throw reason }
+        await hub.receive(message, from: localParticipantID)
+    }
+
+    public func serverMessages() -> AsyncStream<ServerMessage> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ServerMessage.self)
+        let key: Int? = state.withLock { s in
+            if !s.everSubscribed {
+                s.everSubscribed = true
+                for m in s.backlog { continuation.yield(m) }
+                s.backlog = []
+            }
+            if s.invalidation != nil { return nil }
+            let key = s.nextKey
+            s.nextKey += 1
+            s.subscribers[key] = continuation
+            return key
+        }
+        guard let key else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    public func clockMapping() -> ClockMapping? { .identity }
+    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? { (0, 0) }
+
+    public func close() async {
+        guard state.withLock({ $0.invalidation == nil }) else { return }
+        await hub.receive(.leave, from: localParticipantID)
+    }
+
+    /// Drops the connection without leaving (the authority keeps the identity for its grace period).
+    public func drop() async {
+        deliver(.invalidated(InvalidationReason(code: .connectionLost, message: "connection lost")))
+        await hub.lost(localParticipantID)
+    }
+
+    func deliver(_ message: ServerMessage) {
+        let ending: [AsyncStream<ServerMessage>.Continuation] = state.withLock { s in
+            guard s.invalidation == nil else { return [] }
+            if !s.everSubscribed {
+                s.backlog.append(message)
+            } else {
+                for c in s.subscribers.values { c.yield(message) }
+            }
+            guard case .invalidated(let reason) = message else { return [] }
+            s.invalidation = reason
+            defer { s.subscribers = [:] }
+            return Array(s.subscribers.values)
+        }
+        for c in ending { c.finish() }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TandemCore
+import TandemTesting
+
+struct MovieNight: GroupActivity, Hashable {
+    var movie: String
+    var metadata: GroupActivityMetadata { GroupActivityMetadata(title: movie, type: .watchTogether) }
+}
+
+@Suite struct GroupSessionTests {
+    @Test func joiningAndLeavingAreObservable() async throws {
+        let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+        #expect(alice.state == .waiting)
+        #expect(alice.activity == MovieNight(movie: "Heat"))
+        #expect(alice.activeParticipants.map(\.name) == ["alice"])
+        let states = alice.states
+        let people = alice.activeParticipantsUpdates
+        alice.join()
+        #expect(await collect(2, from: states) == [.waiting, .joined])
+
+        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+        bob.join()
+        let names = await collect(1, from: people.filter { $0.count == 2 }.asStream()).last.map { Set($0.map(\.name)) }
+        #expect(names == ["alice", "bob"])
+        #expect(bob.localParticipant.name == "bob")
+
+        let notices = alice.notices
+        let bobStates = bob.states
+        await bob.leave()
+        #expect(bob.state == .invalidated(reason: InvalidationReason(code: .left, message: "you left the session")))
+        #expect(await collect(3, from: bobStates).count == 2)   // joined, invalidated, then the stream ends
+        let left = await collect(1, from: notices)
+        #expect(left.first?.kind == .left)
+        #expect(alice.activeParticipants.map(\.name) == ["alice"])
+        #expect(alice.state == .joined)
+    }
+
+    @Test func aNewActivityReachesEveryone() async throws {
+        let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+        let bobActivities = bob.activityEnvelopes
+        try await alice.setActivity(MovieNight(movie: "Ronin"))
+        #expect(alice.activity == MovieNight(movie: "Ronin"))
+        let seen = await collect(2, from: bobActivities)
+        #expect(seen.last?.itemID == "Ronin")
+        #expect(bob.activity == MovieNight(movie: "Ronin"))
+        #expect(await hub.timeline.itemID == "Ronin")
+    }
+
+    @Test func endInvalidatesEveryoneWithAReason() async throws {
+        let hub = InMemorySessionHub(activity: nil)
+        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+        let carol = GroupSession<MovieNight>(link: try await hub.connect(name: "carol"))
+        let streams = [alice.states, bob.states, carol.states]
+        try await bob.end()
+        for stream in streams {
+            let states = await collect(2, from: stream)
+            guard case .invalidated(let reason)? = states.last else {
+                Issue.record("not invalidated: \(states)"); continue
+            }
+            #expect(reason.code == .ended)
+            #expect(reason.message.contains("bob"))
+        }
+        await #expect(throws: GroupSession<MovieNight>.SessionError.self) { try await alice.end() }
+    }
+
+    @Test func sessionsOfAnActivityTypeArriveAsAStream() async throws {
+        struct Quiz: GroupActivity {
+            var metadata: GroupActivityMetadata { GroupActivityMetadata(title: "quiz", type: .playTogether) }
+        }
+        let movieHub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        let quizHub = InMemorySessionHub(activity: try Quiz().envelope())
+        let links: [any SessionLink] = [try await quizHub.connect(name: "a"), try await movieHub.connect(name: "b")]
+        let (stream, continuation) = AsyncStream.makeStream(of: (any SessionLink).self)
+        for link in links { continuation.yield(link) }
+        continuation.finish()
+        var found: [GroupSession<MovieNight>] = []
+        for await session in MovieNight.sessions(from: stream) { found.append(session) }
+        #expect(found.count == 1)
+        #expect(found.first?.activity == MovieNight(movie: "Heat"))
+        #expect(found.first?.localParticipant.name == "b")
+    }
+}
