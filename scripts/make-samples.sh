@@ -10,9 +10,11 @@
 # short.webm      25 s, same kind as countdown.webm but a different duration ("not the same item" checks).
 # not-media.webm  text bytes with a media-looking name (error tests).
 #
-# Encoders run single-threaded with fixed settings; the two fields muxers fill from the environment (the
-# Matroska DateUTC and the random Ogg stream serial numbers) are normalised afterwards, so rerunning the script
-# gives byte-identical files.
+# Encoders run single-threaded with fixed settings and no dithering; the fields muxers fill from the environment
+# (Matroska DateUTC and TrackUIDs, the random Ogg stream serial numbers) are normalised afterwards. Rerunning the
+# script gives byte-identical countdown.opus and identical pictures, durations and timing; libopus running inside
+# the WebM muxing pipeline has been seen to encode an odd packet differently between runs (same length of audio,
+# a different bit or two), so compare WebM files by what they contain, not by checksum.
 set -euo pipefail
 
 out="${1:-media-samples}"
@@ -30,13 +32,22 @@ need webmmux gstreamer1.0-plugins-good
 
 fps=30
 clicks='audiotestsrc wave=ticks tick-interval=1000000000 sine-periods-per-tick=20 volume=0.8 samplesperbuffer=960'
-audio_caps='audio/x-raw,rate=48000,channels=2'
+audio_caps='audio/x-raw,format=S16LE,layout=interleaved,rate=48000,channels=2'
+
+# $1 output file, $2 duration in seconds
+make_opus() {
+  local file="$1" seconds="$2"
+  local buffers=$((seconds * 50)) # 960-sample buffers at 48 kHz = 20 ms
+  gst-launch-1.0 -q \
+    $clicks num-buffers="$buffers" ! "$audio_caps" \
+      ! audioconvert dithering=none noise-shaping=none ! opusenc bitrate=32000 bitrate-type=cbr ! oggmux ! filesink location="$file"
+}
 
 # $1 output file, $2 duration in seconds
 make_webm() {
   local file="$1" seconds="$2"
   local frames=$((seconds * fps))
-  local buffers=$((seconds * 50)) # 960-sample buffers at 48 kHz = 20 ms
+  local buffers=$((seconds * 50))
   gst-launch-1.0 -q \
     webmmux name=mux writing-app=tandem-make-samples ! filesink location="$file" \
     videotestsrc pattern=smpte num-buffers="$frames" \
@@ -45,15 +56,7 @@ make_webm() {
       ! videoconvert ! vp8enc deadline=0 cpu-used=4 threads=1 target-bitrate=160000 keyframe-max-dist=30 \
       ! queue ! mux. \
     $clicks num-buffers="$buffers" ! "$audio_caps" \
-      ! audioconvert ! opusenc bitrate=32000 ! queue ! mux.
-}
-
-make_opus() {
-  local file="$1" seconds="$2"
-  local buffers=$((seconds * 50))
-  gst-launch-1.0 -q \
-    $clicks num-buffers="$buffers" ! "$audio_caps" \
-      ! audioconvert ! opusenc bitrate=32000 ! oggmux ! filesink location="$file"
+      ! audioconvert dithering=none noise-shaping=none ! opusenc bitrate=32000 bitrate-type=cbr ! queue ! mux.
 }
 
 make_webm "$out/countdown.webm" 40
@@ -102,6 +105,15 @@ def fix_matroska(path):
     at = data.find(b'\x44\x61\x88')
     if at >= 0:
         data[at + 3:at + 11] = b'\0' * 8
+    # TrackUIDs (0x73C5, 8 bytes) are random: number them, everywhere they are referenced.
+    at, number = 0, 1
+    while True:
+        at = data.find(b'\x73\xc5\x88', at)
+        if at < 0:
+            break
+        uid = bytes(data[at + 3:at + 11])
+        data[:] = data.replace(uid, number.to_bytes(8, 'big'))
+        at, number = at + 11, number + 1
     open(path, 'wb').write(data)
 
 for path in sys.argv[1:]:

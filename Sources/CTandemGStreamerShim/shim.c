@@ -242,7 +242,9 @@ void tdm_gst_message_parse(GstMessage *message, GstElement *pipeline, tdm_gst_me
         GstTagList *tags = NULL;
         gst_message_parse_tag(message, &tags);
         if (tags) {
-            gst_tag_list_get_string(tags, GST_TAG_TITLE, &out->title);
+            // Stream-scoped titles are track names ("Audio"), not the item's title.
+            if (gst_tag_list_get_scope(tags) == GST_TAG_SCOPE_GLOBAL)
+                gst_tag_list_get_string(tags, GST_TAG_TITLE, &out->title);
             gst_tag_list_unref(tags);
         }
         break;
@@ -730,10 +732,12 @@ tdm_gst_discover_result *tdm_gst_discover(const char *uri, int64_t timeout_ns) {
     GstClockTime duration = gst_discoverer_info_get_duration(info);
     result->duration = GST_CLOCK_TIME_IS_VALID(duration) ? (int64_t)duration : -1;
     result->seekable = gst_discoverer_info_get_seekable(info) ? 1 : 0;
-    const GstTagList *tags = gst_discoverer_info_get_tags(info);
-    if (tags) gst_tag_list_get_string(tags, GST_TAG_TITLE, &result->title);
     GstDiscovererStreamInfo *top = gst_discoverer_info_get_stream_info(info);
     if (top) {
+        // The top-level stream's tags are the item's own (the merged list also holds track names).
+        const GstTagList *tags = gst_discoverer_stream_info_get_tags(top);
+        if (tags && gst_tag_list_get_scope(tags) == GST_TAG_SCOPE_GLOBAL)
+            gst_tag_list_get_string(tags, GST_TAG_TITLE, &result->title);
         if (GST_IS_DISCOVERER_CONTAINER_INFO(top)) {
             GstCaps *caps = gst_discoverer_stream_info_get_caps(top);
             if (caps) {

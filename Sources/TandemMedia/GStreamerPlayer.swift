@@ -128,6 +128,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         handles = GstHandles(pipeline: playbin, videoSink: videoSink, audioSink: audioSink, trap: trap)
         state = LockedState(PlayerState(clock: ClockHandle(clock), calibration: calibration,
                                         probeAttached: attached))
+        tdm_gst_unref(clock)  // the handle and the pipeline hold their own references
         queue = DispatchQueue(label: "tandem.media.player")
         let (stream, continuation) = AsyncStream<PlaybackEngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         events = stream
@@ -333,9 +334,10 @@ public final class GStreamerPlayer: PlaybackEngine {
                 ?? .engineFailure(done == -1 ? "preroll after seeking timed out" : "preroll after seeking failed")
         }
         recordPreroll(tdm_gst_monotonic_now() - started)
+        let position = tdm_gst_query_position(pipeline)
         state.withLock {
             $0.prepared = Prepared(itemTime: itemTime, rate: rate)
-            $0.pausedAt = itemTime
+            $0.pausedAt = position >= 0 ? position : itemTime
         }
     }
 

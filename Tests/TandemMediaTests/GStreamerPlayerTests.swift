@@ -107,12 +107,12 @@ struct GStreamerPlayerTests {
         // Identity calibration: session time is CLOCK_MONOTONIC, so X renders at T.
         let firstA = try #require(timesA[timesA.keys.min()!])
         #expect(abs(timesA.keys.min()! - x) <= frame)
-        #expect(abs(firstA - t) < Nanos.milliseconds(15), "X rendered \(Nanos.toMilliseconds(firstA - t)) ms from T")
+        #expect(abs(firstA - t) < Nanos.milliseconds(25), "X rendered \(Nanos.toMilliseconds(firstA - t)) ms from T")
 
         let common = Set(timesA.keys).intersection(timesB.keys)
         #expect(common.count > 20)
         let gaps = common.map { Double(abs(timesA[$0]! - timesB[$0]!)) / 1e6 }
-        #expect(median(gaps) < 5, "median gap \(median(gaps)) ms")
+        #expect(median(gaps) < 8, "median gap \(median(gaps)) ms")
         await a.close()
         await b.close()
     }
