@@ -6,6 +6,6 @@ struct TandemCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tandem",
         abstract: "Watch together, precisely: play the same media in lockstep with friends.",
-        subcommands: []
+        subcommands: [ProbeCommand.self]
     )
 }

@@ -1,0 +1,219 @@
+import Foundation
+import Testing
+import TandemCore
+@testable import TandemMedia
+
+/// Real playback on the samples, headless. Serialized: timing checks need the (two) cores to themselves.
+@Suite("GStreamerPlayer", .serialized)
+struct GStreamerPlayerTests {
+    let frame = Nanos.milliseconds(1000.0 / 30)
+
+    @Test("preroll reports duration, streams and a content fingerprint")
+    func prerollReportsMediaInfo() async throws {
+        let player = try Samples.headlessPlayer()
+        let video = try await player.load(Samples.countdown)
+        #expect(abs((video.duration ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(video.hasVideo && video.hasAudio && video.isSeekable)
+        #expect(video.contentID?.count == 64)
+
+        let audio = try await player.load(Samples.countdownOpus)
+        #expect(abs((audio.duration ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(audio.hasAudio && !audio.hasVideo)
+
+        let short = try await player.load("file://" + Samples.short)
+        #expect(abs((short.duration ?? 0) - Nanos.seconds(25)) < Nanos.milliseconds(50))
+        #expect(short.contentID != video.contentID)
+        #expect(player.currentItemTime() == 0)
+        await player.close()
+    }
+
+    @Test("load reports loading, then ready")
+    func loadEvents() async throws {
+        let player = try Samples.headlessPlayer()
+        let info = try await player.load(Samples.countdownOpus)
+        await player.close()
+        var seen: [PlaybackEngineEvent] = []
+        for await event in player.events { seen.append(event) }
+        #expect(seen.first == .loading(progress: 0))
+        #expect(seen.contains(.ready(info)))
+    }
+
+    @Test("playing advances the position, pausing holds it")
+    func playAndPause() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let start = player.sessionTimeNow() + Nanos.milliseconds(300)
+        try await player.play(from: Nanos.seconds(2), atSessionTime: start, rate: 1)
+        try await sleep(ms: 900)
+        let position = try #require(player.currentItemTime())
+        let expected = Nanos.seconds(2) + (player.sessionTimeNow() - start)
+        #expect(abs(position - expected) < Nanos.milliseconds(100), "position \(position), expected \(expected)")
+
+        let held = try await player.pause()
+        #expect(held > Nanos.seconds(2) + Nanos.milliseconds(300))
+        try await sleep(ms: 300)
+        #expect(player.currentItemTime() == held)
+        let records = player.renderProbe.drain()
+        #expect(records.contains { $0.kind == .video } && records.contains { $0.kind == .audio })
+        #expect(records.allSatisfy { $0.isExact })
+        // Nothing renders while paused.
+        try await sleep(ms: 200)
+        #expect(player.renderProbe.drain().isEmpty)
+        await player.close()
+    }
+
+    @Test("an accurate seek lands within one frame")
+    func accurateSeek() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let target = Nanos.milliseconds(12_345)
+        try await player.prepare(at: target, rate: 1)
+        let position = try #require(player.currentItemTime())
+        #expect(abs(position - target) <= frame)
+
+        _ = player.renderProbe.drain()
+        let start = player.sessionTimeNow() + Nanos.milliseconds(200)
+        try await player.play(from: target, atSessionTime: start, rate: 1)
+        try await sleep(ms: 500)
+        _ = try await player.pause()
+        let firstVideo = try #require(player.renderProbe.drain().first { $0.kind == .video })
+        #expect(abs(firstVideo.itemTime - target) <= frame, "first frame at \(firstVideo.itemTime)")
+        await player.close()
+    }
+
+    @Test("item X renders at session time T; two players render it together")
+    func twoPlayersRenderTogether() async throws {
+        let a = try Samples.headlessPlayer()
+        let b = try Samples.headlessPlayer()
+        _ = try await a.load(Samples.countdown)
+        _ = try await b.load(Samples.countdown)
+        let x = Nanos.seconds(5)
+        try await a.prepare(at: x, rate: 1)
+        try await b.prepare(at: x, rate: 1)
+        let t = a.sessionTimeNow() + Nanos.milliseconds(400)
+        async let playA: Void = a.play(from: x, atSessionTime: t, rate: 1)
+        async let playB: Void = b.play(from: x, atSessionTime: t, rate: 1)
+        _ = try await (playA, playB)
+        try await sleep(ms: 1400)
+        _ = try await a.pause()
+        _ = try await b.pause()
+
+        func videoTimes(_ player: GStreamerPlayer) -> [Int64: Int64] {
+            Dictionary(player.renderProbe.drain().filter { $0.kind == .video }.map { ($0.itemTime, $0.monotonicTime) },
+                       uniquingKeysWith: { first, _ in first })
+        }
+        let timesA = videoTimes(a)
+        let timesB = videoTimes(b)
+        // Identity calibration: session time is CLOCK_MONOTONIC, so X renders at T.
+        let firstA = try #require(timesA[timesA.keys.min()!])
+        #expect(abs(timesA.keys.min()! - x) <= frame)
+        #expect(abs(firstA - t) < Nanos.milliseconds(25), "X rendered \(Nanos.toMilliseconds(firstA - t)) ms from T")
+
+        let common = Set(timesA.keys).intersection(timesB.keys)
+        #expect(common.count > 20)
+        let gaps = common.map { Double(abs(timesA[$0]! - timesB[$0]!)) / 1e6 }
+        #expect(median(gaps) < 8, "median gap \(median(gaps)) ms")
+        await a.close()
+        await b.close()
+    }
+
+    @Test("a calibration step moves rendering by the same amount")
+    func calibrationStepMovesRendering() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let x = Nanos.seconds(1)
+        try await player.prepare(at: x, rate: 1)
+        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        try await player.play(from: x, atSessionTime: t, rate: 1)
+        try await sleep(ms: 800)
+        let changedAt = SystemMonotonicClock().now()
+        player.setClockMapping(.offset(Nanos.milliseconds(200)))
+        try await sleep(ms: 900)
+        _ = try await player.pause()
+
+        // Lateness of each frame against the original schedule: item x + d was due at monotonic t + d.
+        let video = player.renderProbe.drain().filter { $0.kind == .video }
+        func lateness(_ r: RenderRecord) -> Double { Double(r.monotonicTime - (t + r.itemTime - x)) / 1e6 }
+        let before = video.filter { $0.monotonicTime < changedAt }.map(lateness)
+        let after = video.filter { $0.monotonicTime > changedAt + Nanos.milliseconds(300) }.map(lateness)
+        #expect(before.count > 10 && after.count > 10)
+        #expect(abs(median(before)) < 10, "before: \(median(before)) ms")
+        // The clock now reads 200 ms later, so everything renders 200 ms earlier.
+        #expect(abs(median(after) + 200) < 20, "after: \(median(after)) ms")
+        await player.close()
+    }
+
+    @Test("a small calibration change is slewed, not stepped")
+    func smallChangeSlews() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await sleep(ms: 500)
+        let before = player.sessionTimeNow() - SystemMonotonicClock().now()
+        player.setClockMapping(.offset(Nanos.milliseconds(10)))
+        // Right after the change the clock still reads (almost) what it read before: no step.
+        let justAfter = player.sessionTimeNow() - SystemMonotonicClock().now()
+        #expect(abs(justAfter - before) < Nanos.milliseconds(2))
+        try await sleep(ms: 1300)
+        let settled = player.sessionTimeNow() - SystemMonotonicClock().now()
+        #expect(abs(settled - Nanos.milliseconds(10)) < Nanos.milliseconds(1))
+        _ = try await player.pause()
+        await player.close()
+    }
+
+    @Test("a skewed local time model is honoured: session time follows it")
+    func localTimeModel() async throws {
+        let skew = ClockMapping(localAnchor: 0, sessionAnchor: Nanos.milliseconds(-300), rate: 1)
+        let player = try Samples.headlessPlayer(localTimeModel: skew)
+        _ = try await player.load(Samples.countdown)
+        let now = SystemMonotonicClock().now()
+        #expect(abs(player.sessionTimeNow() - (now - Nanos.milliseconds(300))) < Nanos.milliseconds(2))
+        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await sleep(ms: 600)
+        _ = try await player.pause()
+        let first = try #require(player.renderProbe.drain().first { $0.kind == .video })
+        // The peer believes it is 300 ms earlier than it is, so T happens 300 ms later in true time.
+        let due = t + Nanos.milliseconds(300) + first.itemTime
+        #expect(abs(first.monotonicTime - due) < Nanos.milliseconds(15))
+        await player.close()
+    }
+
+    @Test("a start already in the past joins the running timeline")
+    func lateStartJoins() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let t = player.sessionTimeNow() - Nanos.seconds(2)
+        try await player.play(from: Nanos.seconds(3), atSessionTime: t, rate: 1)
+        try await sleep(ms: 600)
+        _ = try await player.pause()
+        let video = player.renderProbe.drain().filter { $0.kind == .video }
+        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime - Nanos.seconds(3))) / 1e6 }
+        #expect(video.count > 5)
+        #expect(abs(median(lateness)) < 15, "lateness \(median(lateness)) ms")
+        await player.close()
+    }
+
+    @Test("end of stream is reported")
+    func endOfStream() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdownOpus)
+        try await player.play(from: Nanos.milliseconds(39_600), atSessionTime: player.sessionTimeNow() + Nanos.milliseconds(100), rate: 1)
+        let sawEnd = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await event in player.events where event == .endOfStream { return true }
+                return false
+            }
+            group.addTask {
+                try? await sleep(ms: 3000)
+                return false
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(sawEnd)
+        await player.close()
+    }
+}
