@@ -1,0 +1,221 @@
+import Foundation
+import NIOCore
+import TandemCore
+import Testing
+@testable import TandemNet
+
+@Suite("Session server and client over loopback")
+struct SessionServerTests {
+    @Test("a host and three clients join with the invite; a wrong secret is refused")
+    func hostAndThreeClientsJoin() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession(id: "movie-night")
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        var guests: [TandemClientConnection] = []
+        for name in ["ann", "bob", "cat"] {
+            guests.append(try await TandemClient.connect(invite: invite, name: name, options: clientOptions()))
+        }
+        let ids = Set([host.localParticipantID] + guests.map(\.localParticipantID))
+        #expect(ids.count == 4)
+        #expect(guests.last!.welcome.participants.count == 4)
+        #expect(guests.last!.welcome.sessionID == "movie-night")
+
+        var wrong = invite
+        wrong.secret = "not-the-secret"
+        await #expect(throws: TandemClientError.wrongSecret) {
+            _ = try await TandemClient.connect(invite: wrong, name: "eve", options: clientOptions())
+        }
+        var missing = invite
+        missing.session = "no-such-session"
+        await #expect(throws: TandemClientError.self) {
+            _ = try await TandemClient.connect(invite: missing, name: "eve", options: clientOptions())
+        }
+        // The others carry on.
+        let stream = guests[0].serverMessages()
+        try await host.sendAppMessage(Data("still here".utf8))
+        let got = await collectAppMessages(stream, count: 1, within: 3)
+        #expect(got.first?.payload == Data("still here".utf8))
+        #expect(got.first?.source == host.localParticipantID)
+        await server.shutdown()
+    }
+
+    @Test("a full session refuses the next participant with sessionFull; a full server refuses a session")
+    func limits() async throws {
+        let server = try await startTestServer(maxParticipants: 2, maxSessions: 1)
+        let invite = try server.createSession(id: "small")
+        let a = try await TandemClient.connect(invite: invite, name: "a", options: clientOptions())
+        _ = try await TandemClient.connect(invite: invite, name: "b", options: clientOptions())
+        await #expect {
+            _ = try await TandemClient.connect(invite: invite, name: "c", options: clientOptions())
+        } throws: { error in
+            if case TandemClientError.sessionFull = error { return true }
+            return false
+        }
+        #expect(throws: SessionServerError.serverFull(limit: 1)) { try server.createSession(id: "another") }
+        #expect(throws: SessionServerError.sessionExists("small")) { try server.createSession(id: "small") }
+        #expect(a.closedReason == nil)
+        await server.shutdown()
+    }
+
+    @Test("clock sync over loopback estimates session time within 100 µs")
+    func clockSyncOverLoopback() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        var options = clientOptions()
+        options.clockSync.burstCount = 16
+        options.clockSync.burstInterval = 10_000_000
+        let client = try await TandemClient.connect(invite: invite, name: "clock", options: options)
+        try await Task.sleep(nanoseconds: 400_000_000)
+        let mapping = try #require(client.clockMapping())
+        // Client and server read the same CLOCK_MONOTONIC, so session time is known exactly here.
+        let clock = SystemMonotonicClock()
+        let local = clock.now()
+        let error = mapping.sessionTime(atLocal: local) - local
+        let quality = try #require(client.clockQuality())
+        #expect(abs(error) <= 100_000, "estimate off by \(error) ns (round trip \(quality.roundTrip) ns)")
+        #expect(quality.roundTrip > 0)
+        await server.shutdown()
+    }
+
+    @Test("reliable messages arrive complete and in order under a burst; .only reaches only its target")
+    func reliableBurstAndOnly() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let sender = try await TandemClient.connect(invite: invite, name: "sender", options: clientOptions())
+        let target = try await TandemClient.connect(invite: invite, name: "target", options: clientOptions())
+        let bystander = try await TandemClient.connect(invite: invite, name: "bystander", options: clientOptions())
+        let targetStream = target.serverMessages()
+        let bystanderStream = bystander.serverMessages()
+
+        let count = 2_000
+        for i in 0..<count {
+            try await sender.sendAppMessage(Data("\(i)".utf8))
+        }
+        let received = await collectAppMessages(targetStream, count: count, within: 10)
+        #expect(received.count == count)
+        #expect(received.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<count).map { "\($0)" })
+        #expect(received.allSatisfy { $0.source == sender.localParticipantID })
+
+        try await sender.sendAppMessage(Data("secret".utf8), to: .only([target.localParticipantID]))
+        try await sender.sendAppMessage(Data("public".utf8), to: .all)
+        let atTarget = await collectAppMessages(targetStream, count: 2, within: 3)
+        #expect(atTarget.map(\.payload) == [Data("secret".utf8), Data("public".utf8)])
+        let atBystander = await collectAppMessages(bystanderStream, count: count + 1, within: 5)
+        #expect(atBystander.count == count + 1)
+        #expect(atBystander.last?.payload == Data("public".utf8))
+        #expect(!atBystander.contains { $0.payload == Data("secret".utf8) })
+
+        await #expect(throws: TandemClientError.messageTooLarge(size: 256 * 1024 + 1, limit: 256 * 1024)) {
+            try await sender.sendAppMessage(Data(count: 256 * 1024 + 1))
+        }
+        await server.shutdown()
+    }
+
+    @Test("a 50 MB attachment arrives intact at a late joiner, and can be removed")
+    func attachmentToLateJoiner() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let owner = try await TandemClient.connect(invite: invite, name: "owner", options: clientOptions())
+        var rng = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 50 * 1024 * 1024)
+        for i in stride(from: 0, to: bytes.count, by: 8) {
+            withUnsafeBytes(of: rng.next()) { word in
+                for j in 0..<min(8, bytes.count - i) { bytes[i + j] = word[j] }
+            }
+        }
+        let data = Data(bytes)
+        let ownerStream = owner.serverMessages()
+        let info = try await owner.uploadAttachment(data, name: "poster.bin", id: "poster")
+        // A probe app message after the commit: once it is back, the server has judged the attachment.
+        try await owner.sendAppMessage(Data("after".utf8), to: .only([owner.localParticipantID]))
+        let failure = await firstMessage(in: ownerStream, within: 20) { message in
+            if case .journal(.failed) = message { return true }
+            if case .appMessage = message { return true }
+            return false
+        }
+        if case .journal(.failed(_, let reason)) = failure { Issue.record("upload refused: \(reason)") }
+
+        let late = try await TandemClient.connect(invite: invite, name: "late", options: clientOptions())
+        #expect(late.welcome.attachments.map(\.id) == ["poster"])
+        #expect(late.welcome.attachments.first?.owner == owner.localParticipantID)
+        let stream = late.serverMessages()
+        var assembled = Data()
+        var committed = false
+        for await message in stream {
+            guard case .journal(let journal) = message else { continue }
+            switch journal {
+            case .begin(let announced): #expect(announced.sha256 == info.sha256)
+            case .chunk(_, let offset, let chunk):
+                #expect(offset == Int64(assembled.count))
+                assembled.append(chunk)
+            case .commit: committed = true
+            case .failed(_, let reason): Issue.record("attachment failed: \(reason)")
+            case .remove: break
+            }
+            if committed { break }
+            if case .journal(.failed) = message { break }
+        }
+        #expect(committed)
+        #expect(assembled == data)
+
+        try await owner.removeAttachment(id: "poster")
+        let removed = await firstMessage(in: stream, within: 3) { $0 == .journal(.remove(id: "poster")) }
+        #expect(removed != nil)
+        let later = try await TandemClient.connect(invite: invite, name: "later", options: clientOptions())
+        #expect(later.welcome.attachments.isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("a killed client is seen leaving within 3 s; reconnecting keeps its identity")
+    func killAndReconnect() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let watcher = try await TandemClient.connect(invite: invite, name: "watcher", options: clientOptions())
+        let victim = try await TandemClient.connect(invite: invite, name: "victim", options: clientOptions())
+        let victimID = victim.localParticipantID
+        let stream = watcher.serverMessages()
+        let killedAt = ContinuousClock.now
+        await victim.abort()
+        let left = await firstMessage(in: stream, within: 3) { message in
+            switch message {
+            case .participants(let states): return !states.contains { $0.participant.id == victimID }
+            case .notice(let notice): return notice.kind == .left && notice.participant == victimID
+            default: return false
+            }
+        }
+        #expect(left != nil, "the others did not see the killed client leave within 3 s")
+        #expect(ContinuousClock.now - killedAt < .seconds(3))
+
+        let back = try await TandemClient.connect(invite: invite, name: "victim",
+                                                  options: clientOptions(reconnectAs: victimID))
+        #expect(back.localParticipantID == victimID)
+        #expect(back.welcome.participants.contains { $0.participant.id == victimID })
+        // Both carry on talking.
+        let backStream = back.serverMessages()
+        try await watcher.sendAppMessage(Data("welcome back".utf8))
+        let got = await collectAppMessages(backStream, count: 1, within: 3)
+        #expect(got.first?.payload == Data("welcome back".utf8))
+        await server.shutdown()
+    }
+
+    @Test("shutting a server down invalidates its sessions with the reason")
+    func shutdownInvalidates() async throws {
+        let server = try await startTestServer()
+        let first = try server.createSession(id: "one")
+        let second = try server.createSession(id: "two")
+        let a = try await TandemClient.connect(invite: first, name: "a", options: clientOptions())
+        let b = try await TandemClient.connect(invite: second, name: "b", options: clientOptions())
+        let aStream = a.serverMessages()
+        let bStream = b.serverMessages()
+        await server.shutdown(reason: InvalidationReason(code: .serverShutdown, message: "maintenance"))
+        for stream in [aStream, bStream] {
+            let message = await firstMessage(in: stream, within: 3) { message in
+                if case .invalidated = message { return true }
+                return false
+            }
+            #expect(message == .invalidated(InvalidationReason(code: .serverShutdown, message: "maintenance")))
+        }
+        #expect(a.closedReason?.code == .serverShutdown)
+        await #expect(throws: (any Error).self) { try await a.send(.readiness(.unknown)) }
+    }
+}
