@@ -1,6 +1,25 @@
-/// The session authority: a pure state machine that owns one session's timeline, participants, messages and
-/// journal. The transport feeds it messages and connection events with the authority's own monotonic time
-/// (`now`, which *is* session time) and carries out the actions it returns.
+/// The session authority: a pure state machine that owns one session's timeline, participants, app messages and
+/// journal. The transport feeds it messages and connection events stamped with the authority's own monotonic
+/// time (`now`, which *is* session time) and carries out the actions it returns. It never reads a clock.
+///
+/// Policies worth knowing (see also `AuthorityConfiguration`):
+/// - Every accepted timeline request gets the next generation and is broadcast to everyone; requests are
+///   applied in arrival order, so conflicting requests end with every peer on the same last generation.
+///   A `play` while already playing or waiting changes nothing and answers the requester with the current
+///   timeline.
+/// - Starts are scheduled at `now + lead`, where `lead` is the largest one-way delay plus preroll estimate
+///   (zero preroll for a participant prepared at that position) plus `startMargin`.
+/// - `.waiting` timelines name who is waited for and why. After a seek, a participant that has not reported
+///   `.prepared(generation:)` for a generation at the seek's item and time is listed with the reason `.loading`.
+///   A waiting timeline whose list changes gets a new generation with the same item and anchor; a `.prepared`
+///   for any generation at that item and time counts.
+/// - A stall during play pauses the group at `anchorItemTime` from `anchorSessionTime` (slightly in the future
+///   so peers can stop there) with status `.waiting`.
+/// - A participant the group stopped waiting for (timeout) or a late joiner is *excused*: the group neither waits
+///   nor pauses for it until it holds no waiting-triggering suspension and is ready; a client catching up alone
+///   should keep its suspension until it plays in step.
+/// - Changing the activity resets everyone to loading at item time 0. If the group was playing or waiting to
+///   play, it waits for everyone to load the new item and then starts together; if it was paused it stays paused.
 public struct SessionAuthority: Sendable {
     /// What the transport must do.
     public enum Action: Sendable, Hashable {
@@ -24,9 +43,32 @@ public struct SessionAuthority: Sendable {
     public let sessionID: String
     public let configuration: AuthorityConfiguration
     /// The current activity, if any.
-    public private(set) var activity: ActivityEnvelope?
+    public internal(set) var activity: ActivityEnvelope?
     /// The current timeline.
-    public private(set) var timeline: Timeline
+    public internal(set) var timeline: Timeline
+    /// Why the session ended, once it has.
+    public internal(set) var endReason: InvalidationReason?
+
+    // Participants by id, and their join order (kept for deterministic output).
+    var members: [ParticipantID: Member] = [:]
+    var memberOrder: [ParticipantID] = []
+    var nextParticipantNumber = 1
+    /// Item and item time of recent generations, so `.prepared(generation:)` for an older one still counts.
+    var generationPositions: [UInt64: ItemPosition] = [:]
+    /// While waiting: whether participants must report `.prepared` at the anchor (after a seek).
+    var waitingRequiresPreparation = false
+    /// While waiting: when each participant waited for began to block this wait.
+    var waitingSince: [ParticipantID: Int64] = [:]
+    /// A resume time proposed by a participant ending its suspension while the group waits.
+    var proposedResumeItemTime: Int64?
+    /// Reasons currently held by more participants than their limit.
+    var reasonsOverLimit: Set<SuspensionReason> = []
+    /// The media every participant's item is compared against (the host's, else the first to load).
+    var referenceMedia: (owner: ParticipantID, info: MediaInfo)?
+    var flaggedAsDifferentMedia: Set<ParticipantID> = []
+    var attachments: [String: StoredAttachment] = [:]
+    var attachmentOrder: [String] = []
+    var scheduledWakeUp: Int64?
 
     public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: Int64) {
         self.sessionID = sessionID
@@ -34,24 +76,231 @@ public struct SessionAuthority: Sendable {
         self.configuration = configuration
         self.timeline = Timeline(generation: 1, itemID: activity?.itemID ?? "", rate: 1, anchorSessionTime: now,
                                  anchorItemTime: 0, status: .paused)
+        generationPositions[1] = ItemPosition(itemID: timeline.itemID, itemTime: 0)
     }
 
     /// The connected participants, in join order.
-    public var participants: [ParticipantState] { [] }
-
-    public mutating func join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64, isHost: Bool,
-                              now: Int64) -> JoinOutcome {
-        .refused(InvalidationReason(code: .protocolError, message: "not implemented yet"))
+    public var participants: [ParticipantState] {
+        connectedIDs.compactMap { members[$0]?.state }
     }
 
-    public mutating func receive(_ message: ClientMessage, from: ParticipantID, now: Int64) -> [Action] { [] }
+    /// Committed journal attachments, in the order they were announced.
+    public var committedAttachments: [AttachmentInfo] {
+        attachmentOrder.compactMap { attachments[$0] }.filter(\.isCommitted).map(\.info)
+    }
+
+    /// Admits a participant, or takes back one reconnecting within the grace period (same id, fresh snapshot).
+    ///
+    /// `reconnectAs` is honoured only for a participant whose connection was reported lost (`connectionLost`) and
+    /// whose grace period has not run out; otherwise the joiner gets a new identity. Ids are "p1", "p2", … in
+    /// join order. Refused with `.sessionFull` when `maxParticipants` (connected or within their grace period)
+    /// are taken, and with the end reason once the session has ended.
+    public mutating func join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64, isHost: Bool,
+                              now: Int64) -> JoinOutcome {
+        if let endReason { return .refused(endReason) }
+        var actions: [Action] = []
+        let id: ParticipantID
+        let noticeText: String
+        if let previous = reconnectAs, var member = members[previous], !member.isConnected {
+            // Only an identity whose connection is known to be gone can be taken back, so a peer cannot take over
+            // someone who is still connected.
+            id = previous
+            member.participant.name = name
+            member.isConnected = true
+            member.disconnectedAt = nil
+            member.prerollEstimate = max(0, prerollEstimate)
+            member.suspensions = []
+            // Like a late joiner, it catches up with a running timeline on its own.
+            member.isExcused = member.isExcused || (timeline.isPlaying && !configuration.lateJoinersPauseGroup)
+            members[id] = member
+            noticeText = "\(name) reconnected"
+        } else {
+            guard members.count < configuration.maxParticipants else {
+                return .refused(InvalidationReason(
+                    code: .sessionFull,
+                    message: "the session is full (\(configuration.maxParticipants) participants) — "
+                        + "try again when someone leaves"))
+            }
+            id = ParticipantID("p\(nextParticipantNumber)")
+            nextParticipantNumber += 1
+            var member = Member(participant: Participant(id: id, name: name), isHost: isHost,
+                                prerollEstimate: max(0, prerollEstimate), joinedAt: now,
+                                messageTokens: Double(configuration.appMessageBurst))
+            // A late joiner catches up with the running timeline instead of pausing everyone.
+            member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
+            members[id] = member
+            memberOrder.append(id)
+            noticeText = "\(name) joined"
+        }
+        actions.append(.send(.welcome(snapshot(for: id)), to: id))
+        actions += journalReplay(to: id)
+        actions += broadcastParticipants()
+        actions += broadcast(notice(.joined, id, noticeText, now))
+        actions += reconcile(now: now)
+        actions += scheduleWakeUp()
+        return .joined(id, actions)
+    }
+
+    /// Handles one message from a connected participant. Messages from unknown or disconnected ids are ignored.
+    public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: Int64) -> [Action] {
+        guard endReason == nil, let member = members[id], member.isConnected else { return [] }
+        var actions: [Action]
+        switch message {
+        case .join:
+            actions = []  // The transport turns the first join into `join(...)`; a repeated one means nothing.
+        case .clockPing(let ping):
+            return [.send(.clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now)), to: id)]
+        case .timelineRequest(let request):
+            actions = handle(request, from: id, now: now)
+        case .readiness(let readiness):
+            actions = updateReadiness(readiness, of: id, now: now)
+        case .prepared(let generation):
+            if let position = generationPositions[generation] {
+                members[id]?.prepared = PreparedPosition(generation: generation, position: position)
+            }
+            actions = reconcile(now: now)
+        case .suspension(let update):
+            actions = updateSuspension(update, of: id, now: now)
+        case .setActivity(let envelope):
+            actions = changeActivity(to: envelope, by: id, now: now)
+        case .appMessage(let outgoing):
+            actions = relay(outgoing, from: id, now: now)
+        case .journal(let entry):
+            actions = handleJournal(entry, from: id)
+        case .linkReport(let oneWayDelay, let errorBound):
+            members[id]?.oneWayDelay = max(0, oneWayDelay)
+            members[id]?.errorBound = max(0, errorBound)
+            actions = []
+        case .leave:
+            actions = remove(id, leaving: true, now: now)
+        case .end:
+            actions = endSession(InvalidationReason(code: .ended, message: "\(member.participant.name) ended the session"))
+        }
+        actions += scheduleWakeUp()
+        return actions
+    }
 
     /// The participant's connection dropped: it keeps its identity for the grace period, but its suspensions are
     /// released and the group stops waiting for it at once.
-    public mutating func connectionLost(_ id: ParticipantID, now: Int64) -> [Action] { [] }
+    public mutating func connectionLost(_ id: ParticipantID, now: Int64) -> [Action] {
+        guard endReason == nil, var member = members[id], member.isConnected else { return [] }
+        member.isConnected = false
+        member.disconnectedAt = now
+        member.suspensions = []
+        member.prepared = nil
+        members[id] = member
+        var actions = dropUnfinishedAttachments(of: id)
+        actions += broadcastParticipants()
+        actions += broadcast(notice(.left, id, "\(member.participant.name) lost connection", now))
+        actions += reconcile(now: now)
+        actions += scheduleWakeUp()
+        return actions
+    }
 
-    public mutating func timerFired(now: Int64) -> [Action] { [] }
+    /// Runs what is due: waiting timeouts and expired reconnect grace periods.
+    public mutating func timerFired(now: Int64) -> [Action] {
+        guard endReason == nil else { return [] }
+        scheduledWakeUp = nil
+        var actions: [Action] = []
+        for id in memberOrder {
+            guard let member = members[id], let lostAt = member.disconnectedAt,
+                  lostAt + configuration.reconnectGracePeriod <= now else { continue }
+            actions += remove(id, leaving: false, now: now)
+            if endReason != nil { return actions }
+        }
+        actions += expireWaiting(now: now)
+        actions += reconcile(now: now)
+        actions += scheduleWakeUp()
+        return actions
+    }
 
     /// Invalidates everyone (e.g. the server stops).
-    public mutating func shutdown(reason: InvalidationReason, now: Int64) -> [Action] { [] }
+    public mutating func shutdown(reason: InvalidationReason, now: Int64) -> [Action] {
+        guard endReason == nil else { return [] }
+        return endSession(reason)
+    }
+}
+
+// MARK: - Participants and session life
+
+extension SessionAuthority {
+    var connectedIDs: [ParticipantID] { memberOrder.filter { members[$0]?.isConnected == true } }
+
+    func snapshot(for id: ParticipantID) -> SessionSnapshot {
+        SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
+                        timeline: timeline, participants: participants, attachments: committedAttachments)
+    }
+
+    func broadcast(_ message: ServerMessage, except excluded: ParticipantID? = nil) -> [Action] {
+        connectedIDs.filter { $0 != excluded }.map { .send(message, to: $0) }
+    }
+
+    func broadcastParticipants() -> [Action] { broadcast(.participants(participants)) }
+
+    func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: Int64) -> ServerMessage {
+        .notice(Notice(kind: kind, participant: participant, text: text, sessionTime: now))
+    }
+
+    func name(of id: ParticipantID) -> String { members[id]?.participant.name ?? id.rawValue }
+
+    /// Removes a participant for good (it left, or its grace period ran out).
+    mutating func remove(_ id: ParticipantID, leaving: Bool, now: Int64) -> [Action] {
+        guard let member = members[id] else { return [] }
+        if member.isHost && configuration.endsWhenHostLeaves {
+            return endSession(InvalidationReason(code: .hostLeft, message: "the host left; the session has ended"))
+        }
+        var actions: [Action] = []
+        if leaving && member.isConnected {
+            actions.append(.close(id, InvalidationReason(code: .left, message: "you left the session")))
+        }
+        actions += dropUnfinishedAttachments(of: id)
+        members[id] = nil
+        memberOrder.removeAll { $0 == id }
+        waitingSince[id] = nil
+        flaggedAsDifferentMedia.remove(id)
+        if members.isEmpty {
+            return actions + endSession(InvalidationReason(code: .ended, message: "everyone left the session"))
+        }
+        if member.isConnected {
+            actions += broadcastParticipants()
+            actions += broadcast(notice(.left, id, "\(member.participant.name) left", now))
+        }
+        actions += reconcile(now: now)
+        return actions
+    }
+
+    mutating func endSession(_ reason: InvalidationReason) -> [Action] {
+        let actions: [Action] = connectedIDs.map { .close($0, reason) } + [.sessionEnded(reason)]
+        endReason = reason
+        scheduledWakeUp = nil
+        waitingSince = [:]
+        return actions
+    }
+
+    /// Asks for a wake-up at the earliest pending deadline when it changed.
+    mutating func scheduleWakeUp() -> [Action] {
+        guard endReason == nil, let next = nextDeadline() else {
+            scheduledWakeUp = nil
+            return []
+        }
+        guard next != scheduledWakeUp else { return [] }
+        scheduledWakeUp = next
+        return [.wakeUp(at: next)]
+    }
+
+    func nextDeadline() -> Int64? {
+        var deadlines: [Int64] = []
+        for (id, since) in waitingSince {
+            guard let member = members[id], !member.isExcused else { continue }
+            deadlines.append(since + waitingTimeout(for: member))
+        }
+        for member in members.values {
+            if let lostAt = member.disconnectedAt { deadlines.append(lostAt + configuration.reconnectGracePeriod) }
+        }
+        return deadlines.min()
+    }
+
+    func waitingTimeout(for member: Member) -> Int64 {
+        member.hasLoadedItem ? configuration.rebufferWaitingTimeout : configuration.firstLoadWaitingTimeout
+    }
 }

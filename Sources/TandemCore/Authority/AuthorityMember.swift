@@ -1,0 +1,109 @@
+import Foundation
+
+/// An item and a position in it.
+struct ItemPosition: Hashable, Sendable {
+    var itemID: String
+    var itemTime: Int64
+}
+
+/// Where a participant reported being prerolled.
+struct PreparedPosition: Hashable, Sendable {
+    var generation: UInt64
+    var position: ItemPosition
+}
+
+/// One suspension a participant holds.
+struct HeldSuspension: Hashable, Sendable {
+    var id: UInt64
+    var reason: SuspensionReason
+}
+
+/// What the authority knows about one participant.
+struct Member: Sendable {
+    var participant: Participant
+    var isHost: Bool
+    var prerollEstimate: Int64
+    var joinedAt: Int64
+    var oneWayDelay: Int64 = 0
+    var errorBound: Int64 = 0
+    var readiness: Readiness = .unknown
+    var suspensions: [HeldSuspension] = []
+    var prepared: PreparedPosition?
+    var isConnected = true
+    var disconnectedAt: Int64?
+    /// Reported `.ready` for the current item at least once (so waiting for it is re-buffering, not first load).
+    var hasLoadedItem = false
+    /// The group neither waits nor pauses for it (timed out, or a late joiner) until it is ready again.
+    var isExcused = false
+    /// Per-sender token bucket for app messages.
+    var messageTokens: Double
+    var tokensUpdatedAt: Int64 = 0
+
+    /// Every reason this participant holds, explicit suspensions and the implicit `.loading` of its readiness.
+    func heldReasons(treatingUnknownAsLoading: Bool) -> [SuspensionReason] {
+        var reasons: [SuspensionReason] = []
+        switch readiness {
+        case .loading: reasons.append(.loading)
+        case .unknown where treatingUnknownAsLoading: reasons.append(.loading)
+        default: break
+        }
+        for suspension in suspensions where !reasons.contains(suspension.reason) {
+            reasons.append(suspension.reason)
+        }
+        return reasons
+    }
+
+    var hasFailed: Bool {
+        if case .failed = readiness { return true } else { return false }
+    }
+
+    func isPrepared(at position: ItemPosition) -> Bool { prepared?.position == position }
+
+    var state: ParticipantState {
+        var reasons: [SuspensionReason] = []
+        for suspension in suspensions where !reasons.contains(suspension.reason) { reasons.append(suspension.reason) }
+        return ParticipantState(participant: participant, readiness: readiness, suspensions: reasons, isHost: isHost,
+                                oneWayDelay: oneWayDelay, prerollEstimate: prerollEstimate,
+                                preparedGeneration: prepared?.generation)
+    }
+}
+
+/// A journal attachment the authority keeps for the session's life.
+struct StoredAttachment: Sendable {
+    var info: AttachmentInfo
+    /// Chunks as received, in order, with their offsets.
+    var chunks: [(offset: Int64, bytes: Data)] = []
+    var received: Int64 = 0
+    var isCommitted = false
+}
+
+/// Human-readable renderings used in notices.
+enum AuthorityText {
+    /// "m:ss" or "h:mm:ss".
+    static func itemTime(_ ns: Int64) -> String {
+        let totalSeconds = max(0, ns) / 1_000_000_000
+        let hours = totalSeconds / 3600, minutes = (totalSeconds / 60) % 60, seconds = totalSeconds % 60
+        if hours > 0 { return String(format: "%lld:%02lld:%02lld", hours, minutes, seconds) }
+        return String(format: "%lld:%02lld", minutes, seconds)
+    }
+
+    /// "1.5×".
+    static func rate(_ rate: Double) -> String {
+        let text = String(format: "%.2f", rate)
+            .replacingOccurrences(of: #"\.?0+$"#, with: "", options: .regularExpression)
+        return "\(text)×"
+    }
+
+    /// "10 s", "1.5 s".
+    static func duration(_ ns: Int64) -> String {
+        let text = String(format: "%.1f", Double(ns) / 1e9)
+            .replacingOccurrences(of: #"\.0$"#, with: "", options: .regularExpression)
+        return "\(text) s"
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        if count >= 1_000_000 { return String(format: "%.1f MB", Double(count) / 1e6) }
+        if count >= 1024 { return "\(count / 1024) KiB" }
+        return "\(count) bytes"
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+// App message fan-out and the journal.
+
+extension SessionAuthority {
+    // MARK: App messages
+
+    /// Relays an app message with its source stamped here, enforcing the size and per-sender rate limits.
+    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: Int64) -> [Action] {
+        guard message.payload.count <= configuration.maxAppMessageSize else {
+            return [.send(.refused(reason: "message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
+                                    + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
+                                    + "send it as a journal attachment instead"), to: id)]
+        }
+        guard takeMessageToken(for: id, now: now) else {
+            return [.send(.refused(reason: "too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
+                                    + "(bursts of \(configuration.appMessageBurst)) — send less often"), to: id)]
+        }
+        let incoming = IncomingAppMessage(source: id, delivery: message.delivery, sequence: message.sequence,
+                                          payload: message.payload)
+        let recipients: [ParticipantID]
+        switch message.recipients {
+        case .all: recipients = connectedIDs.filter { $0 != id }
+        case .only(let chosen): recipients = connectedIDs.filter { $0 != id && chosen.contains($0) }
+        }
+        return recipients.map { .send(.appMessage(incoming), to: $0) }
+    }
+
+    /// Refills the sender's token bucket for the time passed and takes one token if there is one.
+    mutating func takeMessageToken(for id: ParticipantID, now: Int64) -> Bool {
+        guard var member = members[id] else { return false }
+        let capacity = Double(max(1, configuration.appMessageBurst))
+        let elapsed = Double(max(0, now - member.tokensUpdatedAt)) / 1e9
+        member.messageTokens = min(capacity, member.messageTokens + elapsed * Double(configuration.appMessagesPerSecond))
+        member.tokensUpdatedAt = now
+        let allowed = member.messageTokens >= 1
+        if allowed { member.messageTokens -= 1 }
+        members[id] = member
+        return allowed
+    }
+
+    // MARK: Journal
+
+    /// Stores and forwards journal traffic. Checksums are verified by the receivers, not here.
+    mutating func handleJournal(_ entry: JournalMessage, from id: ParticipantID) -> [Action] {
+        switch entry {
+        case .begin(var info):
+            info.owner = id  // Nobody announces attachments on someone else's behalf.
+            guard info.size >= 0, info.size <= configuration.maxAttachmentSize else {
+                return [.send(.journal(.failed(id: info.id, reason: "attachment '\(info.name)' is "
+                    + "\(AuthorityText.bytes(info.size)); the limit is \(AuthorityText.bytes(configuration.maxAttachmentSize))")),
+                              to: id)]
+            }
+            guard attachments[info.id] == nil else {
+                return [.send(.journal(.failed(id: info.id, reason: "an attachment with id '\(info.id)' already exists — "
+                    + "use a new id")), to: id)]
+            }
+            attachments[info.id] = StoredAttachment(info: info)
+            attachmentOrder.append(info.id)
+            return broadcast(.journal(.begin(info)), except: id)
+
+        case .chunk(let attachmentID, let offset, let bytes):
+            guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
+                return [.send(.refused(reason: "no attachment '\(attachmentID)' of yours is being sent"), to: id)]
+            }
+            guard offset == stored.received, stored.received + Int64(bytes.count) <= stored.info.size else {
+                return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(stored.received) bytes "
+                    + "received or exceeds the announced size")
+            }
+            stored.chunks.append((offset, bytes))
+            stored.received += Int64(bytes.count)
+            attachments[attachmentID] = stored
+            return broadcast(.journal(entry), except: id)
+
+        case .commit(let attachmentID):
+            guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
+                return [.send(.refused(reason: "no attachment '\(attachmentID)' of yours is being sent"), to: id)]
+            }
+            guard stored.received == stored.info.size else {
+                return fail(attachmentID, reason: "only \(stored.received) of \(stored.info.size) bytes arrived")
+            }
+            stored.isCommitted = true
+            attachments[attachmentID] = stored
+            return broadcast(.journal(entry), except: id)
+
+        case .remove(let attachmentID):
+            guard attachments[attachmentID] != nil else { return [] }
+            discardAttachment(attachmentID)
+            return broadcast(.journal(entry), except: id)
+
+        case .failed(let attachmentID, _):
+            guard let stored = attachments[attachmentID], stored.info.owner == id else { return [] }
+            discardAttachment(attachmentID)
+            return broadcast(.journal(entry), except: id)
+        }
+    }
+
+    /// Drops an attachment and tells everyone (the sender included) why.
+    mutating func fail(_ attachmentID: String, reason: String) -> [Action] {
+        discardAttachment(attachmentID)
+        return broadcast(.journal(.failed(id: attachmentID, reason: reason)))
+    }
+
+    mutating func discardAttachment(_ attachmentID: String) {
+        attachments[attachmentID] = nil
+        attachmentOrder.removeAll { $0 == attachmentID }
+    }
+
+    /// Attachments still being sent by a participant that is gone cannot complete.
+    mutating func dropUnfinishedAttachments(of id: ParticipantID) -> [Action] {
+        var actions: [Action] = []
+        for attachmentID in attachmentOrder {
+            guard let stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else { continue }
+            discardAttachment(attachmentID)
+            actions += broadcast(.journal(.failed(id: attachmentID, reason: "\(name(of: id)) left before "
+                + "'\(stored.info.name)' was complete")), except: id)
+        }
+        return actions
+    }
+
+    /// Everything the journal holds, for a (re)joining participant: each attachment's begin, its chunks, and its
+    /// commit once complete. Chunks of an attachment still being sent follow live.
+    func journalReplay(to id: ParticipantID) -> [Action] {
+        var actions: [Action] = []
+        for attachmentID in attachmentOrder {
+            guard let stored = attachments[attachmentID], stored.info.owner != id || stored.isCommitted else { continue }
+            actions.append(.send(.journal(.begin(stored.info)), to: id))
+            for chunk in stored.chunks {
+                actions.append(.send(.journal(.chunk(id: attachmentID, offset: chunk.offset, bytes: chunk.bytes)), to: id))
+            }
+            if stored.isCommitted { actions.append(.send(.journal(.commit(id: attachmentID)), to: id)) }
+        }
+        return actions
+    }
+}

@@ -1,0 +1,376 @@
+// Timeline requests, readiness, suspensions and waiting.
+
+extension SessionAuthority {
+    // MARK: Requests
+
+    mutating func handle(_ request: TimelineRequest, from id: ParticipantID, now: Int64) -> [Action] {
+        let who = name(of: id)
+        switch request.command {
+        case .play:
+            guard case .paused = timeline.status else {
+                // Already playing or about to: nothing to change; tell the requester where the group stands.
+                return [.send(.timeline(timeline), to: id)]
+            }
+            let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime)
+            let blocking = blockers(at: position, requiringPreparation: false)
+            if blocking.isEmpty {
+                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now)
+                    + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime))", now))
+            }
+            waitingRequiresPreparation = false
+            let actions = publish(status: .waiting(for: blocking), anchorSessionTime: now,
+                                  anchorItemTime: timeline.anchorItemTime, originator: id)
+            beginWaiting(blocking, now: now)
+            return actions + broadcast(notice(.waiting, blocking.keys.sorted().first,
+                                              "\(who) pressed play; \(waitingText(blocking))", now))
+
+        case .pause(let itemTime):
+            let target = clampToItem(itemTime)
+            stopWaiting()
+            var actions = publish(status: .paused, anchorSessionTime: now, anchorItemTime: target, originator: id)
+            actions += broadcast(notice(.paused, id, "\(who) paused at \(AuthorityText.itemTime(target))", now))
+            return actions
+
+        case .seek(let itemTime, let play):
+            if let problem = seekProblem(itemTime) { return [.send(.rejected(requestID: request.requestID, reason: problem), to: id)] }
+            stopWaiting()
+            var actions: [Action]
+            if play {
+                let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
+                let blocking = blockers(at: position, requiringPreparation: true)
+                waitingRequiresPreparation = true
+                actions = publish(status: .waiting(for: blocking), anchorSessionTime: now, anchorItemTime: itemTime,
+                                  originator: id)
+                beginWaiting(blocking, now: now)
+            } else {
+                actions = publish(status: .paused, anchorSessionTime: now, anchorItemTime: itemTime, originator: id)
+            }
+            actions += broadcast(notice(.seeked, id, "\(who) jumped to \(AuthorityText.itemTime(itemTime))", now))
+            // Nobody to wait for (e.g. everyone else is excused): start at once.
+            return actions + reconcile(now: now)
+
+        case .rate(let rate):
+            guard rate.isFinite, rate > 0 else {
+                return [.send(.rejected(requestID: request.requestID,
+                                        reason: "invalid playback rate \(rate) — use a finite rate greater than 0"), to: id)]
+            }
+            var actions: [Action]
+            if timeline.isPlaying {
+                // Peers re-seek at the new rate, so everyone's preroll counts.
+                let start = now + lead(at: nil)
+                let itemTime = timeline.expectedItemTime(atSessionTime: start)
+                actions = publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, rate: rate,
+                                  originator: id)
+            } else {
+                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
+                                  anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)
+            }
+            actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
+            return actions
+        }
+    }
+
+    func seekProblem(_ itemTime: Int64) -> String? {
+        if itemTime < 0 { return "cannot seek to \(AuthorityText.itemTime(itemTime)): before the start of the item" }
+        if let duration = referenceMedia?.info.duration, itemTime > duration {
+            return "cannot seek to \(AuthorityText.itemTime(itemTime)): the item is only \(AuthorityText.itemTime(duration)) long"
+        }
+        return nil
+    }
+
+    func clampToItem(_ itemTime: Int64) -> Int64 {
+        var value = max(0, itemTime)
+        if let duration = referenceMedia?.info.duration { value = min(value, duration) }
+        return value
+    }
+
+    // MARK: Readiness, suspensions, activity
+
+    mutating func updateReadiness(_ readiness: Readiness, of id: ParticipantID, now: Int64) -> [Action] {
+        members[id]?.readiness = readiness
+        var actions: [Action] = []
+        switch readiness {
+        case .ready(let info):
+            members[id]?.hasLoadedItem = true
+            actions += compareMedia(of: id, info: info, now: now)
+        case .failed(let why):
+            actions += broadcast(notice(.info, id, "\(name(of: id)) could not load the item: \(why)", now))
+        case .loading, .unknown:
+            break
+        }
+        actions += broadcastParticipants()
+        return actions + reconcile(now: now)
+    }
+
+    mutating func updateSuspension(_ update: SuspensionUpdate, of id: ParticipantID, now: Int64) -> [Action] {
+        guard var member = members[id] else { return [] }
+        switch update {
+        case .begin(let suspensionID, let reason):
+            guard !member.suspensions.contains(where: { $0.id == suspensionID }) else { return [] }
+            member.suspensions.append(HeldSuspension(id: suspensionID, reason: reason))
+        case .end(let suspensionID, let proposedItemTime):
+            guard member.suspensions.contains(where: { $0.id == suspensionID }) else { return [] }
+            member.suspensions.removeAll { $0.id == suspensionID }
+            if let proposed = proposedItemTime, case .waiting = timeline.status, seekProblem(proposed) == nil {
+                proposedResumeItemTime = proposed
+            }
+        }
+        members[id] = member
+        return broadcastParticipants() + reconcile(now: now)
+    }
+
+    mutating func changeActivity(to envelope: ActivityEnvelope, by id: ParticipantID, now: Int64) -> [Action] {
+        let wantsToPlay: Bool
+        switch timeline.status {
+        case .paused: wantsToPlay = false
+        case .playing, .waiting: wantsToPlay = true
+        }
+        activity = envelope
+        for memberID in memberOrder {
+            members[memberID]?.readiness = .loading(progress: nil)
+            members[memberID]?.hasLoadedItem = false
+            members[memberID]?.prepared = nil
+            members[memberID]?.isExcused = false
+        }
+        referenceMedia = nil
+        flaggedAsDifferentMedia = []
+        stopWaiting()
+        var actions = broadcast(.activity(envelope))
+        let title = envelope.metadata.title ?? envelope.itemID
+        actions += broadcast(notice(.activityChanged, id, "\(name(of: id)) changed the activity to \(title)", now))
+        actions += broadcastParticipants()
+        var next = Timeline(generation: timeline.generation + 1, itemID: envelope.itemID, rate: 1,
+                            anchorSessionTime: now, anchorItemTime: 0, status: .paused, originator: id)
+        if wantsToPlay {
+            let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: 0), requiringPreparation: false)
+            next.status = .waiting(for: blocking)
+            beginWaiting(blocking, now: now)
+        }
+        actions += publish(next)
+        return actions + reconcile(now: now)
+    }
+
+    // MARK: Waiting
+
+    /// Who the group would wait for at `position`, and why.
+    func blockers(at position: ItemPosition, requiringPreparation: Bool) -> [ParticipantID: [SuspensionReason]] {
+        var result: [ParticipantID: [SuspensionReason]] = [:]
+        for id in memberOrder {
+            guard let member = members[id], !member.isExcused else { continue }
+            let reasons = blockingReasons(of: member, at: position, requiringPreparation: requiringPreparation)
+            if !reasons.isEmpty { result[id] = reasons }
+        }
+        return result
+    }
+
+    /// Reasons for which the group waits for this participant, ignoring whether it is excused.
+    func blockingReasons(of member: Member, at position: ItemPosition, requiringPreparation: Bool) -> [SuspensionReason] {
+        guard member.isConnected, !member.hasFailed else { return [] }
+        var reasons = member.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
+            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) && !reasonsOverLimit.contains($0) }
+        if requiringPreparation, !member.isPrepared(at: position), !reasons.contains(.loading) {
+            reasons.append(.loading)
+        }
+        return reasons
+    }
+
+    /// Reasons held by more connected participants than their limit allows.
+    func computeReasonsOverLimit() -> Set<SuspensionReason> {
+        var over: Set<SuspensionReason> = []
+        for (reason, limit) in configuration.participantLimitPerReason where holderCount(of: reason) > limit {
+            over.insert(reason)
+        }
+        return over
+    }
+
+    /// How many connected participants hold `reason` (explicitly or through their readiness).
+    func holderCount(of reason: SuspensionReason) -> Int {
+        connectedIDs.filter {
+            members[$0]?.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
+                .contains(reason) == true
+        }.count
+    }
+
+    mutating func beginWaiting(_ blocking: [ParticipantID: [SuspensionReason]], now: Int64) {
+        waitingSince = blocking.mapValues { _ in now }
+    }
+
+    mutating func stopWaiting() {
+        waitingSince = [:]
+        waitingRequiresPreparation = false
+        proposedResumeItemTime = nil
+    }
+
+    /// Brings the timeline in line with who holds what: pauses a playing group for a new stall, updates the list
+    /// of a waiting group, and starts it once nobody blocks.
+    mutating func reconcile(now: Int64) -> [Action] {
+        guard endReason == nil else { return [] }
+        var actions: [Action] = []
+        let over = computeReasonsOverLimit()
+        for reason in over.subtracting(reasonsOverLimit).sorted(by: { $0.rawValue < $1.rawValue }) {
+            let limit = configuration.participantLimitPerReason[reason] ?? 0
+            actions += broadcast(notice(.limitExceeded, nil,
+                                        "\(holderCount(of: reason)) participants are \(reason) (limit \(limit)); "
+                                            + "the group goes on without waiting for them", now))
+        }
+        reasonsOverLimit = over
+
+        // Lift excuses of participants that no longer hold anything the group would wait for.
+        let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime)
+        let requiresPreparation: Bool
+        if case .waiting = timeline.status { requiresPreparation = waitingRequiresPreparation } else { requiresPreparation = false }
+        for id in memberOrder where members[id]?.isExcused == true {
+            let member = members[id]!
+            if member.isConnected, case .ready = member.readiness,
+               blockingReasons(of: member, at: position, requiringPreparation: requiresPreparation).isEmpty {
+                members[id]?.isExcused = false
+            }
+        }
+
+        switch timeline.status {
+        case .paused:
+            return actions
+        case .playing:
+            let blocking = blockers(at: position, requiringPreparation: false)
+            guard !blocking.isEmpty else { return actions }
+            // A stall: stop everyone at a common item time, slightly ahead so peers can stop exactly there.
+            let stopAt = now + maxOneWayDelay + configuration.startMargin
+            let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: stopAt))
+            stopWaiting()
+            actions += publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
+                               originator: nil)
+            beginWaiting(blocking, now: now)
+            actions += broadcast(notice(.waiting, blocking.keys.sorted().first,
+                                        "paused at \(AuthorityText.itemTime(itemTime)); \(waitingText(blocking))", now))
+            return actions
+        case .waiting(let current):
+            let blocking = blockers(at: position, requiringPreparation: waitingRequiresPreparation)
+            for id in blocking.keys where waitingSince[id] == nil { waitingSince[id] = now }
+            waitingSince = waitingSince.filter { blocking[$0.key] != nil }
+            if blocking.isEmpty {
+                let itemTime = position.itemTime
+                stopWaiting()
+                actions += startPlaying(at: itemTime, originator: nil, now: now)
+                actions += broadcast(notice(.resumed, nil,
+                                            "everyone is ready; playing from \(AuthorityText.itemTime(itemTime))", now))
+            } else if blocking != current || position.itemTime != timeline.anchorItemTime {
+                let added = blocking.filter { current[$0.key] != $0.value }
+                actions += publish(status: .waiting(for: blocking), anchorSessionTime: timeline.anchorSessionTime,
+                                   anchorItemTime: position.itemTime, originator: timeline.originator)
+                proposedResumeItemTime = nil
+                if !added.isEmpty {
+                    actions += broadcast(notice(.waiting, added.keys.sorted().first, waitingText(blocking), now))
+                }
+            }
+            return actions
+        }
+    }
+
+    /// Gives up waiting for participants whose timeout has passed; the group goes on and they catch up alone.
+    mutating func expireWaiting(now: Int64) -> [Action] {
+        guard case .waiting(let current) = timeline.status else { return [] }
+        var actions: [Action] = []
+        for id in memberOrder {
+            guard let since = waitingSince[id], let member = members[id], !member.isExcused else { continue }
+            let timeout = waitingTimeout(for: member)
+            guard since + timeout <= now else { continue }
+            members[id]?.isExcused = true
+            waitingSince[id] = nil
+            let why = (current[id] ?? []).map(\.description).joined(separator: ", ")
+            actions += broadcast(notice(.waitingTimedOut, id,
+                                        "going on without \(member.participant.name) (still \(why.isEmpty ? "not ready" : why) "
+                                            + "after \(AuthorityText.duration(timeout))); they will catch up", now))
+        }
+        return actions
+    }
+
+    func waitingText(_ blocking: [ParticipantID: [SuspensionReason]]) -> String {
+        let names = memberOrder.compactMap { id -> String? in
+            guard let reasons = blocking[id] else { return nil }
+            return "\(name(of: id)) (\(reasons.map(\.description).joined(separator: ", ")))"
+        }
+        return "waiting for " + names.joined(separator: ", ")
+    }
+
+    // MARK: Scheduling
+
+    var maxOneWayDelay: Int64 {
+        connectedIDs.compactMap { members[$0]?.oneWayDelay }.max() ?? 0
+    }
+
+    /// How far ahead a start must be scheduled so every participant can make it: the largest one-way delay plus
+    /// preroll (none for a participant prepared at `position`; everyone's when `position` is nil) plus the margin.
+    /// Excused participants catch up on their own and do not add their preroll.
+    func lead(at position: ItemPosition?) -> Int64 {
+        var slowest: Int64 = 0
+        for id in connectedIDs {
+            guard let member = members[id] else { continue }
+            var needed = member.oneWayDelay
+            let prepared = position.map { member.isPrepared(at: $0) } ?? false
+            if !prepared && !member.isExcused && !member.hasFailed { needed += member.prerollEstimate }
+            slowest = max(slowest, needed)
+        }
+        return slowest + configuration.startMargin
+    }
+
+    mutating func startPlaying(at itemTime: Int64, originator: ParticipantID?, now: Int64) -> [Action] {
+        let start = now + lead(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime))
+        return publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, originator: originator)
+    }
+
+    mutating func publish(status: Timeline.Status, anchorSessionTime: Int64, anchorItemTime: Int64,
+                          rate: Double? = nil, originator: ParticipantID?) -> [Action] {
+        publish(Timeline(generation: timeline.generation + 1, itemID: timeline.itemID, rate: rate ?? timeline.rate,
+                         anchorSessionTime: anchorSessionTime, anchorItemTime: anchorItemTime, status: status,
+                         originator: originator))
+    }
+
+    /// Makes `next` the current timeline and broadcasts it.
+    mutating func publish(_ next: Timeline) -> [Action] {
+        timeline = next
+        generationPositions[next.generation] = ItemPosition(itemID: next.itemID, itemTime: next.anchorItemTime)
+        generationPositions[next.generation &- 64] = nil
+        if next.isPlaying {
+            // Positions prepared while paused are stale once the group plays.
+            for id in memberOrder { members[id]?.prepared = nil }
+        }
+        return broadcast(.timeline(next))
+    }
+
+    // MARK: Item identity
+
+    mutating func compareMedia(of id: ParticipantID, info: MediaInfo, now: Int64) -> [Action] {
+        let isHost = members[id]?.isHost == true
+        var toCheck: [ParticipantID]
+        if referenceMedia == nil || (isHost && referenceMedia?.owner != id) {
+            referenceMedia = (id, info)
+            flaggedAsDifferentMedia = []
+            toCheck = memberOrder.filter { $0 != id }
+        } else {
+            toCheck = [id]
+        }
+        guard let reference = referenceMedia else { return [] }
+        var actions: [Action] = []
+        toCheck = toCheck.filter { members[$0]?.isConnected == true }
+        for other in toCheck {
+            guard let member = members[other], case .ready(let otherInfo) = member.readiness else { continue }
+            var differences: [String] = []
+            if let mine = otherInfo.duration, let theirs = reference.info.duration,
+               abs(mine - theirs) > configuration.mediaDurationTolerance {
+                differences.append("duration \(AuthorityText.itemTime(mine)) vs \(AuthorityText.itemTime(theirs))")
+            }
+            if let mine = otherInfo.contentID, let theirs = reference.info.contentID, mine != theirs {
+                differences.append("different content")
+            }
+            if differences.isEmpty {
+                flaggedAsDifferentMedia.remove(other)
+            } else if !flaggedAsDifferentMedia.contains(other) {
+                flaggedAsDifferentMedia.insert(other)
+                let text = "\(member.participant.name) seems to have a different file than \(name(of: reference.owner)): "
+                    + differences.joined(separator: ", ")
+                actions += broadcast(notice(.differentMedia, other, text, now))
+            }
+        }
+        return actions
+    }
+}

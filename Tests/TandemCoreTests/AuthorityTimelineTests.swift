@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+@testable import TandemCore
+
+@Suite("Session authority: timeline ordering and scheduling")
+struct AuthorityTimelineTests {
+    @Test func playStartsAtNowPlusLeadFromLinkReportsAndPreroll() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: Nanos.milliseconds(300))
+        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(20), errorBound: 0), from: a)
+        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(80), errorBound: 0), from: b)
+        let before = h.authority.timeline.generation
+        let actions = h.request(.play, from: a)
+        let timeline = h.authority.timeline
+        #expect(timeline.isPlaying)
+        #expect(timeline.generation == before + 1)
+        #expect(timeline.anchorItemTime == 0)
+        // Slowest: bob, 80 ms delay + 300 ms preroll, plus the 40 ms margin.
+        #expect(timeline.anchorSessionTime == h.now + Nanos.milliseconds(420))
+        #expect(timeline.originator == a)
+        #expect(actions.timelines(to: a) == [timeline])
+        #expect(actions.timelines(to: b) == [timeline])
+        #expect(actions.notices(.played, to: b).first?.text == "alice played from 0:00")
+    }
+
+    @Test func preparedParticipantsAddNoPreroll() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: Nanos.milliseconds(300))
+        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(30), errorBound: 0), from: b)
+        h.request(.seek(itemTime: Nanos.seconds(60), play: false), from: a)
+        let generation = h.authority.timeline.generation
+        h.send(.prepared(generation: generation), from: b)
+        h.advance(ms: 500)
+        h.request(.play, from: a)
+        // bob is prepared at 1:00 (only his delay counts); alice is not (her preroll counts).
+        #expect(h.authority.timeline.anchorSessionTime == h.now + Nanos.milliseconds(140))
+        #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(60))
+    }
+
+    @Test func conflictingRequestsEndWithEveryoneOnTheLastGeneration() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        let c = h.joinReady("carol")
+        h.request(.play, from: a)
+        h.advance(ms: 10_000)
+        var all: [SessionAuthority.Action] = []
+        all += h.request(.pause(itemTime: Nanos.seconds(10)), from: a)
+        h.advance(ms: 3)
+        all += h.request(.seek(itemTime: Nanos.seconds(90), play: false), from: b)
+        h.advance(ms: 2)
+        all += h.request(.rate(1.5), from: c)
+        let last = h.authority.timeline
+        for peer in [a, b, c] {
+            let received = all.timelines(to: peer)
+            #expect(received.count == 3)
+            #expect(received.map(\.generation) == received.map(\.generation).sorted())
+            #expect(Set(received.map(\.generation)).count == 3)
+            #expect(received.last == last)
+        }
+        #expect(last.isPaused && last.anchorItemTime == Nanos.seconds(90) && last.rate == 1.5)
+    }
+
+    @Test func pauseSnapsEveryoneToTheOriginatorsItemTime() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        h.request(.play, from: a)
+        h.advance(ms: 65_000)
+        let actions = h.request(.pause(itemTime: Nanos.milliseconds(64_950)), from: b)
+        let timeline = h.authority.timeline
+        #expect(timeline.isPaused)
+        #expect(timeline.anchorItemTime == Nanos.milliseconds(64_950))
+        #expect(timeline.anchorSessionTime == h.now)
+        #expect(timeline.originator == b)
+        #expect(timeline.expectedItemTime(atSessionTime: h.now + Nanos.seconds(5)) == Nanos.milliseconds(64_950))
+        #expect(actions.notices(.paused, to: a).first?.text == "bob paused at 1:04")
+        #expect(actions.notices(.paused, to: a).first?.participant == b)
+    }
+
+    @Test func seekWaitsForEveryoneToPrepareThenStartsTogether() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: Nanos.milliseconds(200), host: true)
+        let b = h.joinReady("bob", preroll: Nanos.milliseconds(200))
+        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(25), errorBound: 0), from: b)
+        h.request(.play, from: a)
+        h.advance(ms: 30_000)
+        let seek = h.request(.seek(itemTime: Nanos.seconds(600), play: true), from: b)
+        let waiting = h.authority.timeline
+        #expect(waiting.anchorItemTime == Nanos.seconds(600))
+        #expect(waiting.waitingFor == [a: [.loading], b: [.loading]])
+        #expect(seek.notices(.seeked, to: a).first?.text == "bob jumped to 10:00")
+
+        h.advance(ms: 150)
+        let first = h.send(.prepared(generation: waiting.generation), from: a)
+        #expect(h.authority.timeline.waitingFor == [b: [.loading]])
+        #expect(first.timelines(to: b).last?.waitingFor == [b: [.loading]])
+        let stillWaiting = h.authority.timeline.generation
+
+        h.advance(ms: 120)
+        // bob answers for the first waiting generation; it is at the same position, so it counts.
+        let second = h.send(.prepared(generation: waiting.generation), from: b)
+        let playing = h.authority.timeline
+        #expect(playing.isPlaying)
+        #expect(playing.generation == stillWaiting + 1)
+        #expect(playing.anchorItemTime == Nanos.seconds(600))
+        // Both prepared: only bob's delay and the margin.
+        #expect(playing.anchorSessionTime == h.now + Nanos.milliseconds(65))
+        #expect(second.timelines(to: a) == [playing])
+        #expect(!second.notices(.resumed, to: a).isEmpty)
+    }
+
+    @Test func seekOutsideTheItemIsRejected() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: Nanos.seconds(100)))
+        let generation = h.authority.timeline.generation
+        let early = h.request(.seek(itemTime: -1, play: false), from: a)
+        let late = h.request(.seek(itemTime: Nanos.seconds(101), play: true), from: a)
+        for actions in [early, late] {
+            guard case .rejected(_, let reason)? = actions.messages(to: a).first else {
+                Issue.record("expected a rejection, got \(actions)")
+                continue
+            }
+            #expect(reason.contains("cannot seek"))
+        }
+        #expect(h.authority.timeline.generation == generation)
+        h.request(.seek(itemTime: Nanos.seconds(100), play: false), from: a)
+        #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(100))
+    }
+
+    @Test func rateChangeWhilePlayingKeepsTheItemTimeContinuous() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: Nanos.milliseconds(250))
+        h.request(.play, from: a)
+        let old = h.authority.timeline
+        h.advance(ms: 20_000)
+        let actions = h.request(.rate(1.5), from: b)
+        let new = h.authority.timeline
+        #expect(new.isPlaying && new.rate == 1.5)
+        #expect(new.anchorSessionTime == h.now + Nanos.milliseconds(290))
+        #expect(new.anchorItemTime == old.expectedItemTime(atSessionTime: new.anchorSessionTime))
+        #expect(new.expectedItemTime(atSessionTime: new.anchorSessionTime + Nanos.seconds(2))
+            == new.anchorItemTime + Nanos.seconds(3))
+        #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
+
+        for bad in [0, -1, Double.nan, Double.infinity] {
+            let rejected = h.request(.rate(bad), from: a)
+            guard case .rejected? = rejected.messages(to: a).first else {
+                Issue.record("rate \(bad) was not rejected")
+                continue
+            }
+        }
+        #expect(h.authority.timeline == new)
+    }
+
+    @Test func rateWhilePausedIsKeptForTheNextPlay() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        h.request(.rate(0.5), from: a)
+        #expect(h.authority.timeline.isPaused && h.authority.timeline.rate == 0.5)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.rate == 0.5)
+    }
+
+    @Test func playWhilePlayingChangesNothing() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        h.request(.play, from: a)
+        let playing = h.authority.timeline
+        let actions = h.request(.play, from: b)
+        #expect(h.authority.timeline == playing)
+        #expect(actions.timelines(to: b) == [playing])
+        #expect(actions.timelines(to: a).isEmpty)
+    }
+
+    @Test func clockPingIsAnsweredWithSessionTime() {
+        var h = AuthorityHarness()
+        let (a, _) = h.join("alice")
+        h.now = 123_456_789
+        let actions = h.send(.clockPing(ClockPing(sequence: 7, t1: 42)), from: a)
+        #expect(actions == [.send(.clockPong(ClockPong(sequence: 7, t1: 42, t2: 123_456_789, t3: 123_456_789)), to: a)])
+    }
+}
