@@ -124,16 +124,16 @@ struct SessionServerTests {
             }
         }
         let data = Data(bytes)
-        let ownerStream = owner.serverMessages()
+        let witness = try await TandemClient.connect(invite: invite, name: "witness", options: clientOptions())
+        let witnessStream = witness.serverMessages()
         let info = try await owner.uploadAttachment(data, name: "poster.bin", id: "poster")
-        // A probe app message after the commit: once it is back, the server has judged the attachment.
-        try await owner.sendAppMessage(Data("after".utf8), to: .only([owner.localParticipantID]))
-        let failure = await firstMessage(in: ownerStream, within: 20) { message in
+        // Once the witness sees the commit live, the server holds the whole attachment.
+        let outcome = await firstMessage(in: witnessStream, within: 30) { message in
+            if case .journal(.commit(let id)) = message { return id == "poster" }
             if case .journal(.failed) = message { return true }
-            if case .appMessage = message { return true }
             return false
         }
-        if case .journal(.failed(_, let reason)) = failure { Issue.record("upload refused: \(reason)") }
+        #expect(outcome == .journal(.commit(id: "poster")), "live delivery: \(String(describing: outcome))")
 
         let late = try await TandemClient.connect(invite: invite, name: "late", options: clientOptions())
         #expect(late.welcome.attachments.map(\.id) == ["poster"])

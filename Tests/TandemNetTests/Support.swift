@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import TandemCore
@@ -76,13 +77,12 @@ func collectAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within
 final class RawPeer: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     private let received: EventLoopPromise<ByteBuffer>
-    private let buffer: NIOLoopBoundBox<ByteBuffer>
+    private let buffer = NIOLockedValueBox(ByteBuffer())
     let channel: any Channel
 
     private init(channel: any Channel, received: EventLoopPromise<ByteBuffer>) {
         self.channel = channel
         self.received = received
-        self.buffer = NIOLoopBoundBox(ByteBuffer(), eventLoop: channel.eventLoop)
     }
 
     static func connect(port: Int) async throws -> RawPeer {
@@ -95,11 +95,11 @@ final class RawPeer: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var incoming = unwrapInboundIn(data)
-        buffer.value.writeBuffer(&incoming)
+        buffer.withLockedValue { $0.writeBuffer(&incoming) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        received.succeed(buffer.value)
+        received.succeed(buffer.withLockedValue { $0 })
     }
 
     func send(_ bytes: [UInt8]) async throws {

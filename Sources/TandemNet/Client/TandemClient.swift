@@ -147,12 +147,12 @@ public final class TandemClientConnection: SessionLink {
     private let clock = SystemMonotonicClock()
 
     fileprivate init(invite: Invite, welcome: SessionSnapshot, channel: any Channel,
-                     handler: ClientConnectionHandler, shared: ClientShared, options: TandemClient.Options) {
+                     handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
         self.invite = invite
         self.welcome = welcome
         self.localParticipantID = welcome.localParticipant.id
         self.channel = channel
-        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        self.handler = handler
         self.shared = shared
         self.options = options
     }
@@ -221,7 +221,10 @@ public final class TandemClientConnection: SessionLink {
             channel.close(promise: nil)
             throw error
         }
-        let connection = TandemClientConnection(invite: invite, welcome: welcome, channel: channel, handler: handler,
+        let bound = try await channel.pipeline.handler(type: ClientConnectionHandler.self).map { handler in
+            NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        }.get()
+        let connection = TandemClientConnection(invite: invite, welcome: welcome, channel: channel, handler: bound,
                                                 shared: shared, options: options)
         return connection
     }

@@ -21,7 +21,8 @@ final class HostedSession: @unchecked Sendable {
     private var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:]
     private var hostParticipant: ParticipantID?
-    private var journal: JournalStore
+    /// Running SHA-256 of each attachment being uploaded, checked at its commit.
+    private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
     private var timerDeadline: Int64 = .max
     private(set) var ended = false
@@ -39,8 +40,6 @@ final class HostedSession: @unchecked Sendable {
         self.onEnded = onEnded
         self.authority = SessionAuthority(sessionID: id, activity: nil, configuration: configuration.authority,
                                           now: clock.now())
-        self.journal = JournalStore(maxAttachmentSize: configuration.maxAttachmentSize,
-                                    maxTotalBytes: configuration.maxJournalBytesPerSession)
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
@@ -71,9 +70,9 @@ final class HostedSession: @unchecked Sendable {
     func receive(_ message: ClientMessage, from participant: ParticipantID, via connection: ServerConnection) {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
+        var message = message
         if case .journal(let journalMessage) = message {
-            handleJournal(journalMessage, from: participant)
-            return
+            message = .journal(checkChecksum(journalMessage, from: participant))
         }
         perform(authority.receive(message, from: participant, now: clock.now()))
     }
@@ -83,9 +82,7 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         connections[participant] = nil
-        for (message, recipients) in journal.dropUploads(from: participant) {
-            send(.journal(message), to: recipients)
-        }
+        uploads = uploads.filter { $0.value.owner != participant }
         perform(authority.connectionLost(participant, now: clock.now()))
     }
 
@@ -112,16 +109,15 @@ final class HostedSession: @unchecked Sendable {
         var encoded: (ServerMessage, Frame)?
         for action in actions {
             switch action {
-            case .send(var message, let target):
+            case .send(let message, let target):
                 guard let connection = connections[target] else { continue }
-                var isWelcome = false
-                if case .welcome(var snapshot) = message {
-                    snapshot.attachments = journal.committedInfos
-                    message = .welcome(snapshot)
-                    isWelcome = true
-                }
                 if case .appMessage(let app) = message, app.delivery == .unreliable, !connection.channel.isWritable {
                     droppedUnreliable += 1
+                    continue
+                }
+                if case .journal = message {
+                    // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.
+                    connection.send(message)
                     continue
                 }
                 let frame: Frame
@@ -134,10 +130,7 @@ final class HostedSession: @unchecked Sendable {
                     logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
                     continue
                 }
-                connection.write(frame)
-                if isWelcome, !journal.stored.isEmpty {
-                    connection.replay(journal.stored, chunkSize: configuration.attachmentChunkSize)
-                }
+                connection.send(frame)
             case .close(let target, let reason):
                 if let connection = connections.removeValue(forKey: target) {
                     connection.invalidate(reason)
@@ -150,29 +143,31 @@ final class HostedSession: @unchecked Sendable {
         }
     }
 
-    private func send(_ message: ServerMessage, to recipients: Set<ParticipantID>) {
-        guard !recipients.isEmpty else { return }
-        var frame: Frame?
-        for participant in recipients {
-            guard let connection = connections[participant] else { continue }
-            if frame == nil { frame = try? FrameCodec.json(.session, message, allocator: connection.channel.allocator) }
-            if let frame { connection.write(frame) }
-        }
+    private struct Upload {
+        var owner: ParticipantID
+        var expected: String
+        var hasher = SHA256()
     }
 
-    private func handleJournal(_ message: JournalMessage, from participant: ParticipantID) {
-        let others = Set(connections.keys).subtracting([participant])
-        switch journal.handle(message, from: participant, others: others) {
-        case .forward(let forwarded, let recipients):
-            send(.journal(forwarded), to: recipients)
-        case .failed(let failure, let recipients):
-            send(.journal(failure), to: recipients)
-        case .committed(let commit, let live, let replayTo, let entry):
-            send(.journal(commit), to: live)
-            for participant in replayTo {
-                connections[participant]?.replay([entry], chunkSize: configuration.attachmentChunkSize)
+    /// Hashes uploads as their chunks pass; a commit whose SHA-256 does not match becomes `failed`, which the
+    /// authority turns into a failure for everyone.
+    private func checkChecksum(_ message: JournalMessage, from participant: ParticipantID) -> JournalMessage {
+        switch message {
+        case .begin(let info):
+            if uploads[info.id] == nil { uploads[info.id] = Upload(owner: participant, expected: info.sha256.lowercased()) }
+        case .chunk(let id, _, let bytes):
+            if uploads[id]?.owner == participant { uploads[id]?.hasher.update(data: bytes) }
+        case .commit(let id):
+            guard let upload = uploads[id], upload.owner == participant else { return message }
+            uploads[id] = nil
+            let digest = upload.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if digest != upload.expected {
+                return .failed(id: id, reason: "SHA-256 mismatch: announced \(upload.expected), received \(digest)")
             }
+        case .remove(let id), .failed(let id, _):
+            if uploads[id]?.owner == participant { uploads[id] = nil }
         }
+        return message
     }
 
     private func schedule(at deadline: Int64) {

@@ -16,12 +16,6 @@ public struct ServerConfiguration: Sendable {
     public var handshakeTimeout: Int64 = 3_000_000_000
     /// Frames per second a connection may send before it is closed as a flood.
     public var maxFramesPerSecond: Int = 2_000
-    /// Largest journal attachment (bytes).
-    public var maxAttachmentSize: Int64 = 100 * 1024 * 1024
-    /// Journal bytes one session may keep (committed and in flight).
-    public var maxJournalBytesPerSession: Int64 = 512 * 1024 * 1024
-    /// Chunk size the server uses when delivering stored attachments.
-    public var attachmentChunkSize: Int = 64 * 1024
     /// Whether clients may create sessions themselves (`hello.create`). Off for embedded servers, where the
     /// hosting process creates its session in-process; on for a standalone relay.
     public var allowsRemoteSessionCreation: Bool = false

@@ -14,8 +14,24 @@ final class ServerConnection: Sendable {
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
     }
 
-    func write(_ frame: Frame) {
-        channel.writeAndFlush(frame, promise: nil)
+    /// Queues an encoded frame behind everything queued before it.
+    func send(_ frame: Frame) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.enqueue(.frame(frame))
+        } else {
+            channel.eventLoop.execute { handler.value.enqueue(.frame(frame)) }
+        }
+    }
+
+    /// Queues a message to be encoded when the socket can take it (journal replay).
+    func send(_ message: ServerMessage) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.enqueue(.message(message))
+        } else {
+            channel.eventLoop.execute { handler.value.enqueue(.message(message)) }
+        }
     }
 
     func close(_ code: WireErrorCode, _ message: String) {
@@ -25,10 +41,11 @@ final class ServerConnection: Sendable {
 
     /// Tells the participant its session is over for it (`invalidated`), then closes with a close frame.
     func invalidate(_ reason: InvalidationReason) {
-        if let frame = try? FrameCodec.json(.session, ServerMessage.invalidated(reason), allocator: channel.allocator) {
-            channel.writeAndFlush(frame, promise: nil)
+        let handler = self.handler
+        channel.eventLoop.execute {
+            handler.value.enqueue(.message(.invalidated(reason)))
+            handler.value.closeAfterSending(WireErrorCode(reason.code), reason.message, kind: .close)
         }
-        close(WireErrorCode(reason.code), reason.message)
     }
 
     func joined(as participant: ParticipantID, session: HostedSession) {
@@ -36,10 +53,6 @@ final class ServerConnection: Sendable {
         channel.eventLoop.execute { handler.value.didJoin(as: participant) }
     }
 
-    func replay(_ attachments: [JournalStore.Stored], chunkSize: Int) {
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.enqueueReplay(attachments, chunkSize: chunkSize) }
-    }
 }
 
 /// Runs one server-side connection: handshake, heartbeats, clock pongs, flood control, and hand-off of
@@ -69,9 +82,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var handshakeTimer: Scheduled<Void>?
     private var floodWindowStart: Int64 = 0
     private var floodWindowCount = 0
-    private var replayQueue: [(JournalStore.Stored, chunkSize: Int)] = []
-    private var replayPosition = -1
-    private var replayOffset: Int64 = 0
+    /// Outbound traffic waiting for the socket, in order.
+    private var outbound = CircularBuffer<Outbound>()
+
+    enum Outbound {
+        case frame(Frame)
+        case message(ServerMessage)
+    }
 
     init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger) {
         self.server = server
@@ -139,7 +156,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         handshakeTimer?.cancel()
         notifySessionOfLoss()
         state = .closed
-        replayQueue.removeAll()
+        outbound.removeAll()
         context.fireChannelInactive()
     }
 
@@ -335,46 +352,47 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         state = .closed
         heartbeat?.cancel()
         handshakeTimer?.cancel()
-        replayQueue.removeAll()
+        // What was queued before the close still goes out first (e.g. the invalidation that explains it).
+        while let item = outbound.popFirst() {
+            switch item {
+            case .frame(let frame): context.write(wrapOutboundOut(frame), promise: nil)
+            case .message(let message):
+                if let frame = try? FrameCodec.json(.session, message, allocator: context.channel.allocator) {
+                    context.write(wrapOutboundOut(frame), promise: nil)
+                }
+            }
+        }
         let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
     }
 
-    // MARK: - Journal replay, paced by writability
+    // MARK: - Outbound queue, paced by writability
 
-    func enqueueReplay(_ attachments: [JournalStore.Stored], chunkSize: Int) {
+    /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability.
+    func enqueue(_ item: Outbound) {
         if case .closed = state { return }
-        replayQueue.append(contentsOf: attachments.map { ($0, chunkSize) })
-        pumpReplay()
+        outbound.append(item)
+        pumpOutbound()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { pumpReplay() }
+        if context.channel.isWritable { pumpOutbound() }
         context.fireChannelWritabilityChanged()
     }
 
-    private func pumpReplay() {
+    private func pumpOutbound() {
         guard let context else { return }
         var wrote = false
-        while let entry = replayQueue.first?.0, context.channel.isWritable {
-            let message: JournalMessage
-            if replayPosition < 0 {
-                message = .begin(entry.info)
-                replayOffset = 0
-                replayPosition = 0
-            } else if replayPosition < entry.chunks.count {
-                message = .chunk(id: entry.info.id, offset: replayOffset, bytes: entry.chunks[replayPosition])
-                replayOffset += Int64(entry.chunks[replayPosition].count)
-                replayPosition += 1
-            } else {
-                message = .commit(id: entry.info.id)
-                replayQueue.removeFirst()
-                replayPosition = -1
+        while !outbound.isEmpty, context.channel.isWritable || !wrote {
+            let frame: Frame
+            switch outbound.removeFirst() {
+            case .frame(let f): frame = f
+            case .message(let message):
+                guard let f = try? FrameCodec.json(.session, message, allocator: context.channel.allocator) else { continue }
+                frame = f
             }
-            if let frame = try? FrameCodec.json(.session, ServerMessage.journal(message), allocator: context.channel.allocator) {
-                context.write(wrapOutboundOut(frame), promise: nil)
-                wrote = true
-            }
+            context.write(wrapOutboundOut(frame), promise: nil)
+            wrote = true
         }
         if wrote { context.flush() }
     }
