@@ -218,4 +218,104 @@ struct SessionServerTests {
         #expect(a.closedReason?.code == .serverShutdown)
         await #expect(throws: (any Error).self) { try await a.send(.readiness(.unknown)) }
     }
+
+    @Test("a peer that goes silent without closing is seen leaving within 3 s")
+    func silentPeerIsNoticed() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let watcher = try await TandemClient.connect(invite: invite, name: "watcher", options: clientOptions())
+        let stream = watcher.serverMessages()
+        let silent = try await RawPeer.connect(port: server.port)
+        try await silent.joinAndGoSilent(invite: invite, name: "ghost")
+        let joined = await firstMessage(in: stream, within: 3) { message in
+            if case .participants(let states) = message { return states.contains { $0.participant.name == "ghost" } }
+            return false
+        }
+        #expect(joined != nil)
+        let silentSince = ContinuousClock.now
+        let left = await firstMessage(in: stream, within: 3.5) { message in
+            if case .participants(let states) = message { return !states.contains { $0.participant.name == "ghost" } }
+            return false
+        }
+        #expect(left != nil, "the silent peer was not removed")
+        #expect(ContinuousClock.now - silentSince < .seconds(3))
+        #expect(await silent.closingErrorCode(within: 1) == .heartbeatTimeout)
+        await server.shutdown()
+    }
+
+    @Test("when the host of an embedded server's session leaves, the session ends for everyone")
+    func hostLeavingEndsSession() async throws {
+        var authority = AuthorityConfiguration()
+        authority.endsWhenHostLeaves = true
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0,
+                                                   configuration: ServerConfiguration(authority: authority))
+        let invite = try server.createSession()
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
+        #expect(guest.welcome.participants.first { $0.participant.id == host.localParticipantID }?.isHost == true)
+        #expect(guest.welcome.participants.first { $0.participant.id == guest.localParticipantID }?.isHost == false)
+        let stream = guest.serverMessages()
+        await host.close()
+        let ended = await firstMessage(in: stream, within: 3) { message in
+            if case .invalidated = message { return true }
+            return false
+        }
+        guard case .invalidated(let reason) = ended else {
+            Issue.record("the guest was not told the session ended")
+            await server.shutdown()
+            return
+        }
+        #expect(reason.code == .hostLeft)
+        #expect(server.sessionIDs.isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("a standalone relay lets a client create its session; the secret's key, not the secret, is sent")
+    func remoteCreation() async throws {
+        let server = try await startTestServer(remoteCreation: true)
+        let invite = Invite(host: "127.0.0.1", port: server.port, session: "relay-room", secret: "open-sesame")
+        var options = clientOptions(asHost: true)
+        options.createSession = true
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: options)
+        #expect(server.sessionIDs == ["relay-room"])
+        let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
+        #expect(guest.welcome.participants.count == 2)
+        var wrong = invite
+        wrong.secret = "guess"
+        await #expect(throws: TandemClientError.wrongSecret) {
+            _ = try await TandemClient.connect(invite: wrong, name: "eve", options: clientOptions())
+        }
+        _ = host
+        await server.shutdown()
+    }
+
+    @Test("an attachment whose bytes do not match its SHA-256 fails for everyone")
+    func badChecksumFails() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let owner = try await TandemClient.connect(invite: invite, name: "owner", options: clientOptions())
+        let other = try await TandemClient.connect(invite: invite, name: "other", options: clientOptions())
+        let stream = other.serverMessages()
+        let info = AttachmentInfo(id: "liar", owner: owner.localParticipantID, name: "x", size: 4,
+                                  sha256: String(repeating: "0", count: 64))
+        try await owner.send(.journal(.begin(info)))
+        try await owner.send(.journal(.chunk(id: "liar", offset: 0, bytes: Data([1, 2, 3, 4]))))
+        try await owner.send(.journal(.commit(id: "liar")))
+        let outcome = await firstMessage(in: stream, within: 3) { message in
+            switch message {
+            case .journal(.commit), .journal(.failed): return true
+            default: return false
+            }
+        }
+        guard case .journal(.failed(let id, let reason)) = outcome else {
+            Issue.record("expected a failure, got \(String(describing: outcome))")
+            await server.shutdown()
+            return
+        }
+        #expect(id == "liar")
+        #expect(reason.contains("SHA-256"))
+        let late = try await TandemClient.connect(invite: invite, name: "late", options: clientOptions())
+        #expect(late.welcome.attachments.isEmpty)
+        await server.shutdown()
+    }
 }

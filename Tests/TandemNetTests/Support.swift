@@ -131,6 +131,30 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         return result ?? nil
     }
 
+    /// Waits (polling) until the server has sent a frame of `kind`; returns its body.
+    func waitForFrame(_ kind: FrameKind, within timeout: Double = 3) async throws -> ByteBuffer {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while ContinuousClock.now < deadline {
+            let bytes = buffer.withLockedValue { $0 }
+            if let frame = RawPeer.frames(in: bytes).first(where: { $0.kind == kind.rawValue }) { return frame.body }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        throw FrameError.truncated(missing: 1)
+    }
+
+    /// Authenticates and joins like a client, then does nothing more (not even answer heartbeats).
+    func joinAndGoSilent(invite: Invite, name: String) async throws {
+        try await sendJSONFrame(.hello, Hello(protocolVersion: tandemProtocolVersion, session: invite.session))
+        let challenge = try JSONDecoder().decode(Challenge.self, from: try await waitForFrame(.challenge))
+        let clientNonce = SessionAuth.nonce()
+        let proof = SessionAuth.proof(key: SessionAuth.key(forSecret: invite.secret), serverNonce: challenge.nonce,
+                                      session: invite.session, clientNonce: clientNonce)
+        try await sendJSONFrame(.authProof, AuthProof(clientNonce: clientNonce, proof: proof))
+        _ = try await waitForFrame(.accepted)
+        try await sendJSONFrame(.session, ClientMessage.join(name: name, reconnectAs: nil, prerollEstimate: 0))
+        _ = try await waitForFrame(.session)
+    }
+
     /// The frames in `bytes`, as (kind, body) pairs.
     static func frames(in bytes: ByteBuffer) -> [(kind: UInt8, body: ByteBuffer)] {
         var b = bytes
