@@ -116,14 +116,15 @@ struct SessionServerTests {
         let server = try await startTestServer()
         let invite = try server.createSession()
         let owner = try await TandemClient.connect(invite: invite, name: "owner", options: clientOptions())
+        // 50 random MiB blocks would be slow to make in a debug build: one random MiB, each copy numbered.
         var rng = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: 50 * 1024 * 1024)
-        for i in stride(from: 0, to: bytes.count, by: 8) {
-            withUnsafeBytes(of: rng.next()) { word in
-                for j in 0..<min(8, bytes.count - i) { bytes[i + j] = word[j] }
-            }
+        let block = (0..<(1 << 17)).map { _ in rng.next() as UInt64 }
+        var data = Data(capacity: 50 << 20)
+        for index in 0..<50 {
+            var numbered = block
+            numbered[0] = UInt64(index)
+            numbered.withUnsafeBytes { data.append(contentsOf: $0) }
         }
-        let data = Data(bytes)
         let witness = try await TandemClient.connect(invite: invite, name: "witness", options: clientOptions())
         let witnessStream = witness.serverMessages()
         let info = try await owner.uploadAttachment(data, name: "poster.bin", id: "poster")

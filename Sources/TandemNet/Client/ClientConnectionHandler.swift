@@ -121,8 +121,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                                           prerollEstimate: options.prerollEstimate)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
                                   promise: nil)
-        case .session:
-            let message = try FrameCodec.decode(ServerMessage.self, from: frame)
+        case .session, .appMessage, .journalChunk:
+            let message = try SessionCodec.decodeServerMessage(frame)
             switch state {
             case .awaitingWelcome:
                 guard case .welcome(let snapshot) = message else {

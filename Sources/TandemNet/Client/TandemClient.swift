@@ -249,7 +249,7 @@ public final class TandemClientConnection: SessionLink {
                 return  // Best effort: dropped rather than queued behind reliable traffic.
             }
         }
-        let frame = try FrameCodec.json(.session, message, allocator: channel.allocator)
+        let frame = try SessionCodec.encode(message, allocator: channel.allocator)
         if !channel.isWritable {
             let handler = self.handler
             try await channel.eventLoop.flatSubmit { handler.value.whenWritable() }.get()

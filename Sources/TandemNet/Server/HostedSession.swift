@@ -123,7 +123,7 @@ final class HostedSession: @unchecked Sendable {
                 let frame: Frame
                 if let (last, lastFrame) = encoded, last == message {
                     frame = lastFrame
-                } else if let fresh = try? FrameCodec.json(.session, message, allocator: connection.channel.allocator) {
+                } else if let fresh = try? SessionCodec.encode(message, allocator: connection.channel.allocator) {
                     frame = fresh
                     encoded = (message, fresh)
                 } else {

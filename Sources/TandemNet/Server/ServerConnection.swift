@@ -278,8 +278,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                                   promise: nil)
 
         case .awaitingJoin(let session, let wantsHost):
-            guard frame.kind == .session else { throw unexpected(frame) }
-            let message = try FrameCodec.decode(ClientMessage.self, from: frame)
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            let message = try SessionCodec.decodeClientMessage(frame)
             guard case .join(let name, let reconnectAs, let preroll) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
@@ -291,13 +291,13 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             }
 
         case .joining(let session, var pending):
-            guard frame.kind == .session else { throw unexpected(frame) }
-            pending.append(try FrameCodec.decode(ClientMessage.self, from: frame))
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            pending.append(try SessionCodec.decodeClientMessage(frame))
             state = .joining(session, pending: pending)
 
         case .joined(let session, let participant):
-            guard frame.kind == .session else { throw unexpected(frame) }
-            let message = try FrameCodec.decode(ClientMessage.self, from: frame)
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            let message = try SessionCodec.decodeClientMessage(frame)
             if case .join = message {
                 throw FrameError.malformedBody(kind: .session, detail: "already joined")
             }
@@ -357,7 +357,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             switch item {
             case .frame(let frame): context.write(wrapOutboundOut(frame), promise: nil)
             case .message(let message):
-                if let frame = try? FrameCodec.json(.session, message, allocator: context.channel.allocator) {
+                if let frame = try? SessionCodec.encode(message, allocator: context.channel.allocator) {
                     context.write(wrapOutboundOut(frame), promise: nil)
                 }
             }
@@ -388,7 +388,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             switch outbound.removeFirst() {
             case .frame(let f): frame = f
             case .message(let message):
-                guard let f = try? FrameCodec.json(.session, message, allocator: context.channel.allocator) else { continue }
+                guard let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { continue }
                 frame = f
             }
             context.write(wrapOutboundOut(frame), promise: nil)

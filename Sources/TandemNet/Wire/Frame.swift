@@ -30,6 +30,13 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case clockPing = 0x11
     /// Server → client: clock pong, binary `sequence u32, t1 i64, t2 i64, t3 i64`.
     case clockPong = 0x12
+    /// Either way: an app message in binary (see docs/PROTOCOL.md), so payloads travel without base64.
+    case appMessage = 0x13
+    /// Either way: a journal chunk in binary: `idLength u16, id, offset i64, bytes`.
+    case journalChunk = 0x14
+
+    /// Whether frames of this kind carry a `ClientMessage` / `ServerMessage`.
+    var carriesSessionMessage: Bool { self == .session || self == .appMessage || self == .journalChunk }
 }
 
 /// One frame: `length u32 BE` (of kind + body), `kind u8`, `body`.
