@@ -192,7 +192,7 @@ final class HostedSession: @unchecked Sendable {
             connection.invalidate(reason)
         }
         connections.removeAll()
-        logger.info("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
+        logger.debug("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
         onEnded(id)
     }
 }
