@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import TandemCore
 import Testing
 @testable import TandemNet
@@ -61,11 +62,14 @@ struct SessionServerTests {
     func clockSyncOverLoopback() async throws {
         let server = try await startTestServer()
         let invite = try server.createSession()
+        // Its own event loop, as a real peer has: other tests' clients must not delay its reads.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var options = clientOptions()
-        options.clockSync.burstCount = 16
+        options.eventLoopGroup = group
+        options.clockSync.burstCount = 60
         options.clockSync.burstInterval = 10_000_000
         let client = try await TandemClient.connect(invite: invite, name: "clock", options: options)
-        try await Task.sleep(nanoseconds: 400_000_000)
+        try await Task.sleep(nanoseconds: 700_000_000)
         let mapping = try #require(client.clockMapping())
         // Client and server read the same CLOCK_MONOTONIC, so session time is known exactly here.
         let clock = SystemMonotonicClock()
@@ -74,7 +78,9 @@ struct SessionServerTests {
         let quality = try #require(client.clockQuality())
         #expect(abs(error) <= 100_000, "estimate off by \(error) ns (round trip \(quality.roundTrip) ns)")
         #expect(quality.roundTrip > 0)
+        await client.close()
         await server.shutdown()
+        try? await group.shutdownGracefully()
     }
 
     @Test("reliable messages arrive complete and in order under a burst; .only reaches only its target")

@@ -8,7 +8,7 @@ import Testing
 
 /// A server on loopback with timings short enough for tests.
 func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeTimeout: Int64 = 500_000_000,
-                     maxFramesPerSecond: Int = 2_000, remoteCreation: Bool = false,
+                     maxFramesPerSecond: Int = 20_000, remoteCreation: Bool = false,
                      tls: ServerTLSFiles? = nil) async throws -> SessionServer {
     var authority = AuthorityConfiguration()
     authority.maxParticipants = maxParticipants

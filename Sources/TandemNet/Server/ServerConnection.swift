@@ -50,7 +50,12 @@ final class ServerConnection: Sendable {
 
     func joined(as participant: ParticipantID, session: HostedSession) {
         let handler = self.handler
-        channel.eventLoop.execute { handler.value.didJoin(as: participant) }
+        // Directly when possible, so the handler knows its id before the welcome (queued next) goes out.
+        if channel.eventLoop.inEventLoop {
+            handler.value.didJoin(as: participant)
+        } else {
+            channel.eventLoop.execute { handler.value.didJoin(as: participant) }
+        }
     }
 
 }
@@ -176,7 +181,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         if case .closed = state { return }
         lastReceived = frame.receivedAt
-        if floodExceeded(now: frame.receivedAt) {
+        // Journal chunks are bounded by the attachment size limit instead, so a large upload is not a flood.
+        if frame.kind != .journalChunk, floodExceeded(now: frame.receivedAt) {
             closeAfterSending(.flood, "more than \(configuration.maxFramesPerSecond) frames per second")
             return
         }
@@ -212,7 +218,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         case .clockPing:
-            guard case .joined = state else { throw unexpected(frame) }
+            switch state {
+            case .awaitingJoin, .joining, .joined: break
+            default: throw unexpected(frame)
+            }
             let (sequence, t1) = try FrameCodec.parseClockPing(frame)
             var body = context.channel.allocator.buffer(capacity: 28)
             body.writeInteger(sequence)
