@@ -131,6 +131,11 @@ public final class SessionServer: Sendable {
     /// Connections currently open (authenticated or not).
     public var connectionCount: Int { connections.withLockedValue { $0.count } }
 
+    /// Returns once the server has stopped listening (after `shutdown`); a standalone server's main task waits here.
+    public func waitUntilStopped() async {
+        try? await listener.closeFuture.get()
+    }
+
     /// Stops accepting connections, invalidates every session with `reason` (each participant receives it
     /// before its connection closes), and releases the event loops.
     public func shutdown(reason: InvalidationReason = InvalidationReason(code: .serverShutdown,
