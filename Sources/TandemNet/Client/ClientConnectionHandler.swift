@@ -1,0 +1,311 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOSSL
+import TandemCore
+
+/// Runs the client side of one connection on its event loop: handshake, join, heartbeats, clock sync,
+/// checking journal attachments on arrival, and handing session messages to subscribers.
+final class ClientConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    private enum State {
+        case awaitingChallenge
+        case awaitingAccepted
+        case awaitingWelcome
+        case joined
+        case closed
+    }
+
+    private let invite: Invite
+    private let name: String
+    private let options: TandemClient.Options
+    private let shared: ClientShared
+    private let welcomePromise: EventLoopPromise<SessionSnapshot>
+    private let clock: any MonotonicClock
+    private var state = State.awaitingChallenge
+    private var context: ChannelHandlerContext?
+    private var lastReceived: Int64 = 0
+    private var heartbeatTimeout: Int64 = 2_000_000_000
+    private var heartbeat: RepeatedTask?
+    private var estimator: ClockSyncEstimator
+    private var pingSequence: UInt32 = 0
+    private var lastPing: Int64?
+    private var pingTimer: Scheduled<Void>?
+    private var linkReportTimer: RepeatedTask?
+    private var writabilityWaiters: [EventLoopPromise<Void>] = []
+    private var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
+
+    init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
+         welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock) {
+        self.invite = invite
+        self.name = name
+        self.options = options
+        self.shared = shared
+        self.welcomePromise = welcome
+        self.clock = clock
+        self.estimator = ClockSyncEstimator(configuration: options.clockSync)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { sendHello(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        sendHello(context: context)
+        context.fireChannelActive()
+    }
+
+    private var helloSent = false
+    private func sendHello(context: ChannelHandlerContext) {
+        guard !helloSent else { return }
+        helloSent = true
+        lastReceived = clock.now()
+        let hello = Hello(protocolVersion: tandemProtocolVersion, session: invite.session,
+                          create: options.createSession ? true : nil)
+        if let frame = try? FrameCodec.json(.hello, hello, allocator: context.channel.allocator) {
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        lastReceived = frame.receivedAt
+        do {
+            try handle(frame, context: context)
+        } catch {
+            fail(.refused(code: WireErrorCode.malformedFrame.rawValue, message: "\(error)"),
+                 reason: InvalidationReason(code: .protocolError, message: "the server sent something unreadable: \(error)"),
+                 sendCode: .malformedFrame)
+        }
+    }
+
+    private func handle(_ frame: Frame, context: ChannelHandlerContext) throws {
+        switch frame.kind {
+        case .heartbeatPing:
+            context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPong, allocator: context.channel.allocator)),
+                                  promise: nil)
+        case .heartbeatPong:
+            break
+        case .error, .close:
+            let body = (try? FrameCodec.decode(ErrorBody.self, from: frame))
+                ?? ErrorBody(code: .internalError, message: "closed by the server")
+            let reason = InvalidationReason(wire: body.code, message: body.message)
+            welcomePromise.fail(TandemClientError(code: body.code, message: body.message))
+            state = .closed
+            shared.finish(reason, announce: true)
+            stopTimers()
+            context.close(promise: nil)
+        case .challenge:
+            guard case .awaitingChallenge = state else { throw FrameError.malformedBody(kind: .challenge, detail: "unexpected") }
+            let challenge = try FrameCodec.decode(Challenge.self, from: frame)
+            let key = SessionAuth.key(forSecret: invite.secret)
+            let clientNonce = SessionAuth.nonce()
+            let proof = SessionAuth.proof(key: key, serverNonce: challenge.nonce, session: invite.session,
+                                          clientNonce: clientNonce)
+            let body = AuthProof(clientNonce: clientNonce, proof: proof,
+                                 sessionKey: options.createSession ? key.withUnsafeBytes { Data($0) } : nil,
+                                 host: options.asHost ? true : nil)
+            state = .awaitingAccepted
+            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.authProof, body, allocator: context.channel.allocator)),
+                                  promise: nil)
+        case .accepted:
+            guard case .awaitingAccepted = state else { throw FrameError.malformedBody(kind: .accepted, detail: "unexpected") }
+            let accepted = try FrameCodec.decode(Accepted.self, from: frame)
+            heartbeatTimeout = Int64(accepted.heartbeatTimeoutMs) * 1_000_000
+            startHeartbeat(context: context, interval: Int64(accepted.heartbeatIntervalMs) * 1_000_000)
+            state = .awaitingWelcome
+            let join = ClientMessage.join(name: name, reconnectAs: options.reconnectAs,
+                                          prerollEstimate: options.prerollEstimate)
+            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
+                                  promise: nil)
+        case .session, .appMessage, .journalChunk:
+            let message = try SessionCodec.decodeServerMessage(frame)
+            switch state {
+            case .awaitingWelcome:
+                guard case .welcome(let snapshot) = message else {
+                    throw FrameError.malformedBody(kind: .session, detail: "expected welcome first")
+                }
+                state = .joined
+                welcomePromise.succeed(snapshot)
+                startClockSync(context: context)
+            case .joined:
+                deliver(checked(message))
+            default:
+                throw FrameError.malformedBody(kind: .session, detail: "session message before joining")
+            }
+        case .clockPong:
+            let pong = try FrameCodec.parseClockPong(frame)
+            guard pong.sequence == pingSequence else { return }  // a late answer to an older ping
+            estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt))
+            let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
+                                                   roundTrip: estimator.roundTrip)
+            shared.clock.withLockedValue { $0 = snapshot }
+        case .hello, .authProof, .clockPing:
+            throw FrameError.malformedBody(kind: frame.kind, detail: "a server never sends this")
+        }
+    }
+
+    private func deliver(_ message: ServerMessage) {
+        shared.deliver(message)
+        if case .invalidated(let reason) = message {
+            shared.finish(reason, announce: false)
+        }
+    }
+
+    /// Verifies journal attachments as they arrive; a bad checksum turns the commit into `failed`.
+    private func checked(_ message: ServerMessage) -> ServerMessage {
+        guard case .journal(let journal) = message else { return message }
+        switch journal {
+        case .begin(let info):
+            incoming[info.id] = (SHA256(), info.sha256.lowercased())
+        case .chunk(let id, _, let bytes):
+            incoming[id]?.hasher.update(data: bytes)
+        case .commit(let id):
+            guard let entry = incoming.removeValue(forKey: id) else { return message }
+            let digest = entry.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if digest != entry.sha256 {
+                return .journal(.failed(id: id, reason: "SHA-256 mismatch on arrival: expected \(entry.sha256), got \(digest)"))
+            }
+        case .remove(let id), .failed(let id, _):
+            incoming[id] = nil
+        }
+        return message
+    }
+
+    // MARK: Timers
+
+    private func startHeartbeat(context: ChannelHandlerContext, interval: Int64) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(interval),
+                                                           delay: .nanoseconds(interval)) { _ in
+            bound.value.heartbeatTick()
+        }
+    }
+
+    private func heartbeatTick() {
+        guard let context else { return }
+        if case .closed = state { return }
+        if clock.now() - lastReceived > heartbeatTimeout {
+            fail(.closed(InvalidationReason(code: .connectionLost, message: "lost the server")),
+                 reason: InvalidationReason(code: .connectionLost,
+                                            message: "nothing heard from the server for \(Nanos.toSeconds(heartbeatTimeout)) s"),
+                 sendCode: .heartbeatTimeout)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
+                              promise: nil)
+    }
+
+    private func startClockSync(context: ChannelHandlerContext) {
+        sendPing()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let interval = TimeAmount.nanoseconds(options.linkReportInterval)
+        linkReportTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            bound.value.sendLinkReport()
+        }
+    }
+
+    private func sendPing() {
+        guard let context, case .joined = state else { return }
+        pingSequence &+= 1
+        estimator.pingSent()
+        let frame = FrameCodec.clockPing(sequence: pingSequence, t1: 0, allocator: context.channel.allocator)
+        var body = frame.body
+        // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
+        let t1 = clock.now()
+        body.setInteger(t1, at: body.readerIndex + 4)
+        lastPing = t1
+        context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
+        let next = estimator.nextPingTime(lastPing: t1)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        pingTimer = context.eventLoop.scheduleTask(in: .nanoseconds(max(1_000_000, next - clock.now()))) {
+            bound.value.sendPing()
+        }
+    }
+
+    private func sendLinkReport() {
+        guard let context, case .joined = state, let roundTrip = estimator.roundTrip,
+              let bound = estimator.errorBound else { return }
+        let report = ClientMessage.linkReport(oneWayDelay: roundTrip / 2, errorBound: bound)
+        if let frame = try? FrameCodec.json(.session, report, allocator: context.channel.allocator) {
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        }
+    }
+
+    private func stopTimers() {
+        heartbeat?.cancel()
+        pingTimer?.cancel()
+        linkReportTimer?.cancel()
+        for waiter in writabilityWaiters { waiter.fail(TandemClientError.closed(shared.closedReason ?? InvalidationReason(code: .connectionLost, message: "closed"))) }
+        writabilityWaiters.removeAll()
+    }
+
+    // MARK: Writability
+
+    func whenWritable() -> EventLoopFuture<Void> {
+        guard let context else { return welcomePromise.futureResult.eventLoop.makeSucceededVoidFuture() }
+        if context.channel.isWritable { return context.eventLoop.makeSucceededVoidFuture() }
+        if case .closed = state {
+            return context.eventLoop.makeFailedFuture(TandemClientError.closed(
+                shared.closedReason ?? InvalidationReason(code: .connectionLost, message: "closed")))
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        writabilityWaiters.append(promise)
+        return promise.futureResult
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            let waiters = writabilityWaiters
+            writabilityWaiters.removeAll()
+            for waiter in waiters { waiter.succeed() }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: Closing
+
+    func closeAfterSending(_ code: WireErrorCode, _ message: String) {
+        guard let context else { return }
+        if case .closed = state { return }
+        state = .closed
+        stopTimers()
+        shared.finish(InvalidationReason(code: .left, message: message), announce: true)
+        let frame = FrameCodec.error(code, message, kind: .close, allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private func fail(_ error: TandemClientError, reason: InvalidationReason, sendCode: WireErrorCode) {
+        guard let context else { return }
+        if case .closed = state { return }
+        state = .closed
+        stopTimers()
+        welcomePromise.fail(error)
+        shared.finish(reason, announce: true)
+        let frame = FrameCodec.error(sendCode, reason.message, allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .closed = state { return }
+        let tlsFailure = error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError
+        let clientError: TandemClientError = tlsFailure ? .tls("\(error)") : .unreachable("\(error)")
+        fail(clientError, reason: InvalidationReason(code: .connectionLost, message: "connection failed: \(error)"),
+             sendCode: .malformedFrame)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .closed = state {} else {
+            state = .closed
+            stopTimers()
+            welcomePromise.fail(TandemClientError.unreachable("the server closed the connection during the handshake"))
+            shared.finish(InvalidationReason(code: .connectionLost, message: "the connection to the server was lost"),
+                          announce: true)
+        }
+        context.fireChannelInactive()
+    }
+}

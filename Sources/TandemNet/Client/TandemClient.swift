@@ -1,0 +1,395 @@
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import TandemCore
+
+/// Connects peers to sessions on a `SessionServer`.
+public enum TandemClient {
+    /// Options for one connection.
+    public struct Options: Sendable {
+        /// Join as the session's host (an embedded server's session ends when its host leaves).
+        public var asHost = false
+        /// Create the session on the server if it does not exist (standalone relays that allow it).
+        public var createSession = false
+        /// Rejoin as this participant (within the server's grace period the identity is kept).
+        public var reconnectAs: ParticipantID?
+        /// This peer's preroll estimate (ns), for the authority's scheduling.
+        public var prerollEstimate: Int64 = 300_000_000
+        /// PEM file of CA certificates to verify a TLS server against (when the invite has no pin); nil uses the
+        /// system's trust roots.
+        public var trustRootsPath: String?
+        /// Give up connecting and authenticating after this long (ns).
+        public var connectTimeout: Int64 = 5_000_000_000
+        /// Clock-sync schedule.
+        public var clockSync = ClockSyncEstimator.Configuration()
+        /// How often the link report (one-way delay, clock error) goes to the authority (ns).
+        public var linkReportInterval: Int64 = 2_000_000_000
+        /// Largest app-message payload (bytes); bigger sends throw `messageTooLarge`.
+        public var maxMessageSize = 256 * 1024
+        /// App messages per second this peer may send; more throw `rateLimited`.
+        public var maxMessagesPerSecond = 200
+        /// Chunk size for journal uploads.
+        public var attachmentChunkSize = 64 * 1024
+        /// The event loops to use; nil shares one process-wide loop group.
+        public var eventLoopGroup: (any EventLoopGroup)?
+        public var logger = Logger(label: "tandem.client")
+        public init() {}
+    }
+
+    /// Connects to the session named by `invite`, authenticates with its secret and joins as `name`.
+    public static func connect(invite: Invite, name: String,
+                               options: Options = Options()) async throws(TandemClientError) -> TandemClientConnection {
+        do {
+            return try await TandemClientConnection.open(invite: invite, name: name, options: options)
+        } catch let error as TandemClientError {
+            throw error
+        } catch let error as NIOSSLError {
+            throw .tls("\(error)")
+        } catch let error as BoringSSLError {
+            throw .tls("\(error)")
+        } catch {
+            throw .unreachable("\(invite.host):\(invite.port): \(error)")
+        }
+    }
+}
+
+/// Why connecting or sending failed, and what the user can do about it.
+public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    case unreachable(String)
+    case wrongSecret
+    case noSuchSession(String)
+    case sessionFull(String)
+    case serverFull(String)
+    case sessionEnded(InvalidationReason)
+    case protocolVersion(String)
+    case tls(String)
+    case timedOut
+    /// The server refused for another reason (code and text from its error frame).
+    case refused(code: String, message: String)
+    case messageTooLarge(size: Int, limit: Int)
+    case rateLimited(limit: Int)
+    case attachmentTooLarge(size: Int, limit: Int64)
+    case closed(InvalidationReason)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let s): return "cannot reach the server (\(s)); check the host and port, and that it is running"
+        case .wrongSecret: return "the server refused the invite's secret; ask the host for a fresh invite"
+        case .noSuchSession(let s): return "no such session: \(s)"
+        case .sessionFull(let s): return "the session is full: \(s)"
+        case .serverFull(let s): return "the server is full: \(s)"
+        case .sessionEnded(let r): return "the session has ended: \(r.message)"
+        case .protocolVersion(let s): return "protocol version mismatch: \(s)"
+        case .tls(let s): return "TLS failed: \(s) (check the invite's pin or the trust roots)"
+        case .timedOut: return "the server did not complete the handshake in time"
+        case .refused(let code, let message): return "the server refused (\(code)): \(message)"
+        case .messageTooLarge(let size, let limit): return "message of \(size) bytes exceeds the \(limit)-byte limit; send it as a journal attachment"
+        case .rateLimited(let limit): return "more than \(limit) messages per second; slow down"
+        case .attachmentTooLarge(let size, let limit): return "attachment of \(size) bytes exceeds the \(limit)-byte limit"
+        case .closed(let r): return "the connection is closed: \(r.message)"
+        }
+    }
+
+    init(code: WireErrorCode, message: String) {
+        switch code {
+        case .authenticationFailed: self = .wrongSecret
+        case .noSuchSession: self = .noSuchSession(message)
+        case .sessionFull: self = .sessionFull(message)
+        case .serverFull: self = .serverFull(message)
+        case .protocolVersion: self = .protocolVersion(message)
+        case .sessionEnded, .ended, .hostLeft, .serverShutdown:
+            self = .sessionEnded(InvalidationReason(wire: code, message: message))
+        default: self = .refused(code: code.rawValue, message: message)
+        }
+    }
+}
+
+extension InvalidationReason {
+    /// The reason a close or error frame carries.
+    init(wire code: WireErrorCode, message: String) {
+        let mapped: InvalidationReason.Code
+        switch code {
+        case .ended, .sessionEnded: mapped = .ended
+        case .hostLeft: mapped = .hostLeft
+        case .serverShutdown: mapped = .serverShutdown
+        case .removed: mapped = .removed
+        case .sessionFull, .serverFull: mapped = .sessionFull
+        case .authenticationFailed: mapped = .authenticationFailed
+        case .left: mapped = .left
+        case .connectionLost, .heartbeatTimeout: mapped = .connectionLost
+        default: mapped = .protocolError
+        }
+        self.init(code: mapped, message: message)
+    }
+}
+
+/// A shared loop group for clients that bring none.
+private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+/// A live, authenticated connection to a session: the network implementation of `SessionLink`.
+///
+/// Clock sync runs inside it (pings answered by the server on its event loop); `clockMapping()` gives the
+/// current local → session time estimate.
+public final class TandemClientConnection: SessionLink {
+    public let localParticipantID: ParticipantID
+    public let welcome: SessionSnapshot
+    public let invite: Invite
+    let channel: any Channel
+    private let handler: NIOLoopBound<ClientConnectionHandler>
+    private let shared: ClientShared
+    private let options: TandemClient.Options
+    private let sendTimes = NIOLockedValueBox<[Int64]>([])
+    private let sequence = NIOLockedValueBox<UInt64>(0)
+    private let clock = SystemMonotonicClock()
+
+    fileprivate init(invite: Invite, welcome: SessionSnapshot, channel: any Channel,
+                     handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
+        self.invite = invite
+        self.welcome = welcome
+        self.localParticipantID = welcome.localParticipant.id
+        self.channel = channel
+        self.handler = handler
+        self.shared = shared
+        self.options = options
+    }
+
+    static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
+        let group = options.eventLoopGroup ?? sharedClientGroup
+        var sslContext: NIOSSLContext?
+        if invite.tls {
+            var config = TLSConfiguration.makeClientConfiguration()
+            if invite.pinnedCertificateSHA256 != nil {
+                config.certificateVerification = .noHostnameVerification
+            } else if let roots = options.trustRootsPath {
+                config.trustRoots = .file(roots)
+            }
+            sslContext = try NIOSSLContext(configuration: config)
+        }
+        let shared = ClientShared()
+        let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
+        let clock = SystemMonotonicClock()
+        let handler = ClientConnectionHandler(invite: invite, name: name, options: options, shared: shared,
+                                              welcome: welcomePromise, clock: clock)
+        let pin = invite.pinnedCertificateSHA256
+        let serverHostname = invite.host.first(where: { $0 == ":" || $0.isLetter }) == nil
+            || invite.host.contains(":") ? nil : invite.host
+        let bootstrap = ClientBootstrap(group: welcomePromise.futureResult.eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .connectTimeout(.nanoseconds(options.connectTimeout))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        let tlsHandler: NIOSSLClientHandler
+                        if let pin {
+                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname) {
+                                certificates, promise in
+                                guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
+                                      Array(SHA256.hash(data: der)) == pin else {
+                                    promise.succeed(.failed)
+                                    return
+                                }
+                                promise.succeed(.certificateVerified)
+                            }
+                        } else {
+                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(tlsHandler)
+                    }
+                    try channel.pipeline.syncOperations.addHandlers([
+                        ByteToMessageHandler(FrameDecoder(maxFrameSize: 1 << 20, clock: clock)),
+                        MessageToByteHandler(FrameEncoder()),
+                        handler,
+                    ])
+                }
+            }
+        let channel = try await bootstrap.connect(host: invite.host, port: invite.port).get()
+        let timeout = channel.eventLoop.scheduleTask(in: .nanoseconds(options.connectTimeout)) {
+            welcomePromise.fail(TandemClientError.timedOut)
+            channel.close(promise: nil)
+        }
+        let welcome: SessionSnapshot
+        do {
+            welcome = try await welcomePromise.futureResult.get()
+            timeout.cancel()
+        } catch {
+            timeout.cancel()
+            channel.close(promise: nil)
+            throw error
+        }
+        let bound = try await channel.pipeline.handler(type: ClientConnectionHandler.self).map { handler in
+            NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        }.get()
+        let connection = TandemClientConnection(invite: invite, welcome: welcome, channel: channel, handler: bound,
+                                                shared: shared, options: options)
+        return connection
+    }
+
+    // MARK: SessionLink
+
+    public func send(_ message: ClientMessage) async throws {
+        if let reason = shared.closedReason { throw reason }
+        if case .appMessage(let app) = message {
+            guard app.payload.count <= options.maxMessageSize else {
+                throw TandemClientError.messageTooLarge(size: app.payload.count, limit: options.maxMessageSize)
+            }
+            let now = clock.now()
+            let allowed = sendTimes.withLockedValue { times -> Bool in
+                times.removeAll { now - $0 > 1_000_000_000 }
+                guard times.count < options.maxMessagesPerSecond else { return false }
+                times.append(now)
+                return true
+            }
+            guard allowed else { throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond) }
+            if app.delivery == .unreliable, !channel.isWritable {
+                return  // Best effort: dropped rather than queued behind reliable traffic.
+            }
+        }
+        let frame = try SessionCodec.encode(message, allocator: channel.allocator)
+        if !channel.isWritable {
+            let handler = self.handler
+            try await channel.eventLoop.flatSubmit { handler.value.whenWritable() }.get()
+        }
+        channel.writeAndFlush(frame, promise: nil)
+    }
+
+    public func serverMessages() -> AsyncStream<ServerMessage> {
+        let (stream, continuation) = AsyncStream<ServerMessage>.makeStream(bufferingPolicy: .unbounded)
+        shared.subscribe(continuation)
+        return stream
+    }
+
+    public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
+
+    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
+        shared.clock.withLockedValue { state in
+            guard let bound = state.errorBound, let rt = state.roundTrip else { return nil }
+            return (bound, rt)
+        }
+    }
+
+    public func close() async {
+        if shared.closedReason == nil {
+            try? await send(.leave)
+            let handler = self.handler
+            try? await channel.eventLoop.submit {
+                handler.value.closeAfterSending(.left, "left the session")
+            }.get()
+        }
+        try? await channel.closeFuture.get()
+    }
+
+    // MARK: Beyond SessionLink
+
+    /// Why the link closed, or nil while it is open.
+    public var closedReason: InvalidationReason? { shared.closedReason }
+
+    /// Closes the socket abruptly, without a goodbye (tests and fault drills).
+    public func abort() async {
+        try? await channel.close()
+    }
+
+    /// The next per-sender sequence number for app messages.
+    public func nextMessageSequence() -> UInt64 {
+        sequence.withLockedValue { value in
+            value += 1
+            return value
+        }
+    }
+
+    /// Sends an app message (sequence numbered here).
+    public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
+                               delivery: MessageDelivery = .reliable) async throws {
+        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery,
+                                                      sequence: nextMessageSequence(), payload: payload)))
+    }
+
+    /// Uploads a journal attachment in chunks with its SHA-256; returns what others will see.
+    @discardableResult
+    public func uploadAttachment(_ data: Data, name: String, id: String = UUID().uuidString) async throws -> AttachmentInfo {
+        let limit: Int64 = 100 * 1024 * 1024
+        guard Int64(data.count) <= limit else { throw TandemClientError.attachmentTooLarge(size: data.count, limit: limit) }
+        let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        let info = AttachmentInfo(id: id, owner: localParticipantID, name: name, size: Int64(data.count), sha256: digest)
+        try await send(.journal(.begin(info)))
+        var offset = 0
+        while offset < data.count {
+            let end = min(offset + options.attachmentChunkSize, data.count)
+            try await send(.journal(.chunk(id: id, offset: Int64(offset), bytes: data.subdata(in: offset..<end))))
+            offset = end
+        }
+        try await send(.journal(.commit(id: id)))
+        return info
+    }
+
+    /// Removes an attachment this peer owns, for everyone.
+    public func removeAttachment(id: String) async throws {
+        try await send(.journal(.remove(id: id)))
+    }
+}
+
+/// State the connection object and its channel handler share across threads.
+final class ClientShared: Sendable {
+    struct ClockState {
+        var mapping: ClockMapping?
+        var errorBound: Int64?
+        var roundTrip: Int64?
+    }
+    let clock = NIOLockedValueBox(ClockState())
+    private let subscribers = NIOLockedValueBox<[AsyncStream<ServerMessage>.Continuation]>([])
+    /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
+    private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
+    private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
+
+    var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
+
+    func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
+        // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
+        subscribers.withLockedValue { subs in
+            if let early = backlog.withLockedValue({ b -> [ServerMessage]? in
+                defer { b = nil }
+                return b
+            }) {
+                for message in early { continuation.yield(message) }
+            }
+            if let reason = closed.withLockedValue({ $0 }) {
+                continuation.yield(.invalidated(reason))
+                continuation.finish()
+                return
+            }
+            subs.append(continuation)
+        }
+    }
+
+    func deliver(_ message: ServerMessage) {
+        subscribers.withLockedValue { subs in
+            if subs.isEmpty, backlog.withLockedValue({ b -> Bool in
+                b?.append(message)
+                return b != nil
+            }) { return }
+            for continuation in subs { continuation.yield(message) }
+        }
+    }
+
+    /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
+    func finish(_ reason: InvalidationReason, announce: Bool) {
+        let subs: [AsyncStream<ServerMessage>.Continuation]? = subscribers.withLockedValue { subs in
+            let already = closed.withLockedValue { c -> Bool in
+                defer { if c == nil { c = reason } }
+                return c != nil
+            }
+            if already { return nil }
+            defer { subs.removeAll() }
+            return subs
+        }
+        guard let subs else { return }
+        for continuation in subs {
+            if announce { continuation.yield(.invalidated(reason)) }
+            continuation.finish()
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import TandemCore
+
+/// A session hosted by a `SessionServer`: its authority, the connections of its participants, its journal.
+///
+/// Everything mutable is touched only on `loop`, so the authority sees one input at a time in order.
+final class HostedSession: @unchecked Sendable {
+    // @unchecked Sendable: all mutable state below is confined to `loop` (every entry point hops there and
+    // asserts it); only the immutable `id`, `key` and `loop` are read from other threads.
+    let id: String
+    let key: SymmetricKey
+    let loop: any EventLoop
+    private let configuration: ServerConfiguration
+    private let clock: any MonotonicClock
+    private let logger: Logger
+    private let onEnded: @Sendable (String) -> Void
+
+    private var authority: SessionAuthority
+    private var connections: [ParticipantID: ServerConnection] = [:]
+    private var hostParticipant: ParticipantID?
+    /// Running SHA-256 of each attachment being uploaded, checked at its commit.
+    private var uploads: [String: Upload] = [:]
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: Int64 = .max
+    private(set) var ended = false
+    /// Messages dropped because their recipient could not keep up (unreliable only).
+    private(set) var droppedUnreliable = 0
+
+    init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
+         clock: any MonotonicClock, logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+        self.id = id
+        self.key = key
+        self.loop = loop
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.onEnded = onEnded
+        self.authority = SessionAuthority(sessionID: id, activity: nil, configuration: configuration.authority,
+                                          now: clock.now())
+    }
+
+    /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
+    func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64,
+              wantsHost: Bool) {
+        loop.preconditionInEventLoop()
+        guard !ended else {
+            connection.close(.sessionEnded, "the session has ended")
+            return
+        }
+        let isHost = wantsHost && (hostParticipant == nil || (reconnectAs != nil && reconnectAs == hostParticipant))
+        switch authority.join(name: name, reconnectAs: reconnectAs, prerollEstimate: prerollEstimate, isHost: isHost,
+                              now: clock.now()) {
+        case .refused(let reason):
+            connection.close(WireErrorCode(reason.code), reason.message)
+        case .joined(let participant, let actions):
+            if isHost { hostParticipant = participant }
+            if let previous = connections[participant], previous !== connection {
+                previous.close(.removed, "replaced by a newer connection of the same participant")
+            }
+            connections[participant] = connection
+            connection.joined(as: participant, session: self)
+            perform(actions)
+        }
+    }
+
+    /// A session message from a joined participant.
+    func receive(_ message: ClientMessage, from participant: ParticipantID, via connection: ServerConnection) {
+        loop.preconditionInEventLoop()
+        guard !ended, connections[participant] === connection else { return }
+        var message = message
+        if case .journal(let journalMessage) = message {
+            message = .journal(checkChecksum(journalMessage, from: participant))
+        }
+        perform(authority.receive(message, from: participant, now: clock.now()))
+    }
+
+    /// The connection of `participant` went away.
+    func connectionLost(_ participant: ParticipantID, via connection: ServerConnection) {
+        loop.preconditionInEventLoop()
+        guard !ended, connections[participant] === connection else { return }
+        connections[participant] = nil
+        uploads = uploads.filter { $0.value.owner != participant }
+        perform(authority.connectionLost(participant, now: clock.now()))
+    }
+
+    /// A connection closed while its join was being processed.
+    func connectionLostDuringJoin(_ connection: ServerConnection) {
+        loop.preconditionInEventLoop()
+        guard let participant = connections.first(where: { $0.value === connection })?.key else { return }
+        connectionLost(participant, via: connection)
+    }
+
+    /// Ends the session for everyone with `reason`.
+    func shutdown(reason: InvalidationReason) {
+        loop.preconditionInEventLoop()
+        guard !ended else { return }
+        perform(authority.shutdown(reason: reason, now: clock.now()))
+        if !ended { finish(reason) }
+    }
+
+    var participantCount: Int { connections.count }
+
+    // MARK: - Actions
+
+    private func perform(_ actions: [SessionAuthority.Action]) {
+        var encoded: (ServerMessage, Frame)?
+        for action in actions {
+            switch action {
+            case .send(let message, let target):
+                guard let connection = connections[target] else { continue }
+                if case .appMessage(let app) = message, app.delivery == .unreliable, !connection.channel.isWritable {
+                    droppedUnreliable += 1
+                    continue
+                }
+                if case .journal = message {
+                    // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.
+                    connection.send(message)
+                    continue
+                }
+                let frame: Frame
+                if let (last, lastFrame) = encoded, last == message {
+                    frame = lastFrame
+                } else if let fresh = try? SessionCodec.encode(message, allocator: connection.channel.allocator) {
+                    frame = fresh
+                    encoded = (message, fresh)
+                } else {
+                    logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+                    continue
+                }
+                connection.send(frame)
+            case .close(let target, let reason):
+                if let connection = connections.removeValue(forKey: target) {
+                    connection.invalidate(reason)
+                }
+            case .wakeUp(let at):
+                schedule(at: at)
+            case .sessionEnded(let reason):
+                finish(reason)
+            }
+        }
+    }
+
+    private struct Upload {
+        var owner: ParticipantID
+        var expected: String
+        var hasher = SHA256()
+    }
+
+    /// Hashes uploads as their chunks pass; a commit whose SHA-256 does not match becomes `failed`, which the
+    /// authority turns into a failure for everyone.
+    private func checkChecksum(_ message: JournalMessage, from participant: ParticipantID) -> JournalMessage {
+        switch message {
+        case .begin(let info):
+            if uploads[info.id] == nil { uploads[info.id] = Upload(owner: participant, expected: info.sha256.lowercased()) }
+        case .chunk(let id, _, let bytes):
+            if uploads[id]?.owner == participant { uploads[id]?.hasher.update(data: bytes) }
+        case .commit(let id):
+            guard let upload = uploads[id], upload.owner == participant else { return message }
+            uploads[id] = nil
+            let digest = upload.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if digest != upload.expected {
+                return .failed(id: id, reason: "SHA-256 mismatch: announced \(upload.expected), received \(digest)")
+            }
+        case .remove(let id), .failed(let id, _):
+            if uploads[id]?.owner == participant { uploads[id] = nil }
+        }
+        return message
+    }
+
+    private func schedule(at deadline: Int64) {
+        guard deadline < timerDeadline || timer == nil else { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        let delay = max(0, deadline - clock.now())
+        timer = loop.scheduleTask(in: .nanoseconds(delay)) { [weak self] in
+            guard let self, !self.ended else { return }
+            self.timer = nil
+            self.timerDeadline = .max
+            self.perform(self.authority.timerFired(now: self.clock.now()))
+        }
+    }
+
+    private func finish(_ reason: InvalidationReason) {
+        guard !ended else { return }
+        ended = true
+        timer?.cancel()
+        timer = nil
+        for (_, connection) in connections {
+            connection.invalidate(reason)
+        }
+        connections.removeAll()
+        logger.debug("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
+        onEnded(id)
+    }
+}

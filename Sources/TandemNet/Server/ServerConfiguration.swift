@@ -1,0 +1,59 @@
+import TandemCore
+
+/// Limits and timings of a `SessionServer`.
+public struct ServerConfiguration: Sendable {
+    /// The rules each hosted session's authority applies (participants, grace period, message limits).
+    public var authority: AuthorityConfiguration
+    /// Sessions this server hosts at once; creating one more fails with `serverFull`.
+    public var maxSessions: Int = 1_000
+    /// Largest frame (kind + body) accepted; bigger announcements are refused before anything is allocated.
+    public var maxFrameSize: Int = 1 << 20
+    /// Heartbeat period (ns).
+    public var heartbeatInterval: Int64 = 500_000_000
+    /// Silence after which a peer is considered gone (ns). Keep well under 3 s.
+    public var heartbeatTimeout: Int64 = 2_000_000_000
+    /// A connection that has not finished authenticating after this long is closed (ns).
+    public var handshakeTimeout: Int64 = 3_000_000_000
+    /// Frames per second a connection may send before it is closed as a flood.
+    public var maxFramesPerSecond: Int = 2_000
+    /// Whether clients may create sessions themselves (`hello.create`). Off for embedded servers, where the
+    /// hosting process creates its session in-process; on for a standalone relay.
+    public var allowsRemoteSessionCreation: Bool = false
+    /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
+    public var threads: Int = 1
+
+    public init(authority: AuthorityConfiguration = AuthorityConfiguration()) {
+        self.authority = authority
+    }
+}
+
+/// Certificate and key files (PEM) for a TLS server.
+public struct ServerTLSFiles: Sendable, Hashable {
+    public var certificateChainPath: String
+    public var privateKeyPath: String
+    public init(certificateChainPath: String, privateKeyPath: String) {
+        self.certificateChainPath = certificateChainPath
+        self.privateKeyPath = privateKeyPath
+    }
+}
+
+/// Why the server refused something, in words the user can act on.
+public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    case serverFull(limit: Int)
+    case sessionExists(String)
+    case invalidSessionID(String)
+    case bindFailed(host: String, port: Int, detail: String)
+    case tls(String)
+    case notRunning
+
+    public var description: String {
+        switch self {
+        case .serverFull(let limit): return "the server already hosts its limit of \(limit) sessions; end one or raise --max-sessions"
+        case .sessionExists(let id): return "a session named \(id) already exists on this server; pick another name"
+        case .invalidSessionID(let id): return "\"\(id)\" is not a valid session name (1–64 of A–Z a–z 0–9 - _ .)"
+        case .bindFailed(let host, let port, let detail): return "cannot listen on \(host):\(port): \(detail)"
+        case .tls(let detail): return "TLS setup failed: \(detail)"
+        case .notRunning: return "the server has shut down"
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import TandemCore
+
+/// Hosts sessions over TCP (optionally TLS): embedded in a hosting peer, or standalone as a relay.
+///
+/// Each session lives on one event loop, where its `SessionAuthority` sees every input in order. Session time
+/// is this machine's `CLOCK_MONOTONIC`.
+public final class SessionServer: Sendable {
+    /// The address the server listens on (the port is the bound one when 0 was asked for).
+    public let host: String
+    public let port: Int
+    /// Whether connections are TLS.
+    public let usesTLS: Bool
+    /// SHA-256 of the server certificate (DER) when TLS is on, for pinning in invites.
+    public let certificateSHA256: [UInt8]?
+    public let configuration: ServerConfiguration
+
+    private let group: MultiThreadedEventLoopGroup
+    private let listener: any Channel
+    private let sessions: NIOLockedValueBox<[String: HostedSession]>
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
+    private let stopped = NIOLockedValueBox(false)
+    private let nextLoop = NIOLockedValueBox(0)
+    private let clock: any MonotonicClock
+    private let logger: Logger
+
+    /// Starts a server listening on `host:port` (port 0 picks a free one; read `port` afterwards).
+    public static func start(host: String = "0.0.0.0", port: Int = Invite.defaultPort, tls: ServerTLSFiles? = nil,
+                             configuration: ServerConfiguration = ServerConfiguration(),
+                             logger: Logger = Logger(label: "tandem.server")) async throws -> SessionServer {
+        var sslContext: NIOSSLContext?
+        var fingerprint: [UInt8]?
+        if let tls {
+            do {
+                let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath)
+                guard let leaf = chain.first else { throw SessionServerError.tls("no certificate in \(tls.certificateChainPath)") }
+                let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
+                let config = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+                                                                      privateKey: .privateKey(key))
+                sslContext = try NIOSSLContext(configuration: config)
+                fingerprint = Array(SHA256.hash(data: try leaf.toDERBytes()))
+            } catch let error as SessionServerError {
+                throw error
+            } catch {
+                throw SessionServerError.tls("cannot load \(tls.certificateChainPath) / \(tls.privateKeyPath): \(error)")
+            }
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        let holder = ServerHolder()
+        let clock = SystemMonotonicClock()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 512)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .childChannelInitializer { channel in
+                guard let server = holder.server.withLockedValue({ $0 }) else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
+                    try channel.pipeline.syncOperations.addHandlers([
+                        ByteToMessageHandler(FrameDecoder(maxFrameSize: configuration.maxFrameSize, clock: clock)),
+                        MessageToByteHandler(FrameEncoder()),
+                        ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
+                                                logger: logger),
+                    ])
+                    server.track(channel)
+                }
+            }
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: host, port: port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw SessionServerError.bindFailed(host: host, port: port, detail: "\(error)")
+        }
+        let server = SessionServer(host: host, port: listener.localAddress?.port ?? port, usesTLS: tls != nil,
+                                   certificateSHA256: fingerprint, configuration: configuration, group: group,
+                                   listener: listener, clock: clock, logger: logger)
+        holder.server.withLockedValue { $0 = server }
+        logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.port)", "tls": "\(tls != nil)"])
+        return server
+    }
+
+    private init(host: String, port: Int, usesTLS: Bool, certificateSHA256: [UInt8]?, configuration: ServerConfiguration,
+                 group: MultiThreadedEventLoopGroup, listener: any Channel, clock: any MonotonicClock, logger: Logger) {
+        self.host = host
+        self.port = port
+        self.usesTLS = usesTLS
+        self.certificateSHA256 = certificateSHA256
+        self.configuration = configuration
+        self.group = group
+        self.listener = listener
+        self.clock = clock
+        self.logger = logger
+        self.sessions = NIOLockedValueBox([:])
+        self.connections = NIOLockedValueBox([:])
+    }
+
+    /// Creates a session and returns its invite. `advertisedHost` is the name clients should dial
+    /// (defaults to the listening host, or 127.0.0.1 when listening on every interface).
+    @discardableResult
+    public func createSession(id: String? = nil, secret: String? = nil,
+                              advertisedHost: String? = nil) throws(SessionServerError) -> Invite {
+        var invite = Invite.random(host: advertisedHost ?? (host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host),
+                                   port: port, tls: usesTLS, pinnedCertificateSHA256: certificateSHA256)
+        if let id { invite.session = id }
+        if let secret { invite.secret = secret }
+        try createSession(id: invite.session, key: SessionAuth.key(forSecret: invite.secret))
+        return invite
+    }
+
+    /// Ends a session for everyone in it with `reason`.
+    public func endSession(_ id: String, reason: InvalidationReason) async {
+        guard let session = self.session(named: id) else { return }
+        try? await session.loop.submit { session.shutdown(reason: reason) }.get()
+    }
+
+    /// Names of the sessions currently hosted.
+    public var sessionIDs: [String] { sessions.withLockedValue { Array($0.keys) }.sorted() }
+
+    /// Connections currently open (authenticated or not).
+    public var connectionCount: Int { connections.withLockedValue { $0.count } }
+
+    /// Returns once the server has stopped listening (after `shutdown`); a standalone server's main task waits here.
+    public func waitUntilStopped() async {
+        try? await listener.closeFuture.get()
+    }
+
+    /// Stops accepting connections, invalidates every session with `reason` (each participant receives it
+    /// before its connection closes), and releases the event loops.
+    public func shutdown(reason: InvalidationReason = InvalidationReason(code: .serverShutdown,
+                                                                        message: "the server is shutting down")) async {
+        let first = stopped.withLockedValue { stopped -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        try? await listener.close()
+        let all = sessions.withLockedValue { Array($0.values) }
+        for session in all {
+            try? await session.loop.submit { session.shutdown(reason: reason) }.get()
+        }
+        // Let the close frames reach the sockets, then close whatever is left (e.g. unauthenticated peers).
+        let open = connections.withLockedValue { Array($0.values) }
+        for channel in open {
+            channel.eventLoop.execute {
+                let frame = FrameCodec.error(WireErrorCode(reason.code), reason.message, kind: .close,
+                                             allocator: channel.allocator)
+                channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+            }
+        }
+        for channel in open { try? await channel.closeFuture.get() }
+        try? await group.shutdownGracefully()
+        logger.info("server stopped", metadata: ["reason": "\(reason.message)"])
+    }
+
+    // MARK: - Internal
+
+    func session(named id: String) -> HostedSession? {
+        sessions.withLockedValue { $0[id] }
+    }
+
+    @discardableResult
+    func createSession(id: String, key: SymmetricKey) throws(SessionServerError) -> HostedSession {
+        guard Invite.isValidSessionID(id) else { throw .invalidSessionID(id) }
+        guard !stopped.withLockedValue({ $0 }) else { throw .notRunning }
+        let loop = nextEventLoop()
+        let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
+                                    logger: logger) { [weak self] id in
+            self?.sessions.withLockedValue { _ = $0.removeValue(forKey: id) }
+        }
+        let result: Result<Void, SessionServerError> = sessions.withLockedValue { sessions in
+            if sessions[id] != nil { return .failure(.sessionExists(id)) }
+            if sessions.count >= configuration.maxSessions { return .failure(.serverFull(limit: configuration.maxSessions)) }
+            sessions[id] = session
+            return .success(())
+        }
+        try result.get()
+        return session
+    }
+
+    private func nextEventLoop() -> any EventLoop {
+        let loops = Array(group.makeIterator())
+        let index = nextLoop.withLockedValue { i -> Int in
+            defer { i += 1 }
+            return i
+        }
+        return loops[index % loops.count]
+    }
+
+    fileprivate func track(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        connections.withLockedValue { $0[key] = channel }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.connections.withLockedValue { _ = $0.removeValue(forKey: key) }
+        }
+    }
+}
+
+/// Lets the channel initializer reach the server, which exists only once the listener is bound.
+private final class ServerHolder: Sendable {
+    let server = NIOLockedValueBox<SessionServer?>(nil)
+}

@@ -1,0 +1,255 @@
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import TandemCore
+
+/// The protocol version this build speaks (sent in `hello`; see docs/PROTOCOL.md).
+public let tandemProtocolVersion: UInt16 = 1
+
+/// What a frame carries. The numbers are part of the wire protocol.
+public enum FrameKind: UInt8, Sendable, CaseIterable {
+    /// Client → server: protocol version and the session the client wants (JSON `Hello`).
+    case hello = 0x01
+    /// Server → client: a random nonce to prove knowledge of the session secret against (JSON `Challenge`).
+    case challenge = 0x02
+    /// Client → server: the proof (JSON `AuthProof`).
+    case authProof = 0x03
+    /// Server → client: authentication succeeded (JSON `Accepted`).
+    case accepted = 0x04
+    /// Either way: something went wrong; the sender closes the connection after it (JSON `ErrorBody`).
+    case error = 0x05
+    /// Either way: liveness probe (empty body).
+    case heartbeatPing = 0x06
+    /// Either way: answer to a heartbeat ping (empty body).
+    case heartbeatPong = 0x07
+    /// Either way: orderly goodbye (JSON `ErrorBody` giving the reason); the sender closes after it.
+    case close = 0x08
+    /// Client → server: a `ClientMessage` (JSON). Server → client: a `ServerMessage` (JSON).
+    case session = 0x10
+    /// Client → server: clock ping, binary `sequence u32, t1 i64`.
+    case clockPing = 0x11
+    /// Server → client: clock pong, binary `sequence u32, t1 i64, t2 i64, t3 i64`.
+    case clockPong = 0x12
+    /// Either way: an app message in binary (see docs/PROTOCOL.md), so payloads travel without base64.
+    case appMessage = 0x13
+    /// Either way: a journal chunk in binary: `idLength u16, id, offset i64, bytes`.
+    case journalChunk = 0x14
+
+    /// Whether frames of this kind carry a `ClientMessage` / `ServerMessage`.
+    var carriesSessionMessage: Bool { self == .session || self == .appMessage || self == .journalChunk }
+}
+
+/// One frame: `length u32 BE` (of kind + body), `kind u8`, `body`.
+public struct Frame: Sendable {
+    public var kind: FrameKind
+    public var body: ByteBuffer
+    /// Local monotonic time at which the bytes completing this frame were read (0 for outgoing frames).
+    public var receivedAt: Int64 = 0
+
+    public init(kind: FrameKind, body: ByteBuffer, receivedAt: Int64 = 0) {
+        self.kind = kind
+        self.body = body
+        self.receivedAt = receivedAt
+    }
+}
+
+/// A violation of the framing layer, detected before any body is allocated.
+public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
+    case frameTooLarge(announced: UInt32, limit: Int)
+    case emptyFrame
+    case unknownKind(UInt8)
+    case truncated(missing: Int)
+    case malformedBody(kind: FrameKind, detail: String)
+
+    public var description: String {
+        switch self {
+        case .frameTooLarge(let announced, let limit):
+            return "frame of \(announced) bytes announced; the limit is \(limit)"
+        case .emptyFrame: return "frame with a zero length (no kind byte)"
+        case .unknownKind(let k): return "unknown frame kind 0x\(String(k, radix: 16))"
+        case .truncated(let missing): return "connection ended inside a frame (\(missing) bytes missing)"
+        case .malformedBody(let kind, let detail): return "malformed \(kind) frame: \(detail)"
+        }
+    }
+
+    /// The error code sent to the peer.
+    var code: WireErrorCode {
+        switch self {
+        case .frameTooLarge: return .frameTooLarge
+        case .unknownKind: return .unknownFrameKind
+        case .emptyFrame, .truncated, .malformedBody: return .malformedFrame
+        }
+    }
+}
+
+/// Splits the byte stream into frames. Checks the announced length against `maxFrameSize` before reading
+/// (or allocating) anything of the body, and stamps each frame with the time its last bytes arrived.
+public struct FrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = Frame
+    let maxFrameSize: Int
+    let clock: any MonotonicClock
+
+    public init(maxFrameSize: Int, clock: any MonotonicClock = SystemMonotonicClock()) {
+        self.maxFrameSize = maxFrameSize
+        self.clock = clock
+    }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+        guard length >= 1 else { throw FrameError.emptyFrame }
+        guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
+        if let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self),
+           FrameKind(rawValue: kindByte) == nil {
+            throw FrameError.unknownKind(kindByte)
+        }
+        guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 4)
+        let kind = FrameKind(rawValue: buffer.readInteger(as: UInt8.self)!)!
+        let body = buffer.readSlice(length: Int(length) - 1)!
+        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now())))
+        return .continue
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer,
+                                    seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0 {
+            let announced = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self).map { Int($0) + 4 }
+            let missing = (announced ?? 4) - buffer.readableBytes
+            buffer.moveReaderIndex(to: buffer.writerIndex)
+            throw FrameError.truncated(missing: max(missing, 1))
+        }
+        return .needMoreData
+    }
+}
+
+/// Writes frames with their length prefix.
+public struct FrameEncoder: MessageToByteEncoder {
+    public typealias OutboundIn = Frame
+    public init() {}
+    public func encode(data: Frame, out: inout ByteBuffer) throws {
+        out.writeInteger(UInt32(data.body.readableBytes + 1))
+        out.writeInteger(data.kind.rawValue)
+        var body = data.body
+        out.writeBuffer(&body)
+    }
+}
+
+// MARK: - Control bodies (JSON)
+
+/// Error codes carried in `error` and `close` frames.
+public enum WireErrorCode: String, Codable, Sendable {
+    case malformedFrame, frameTooLarge, unknownFrameKind, unexpectedFrame
+    case protocolVersion, authenticationFailed, noSuchSession, sessionExists, sessionFull, serverFull
+    case sessionEnded, helloTimeout, heartbeatTimeout, flood, serverShutdown, internalError
+    case left, removed, hostLeft, ended, connectionLost, protocolError
+
+    /// The code that carries an authority's invalidation reason.
+    init(_ code: InvalidationReason.Code) {
+        switch code {
+        case .ended: self = .ended
+        case .hostLeft: self = .hostLeft
+        case .serverShutdown: self = .serverShutdown
+        case .removed: self = .removed
+        case .sessionFull: self = .sessionFull
+        case .authenticationFailed: self = .authenticationFailed
+        case .protocolError: self = .protocolError
+        case .connectionLost: self = .connectionLost
+        case .left: self = .left
+        }
+    }
+}
+
+/// Body of `hello`.
+struct Hello: Codable, Sendable {
+    var protocolVersion: UInt16
+    var session: String
+    /// Create the session if it does not exist (only when the server allows remote creation).
+    var create: Bool?
+}
+
+/// Body of `challenge`.
+struct Challenge: Codable, Sendable {
+    /// 32 random bytes.
+    var nonce: Data
+}
+
+/// Body of `authProof`.
+struct AuthProof: Codable, Sendable {
+    /// 32 random bytes chosen by the client.
+    var clientNonce: Data
+    /// HMAC-SHA256(key, serverNonce ‖ session ‖ clientNonce).
+    var proof: Data
+    /// When creating a session: the key (SHA-256 of the secret) the server should check later proofs against.
+    var sessionKey: Data?
+    /// Asks to join as the session's host.
+    var host: Bool?
+}
+
+/// Body of `accepted`.
+struct Accepted: Codable, Sendable {
+    /// How often the server sends heartbeats (ms); the client should do the same.
+    var heartbeatIntervalMs: Int
+    /// Silence after which either side may consider the other gone (ms).
+    var heartbeatTimeoutMs: Int
+    var maxFrameSize: Int
+}
+
+/// Body of `error` and `close`.
+struct ErrorBody: Codable, Sendable {
+    var code: WireErrorCode
+    var message: String
+}
+
+// MARK: - Helpers
+
+enum FrameCodec {
+    static func json<T: Encodable>(_ kind: FrameKind, _ value: T, allocator: ByteBufferAllocator) throws -> Frame {
+        let encoder = JSONEncoder()
+        var buffer = allocator.buffer(capacity: 256)
+        try encoder.encode(value, into: &buffer)
+        return Frame(kind: kind, body: buffer)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: frame.body)
+        } catch {
+            throw FrameError.malformedBody(kind: frame.kind, detail: "\(error)")
+        }
+    }
+
+    static func error(_ code: WireErrorCode, _ message: String, kind: FrameKind = .error,
+                      allocator: ByteBufferAllocator) -> Frame {
+        (try? json(kind, ErrorBody(code: code, message: message), allocator: allocator))
+            ?? Frame(kind: kind, body: allocator.buffer(capacity: 0))
+    }
+
+    static func empty(_ kind: FrameKind, allocator: ByteBufferAllocator) -> Frame {
+        Frame(kind: kind, body: allocator.buffer(capacity: 0))
+    }
+
+    static func clockPing(sequence: UInt32, t1: Int64, allocator: ByteBufferAllocator) -> Frame {
+        var b = allocator.buffer(capacity: 12)
+        b.writeInteger(sequence)
+        b.writeInteger(t1)
+        return Frame(kind: .clockPing, body: b)
+    }
+
+    static func parseClockPing(_ frame: Frame) throws -> (sequence: UInt32, t1: Int64) {
+        var b = frame.body
+        guard let s = b.readInteger(as: UInt32.self), let t1 = b.readInteger(as: Int64.self) else {
+            throw FrameError.malformedBody(kind: .clockPing, detail: "expected 12 bytes, got \(frame.body.readableBytes)")
+        }
+        return (s, t1)
+    }
+
+    static func parseClockPong(_ frame: Frame) throws -> ClockPong {
+        var b = frame.body
+        guard let s = b.readInteger(as: UInt32.self), let t1 = b.readInteger(as: Int64.self),
+              let t2 = b.readInteger(as: Int64.self), let t3 = b.readInteger(as: Int64.self) else {
+            throw FrameError.malformedBody(kind: .clockPong, detail: "expected 28 bytes, got \(frame.body.readableBytes)")
+        }
+        return ClockPong(sequence: s, t1: t1, t2: t2, t3: t3)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import TandemCore
+
+/// Encodes session messages into frames: app messages and journal chunks in binary (their payloads are raw
+/// bytes, without base64), everything else as JSON in a `session` frame. See docs/PROTOCOL.md.
+enum SessionCodec {
+    // MARK: Client → server
+
+    static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator) throws -> Frame {
+        switch message {
+        case .appMessage(let app):
+            var b = allocator.buffer(capacity: 16 + app.payload.count)
+            b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
+            b.writeInteger(app.sequence)
+            switch app.recipients {
+            case .all:
+                b.writeInteger(UInt16.max)
+            case .only(let ids):
+                guard ids.count < Int(UInt16.max) else {
+                    throw FrameError.malformedBody(kind: .appMessage, detail: "too many recipients")
+                }
+                b.writeInteger(UInt16(ids.count))
+                for id in ids.sorted() { try writeString(id.rawValue, to: &b) }
+            }
+            b.writeBytes(app.payload)
+            return Frame(kind: .appMessage, body: b)
+        case .journal(.chunk(let id, let offset, let bytes)):
+            return try chunkFrame(id: id, offset: offset, bytes: bytes, allocator: allocator)
+        default:
+            return try FrameCodec.json(.session, message, allocator: allocator)
+        }
+    }
+
+    static func decodeClientMessage(_ frame: Frame) throws -> ClientMessage {
+        switch frame.kind {
+        case .session:
+            return try FrameCodec.decode(ClientMessage.self, from: frame)
+        case .appMessage:
+            var b = frame.body
+            guard let delivery = b.readInteger(as: UInt8.self), delivery <= 1,
+                  let sequence = b.readInteger(as: UInt64.self), let count = b.readInteger(as: UInt16.self) else {
+                throw FrameError.malformedBody(kind: .appMessage, detail: "short header")
+            }
+            let recipients: Recipients
+            if count == UInt16.max {
+                recipients = .all
+            } else {
+                var ids = Set<ParticipantID>()
+                for _ in 0..<count { ids.insert(ParticipantID(try readString(&b, kind: .appMessage))) }
+                recipients = .only(ids)
+            }
+            let payload = b.readData(length: b.readableBytes) ?? Data()
+            return .appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery == 0 ? .reliable : .unreliable,
+                                                  sequence: sequence, payload: payload))
+        case .journalChunk:
+            let (id, offset, bytes) = try parseChunk(frame)
+            return .journal(.chunk(id: id, offset: offset, bytes: bytes))
+        default:
+            throw FrameError.malformedBody(kind: frame.kind, detail: "not a session message")
+        }
+    }
+
+    // MARK: Server → client
+
+    static func encode(_ message: ServerMessage, allocator: ByteBufferAllocator) throws -> Frame {
+        switch message {
+        case .appMessage(let app):
+            var b = allocator.buffer(capacity: 16 + app.source.rawValue.utf8.count + app.payload.count)
+            b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
+            b.writeInteger(app.sequence)
+            try writeString(app.source.rawValue, to: &b)
+            b.writeBytes(app.payload)
+            return Frame(kind: .appMessage, body: b)
+        case .journal(.chunk(let id, let offset, let bytes)):
+            return try chunkFrame(id: id, offset: offset, bytes: bytes, allocator: allocator)
+        default:
+            return try FrameCodec.json(.session, message, allocator: allocator)
+        }
+    }
+
+    static func decodeServerMessage(_ frame: Frame) throws -> ServerMessage {
+        switch frame.kind {
+        case .session:
+            return try FrameCodec.decode(ServerMessage.self, from: frame)
+        case .appMessage:
+            var b = frame.body
+            guard let delivery = b.readInteger(as: UInt8.self), delivery <= 1,
+                  let sequence = b.readInteger(as: UInt64.self) else {
+                throw FrameError.malformedBody(kind: .appMessage, detail: "short header")
+            }
+            let source = ParticipantID(try readString(&b, kind: .appMessage))
+            let payload = b.readData(length: b.readableBytes) ?? Data()
+            return .appMessage(IncomingAppMessage(source: source, delivery: delivery == 0 ? .reliable : .unreliable,
+                                                  sequence: sequence, payload: payload))
+        case .journalChunk:
+            let (id, offset, bytes) = try parseChunk(frame)
+            return .journal(.chunk(id: id, offset: offset, bytes: bytes))
+        default:
+            throw FrameError.malformedBody(kind: frame.kind, detail: "not a session message")
+        }
+    }
+
+    // MARK: Pieces
+
+    private static func chunkFrame(id: String, offset: Int64, bytes: Data, allocator: ByteBufferAllocator) throws -> Frame {
+        var b = allocator.buffer(capacity: 12 + id.utf8.count + bytes.count)
+        try writeString(id, to: &b)
+        b.writeInteger(offset)
+        b.writeBytes(bytes)
+        return Frame(kind: .journalChunk, body: b)
+    }
+
+    private static func parseChunk(_ frame: Frame) throws -> (String, Int64, Data) {
+        var b = frame.body
+        let id = try readString(&b, kind: .journalChunk)
+        guard let offset = b.readInteger(as: Int64.self) else {
+            throw FrameError.malformedBody(kind: .journalChunk, detail: "missing offset")
+        }
+        return (id, offset, b.readData(length: b.readableBytes) ?? Data())
+    }
+
+    private static func writeString(_ s: String, to b: inout ByteBuffer) throws {
+        let count = s.utf8.count
+        guard count < Int(UInt16.max) else { throw FrameError.malformedBody(kind: .session, detail: "string too long") }
+        b.writeInteger(UInt16(count))
+        b.writeString(s)
+    }
+
+    private static func readString(_ b: inout ByteBuffer, kind: FrameKind) throws -> String {
+        guard let count = b.readInteger(as: UInt16.self), let s = b.readString(length: Int(count)) else {
+            throw FrameError.malformedBody(kind: kind, detail: "bad string")
+        }
+        return s
+    }
+}

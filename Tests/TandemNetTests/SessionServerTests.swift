@@ -1,0 +1,328 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import TandemCore
+import Testing
+@testable import TandemNet
+
+@Suite("Session server and client over loopback")
+struct SessionServerTests {
+    @Test("a host and three clients join with the invite; a wrong secret is refused")
+    func hostAndThreeClientsJoin() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession(id: "movie-night")
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        var guests: [TandemClientConnection] = []
+        for name in ["ann", "bob", "cat"] {
+            guests.append(try await TandemClient.connect(invite: invite, name: name, options: clientOptions()))
+        }
+        let ids = Set([host.localParticipantID] + guests.map(\.localParticipantID))
+        #expect(ids.count == 4)
+        #expect(guests.last!.welcome.participants.count == 4)
+        #expect(guests.last!.welcome.sessionID == "movie-night")
+
+        var wrong = invite
+        wrong.secret = "not-the-secret"
+        await #expect(throws: TandemClientError.wrongSecret) {
+            _ = try await TandemClient.connect(invite: wrong, name: "eve", options: clientOptions())
+        }
+        var missing = invite
+        missing.session = "no-such-session"
+        await #expect(throws: TandemClientError.self) {
+            _ = try await TandemClient.connect(invite: missing, name: "eve", options: clientOptions())
+        }
+        // The others carry on.
+        let stream = guests[0].serverMessages()
+        try await host.sendAppMessage(Data("still here".utf8))
+        let got = await collectAppMessages(stream, count: 1, within: 3)
+        #expect(got.first?.payload == Data("still here".utf8))
+        #expect(got.first?.source == host.localParticipantID)
+        await server.shutdown()
+    }
+
+    @Test("a full session refuses the next participant with sessionFull; a full server refuses a session")
+    func limits() async throws {
+        let server = try await startTestServer(maxParticipants: 2, maxSessions: 1)
+        let invite = try server.createSession(id: "small")
+        let a = try await TandemClient.connect(invite: invite, name: "a", options: clientOptions())
+        _ = try await TandemClient.connect(invite: invite, name: "b", options: clientOptions())
+        await #expect {
+            _ = try await TandemClient.connect(invite: invite, name: "c", options: clientOptions())
+        } throws: { error in
+            if case TandemClientError.sessionFull = error { return true }
+            return false
+        }
+        #expect(throws: SessionServerError.serverFull(limit: 1)) { try server.createSession(id: "another") }
+        #expect(throws: SessionServerError.sessionExists("small")) { try server.createSession(id: "small") }
+        #expect(a.closedReason == nil)
+        await server.shutdown()
+    }
+
+    @Test("clock sync over loopback estimates session time within 100 µs")
+    func clockSyncOverLoopback() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        // Its own event loop, as a real peer has: other tests' clients must not delay its reads.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var options = clientOptions()
+        options.eventLoopGroup = group
+        options.clockSync.burstCount = 60
+        options.clockSync.burstInterval = 10_000_000
+        let client = try await TandemClient.connect(invite: invite, name: "clock", options: options)
+        try await Task.sleep(nanoseconds: 700_000_000)
+        let mapping = try #require(client.clockMapping())
+        // Client and server read the same CLOCK_MONOTONIC, so session time is known exactly here.
+        let clock = SystemMonotonicClock()
+        let local = clock.now()
+        let error = mapping.sessionTime(atLocal: local) - local
+        let quality = try #require(client.clockQuality())
+        #expect(abs(error) <= 100_000, "estimate off by \(error) ns (round trip \(quality.roundTrip) ns)")
+        #expect(quality.roundTrip > 0)
+        await client.close()
+        await server.shutdown()
+        try? await group.shutdownGracefully()
+    }
+
+    @Test("reliable messages arrive complete and in order under a burst; .only reaches only its target")
+    func reliableBurstAndOnly() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let sender = try await TandemClient.connect(invite: invite, name: "sender", options: clientOptions())
+        let target = try await TandemClient.connect(invite: invite, name: "target", options: clientOptions())
+        let bystander = try await TandemClient.connect(invite: invite, name: "bystander", options: clientOptions())
+        let targetStream = target.serverMessages()
+        let bystanderStream = bystander.serverMessages()
+
+        let count = 2_000
+        for i in 0..<count {
+            try await sender.sendAppMessage(Data("\(i)".utf8))
+        }
+        let received = await collectAppMessages(targetStream, count: count, within: 10)
+        #expect(received.count == count)
+        #expect(received.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<count).map { "\($0)" })
+        #expect(received.allSatisfy { $0.source == sender.localParticipantID })
+
+        try await sender.sendAppMessage(Data("secret".utf8), to: .only([target.localParticipantID]))
+        try await sender.sendAppMessage(Data("public".utf8), to: .all)
+        let atTarget = await collectAppMessages(targetStream, count: 2, within: 3)
+        #expect(atTarget.map(\.payload) == [Data("secret".utf8), Data("public".utf8)])
+        let atBystander = await collectAppMessages(bystanderStream, count: count + 1, within: 5)
+        #expect(atBystander.count == count + 1)
+        #expect(atBystander.last?.payload == Data("public".utf8))
+        #expect(!atBystander.contains { $0.payload == Data("secret".utf8) })
+
+        await #expect(throws: TandemClientError.messageTooLarge(size: 256 * 1024 + 1, limit: 256 * 1024)) {
+            try await sender.sendAppMessage(Data(count: 256 * 1024 + 1))
+        }
+        await server.shutdown()
+    }
+
+    @Test("a 50 MB attachment arrives intact at a late joiner, and can be removed")
+    func attachmentToLateJoiner() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let owner = try await TandemClient.connect(invite: invite, name: "owner", options: clientOptions())
+        // 50 random MiB blocks would be slow to make in a debug build: one random MiB, each copy numbered.
+        var rng = SystemRandomNumberGenerator()
+        let block = (0..<(1 << 17)).map { _ in rng.next() as UInt64 }
+        var data = Data(capacity: 50 << 20)
+        for index in 0..<50 {
+            var numbered = block
+            numbered[0] = UInt64(index)
+            numbered.withUnsafeBytes { data.append(contentsOf: $0) }
+        }
+        let witness = try await TandemClient.connect(invite: invite, name: "witness", options: clientOptions())
+        let witnessStream = witness.serverMessages()
+        let info = try await owner.uploadAttachment(data, name: "poster.bin", id: "poster")
+        // Once the witness sees the commit live, the server holds the whole attachment.
+        let outcome = await firstMessage(in: witnessStream, within: 30) { message in
+            if case .journal(.commit(let id)) = message { return id == "poster" }
+            if case .journal(.failed) = message { return true }
+            return false
+        }
+        #expect(outcome == .journal(.commit(id: "poster")), "live delivery: \(String(describing: outcome))")
+
+        let late = try await TandemClient.connect(invite: invite, name: "late", options: clientOptions())
+        #expect(late.welcome.attachments.map(\.id) == ["poster"])
+        #expect(late.welcome.attachments.first?.owner == owner.localParticipantID)
+        let stream = late.serverMessages()
+        var assembled = Data()
+        var committed = false
+        for await message in stream {
+            guard case .journal(let journal) = message else { continue }
+            switch journal {
+            case .begin(let announced): #expect(announced.sha256 == info.sha256)
+            case .chunk(_, let offset, let chunk):
+                #expect(offset == Int64(assembled.count))
+                assembled.append(chunk)
+            case .commit: committed = true
+            case .failed(_, let reason): Issue.record("attachment failed: \(reason)")
+            case .remove: break
+            }
+            if committed { break }
+            if case .journal(.failed) = message { break }
+        }
+        #expect(committed)
+        #expect(assembled == data)
+
+        try await owner.removeAttachment(id: "poster")
+        let removed = await firstMessage(in: stream, within: 3) { $0 == .journal(.remove(id: "poster")) }
+        #expect(removed != nil)
+        let later = try await TandemClient.connect(invite: invite, name: "later", options: clientOptions())
+        #expect(later.welcome.attachments.isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("a killed client is seen leaving within 3 s; reconnecting keeps its identity")
+    func killAndReconnect() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let watcher = try await TandemClient.connect(invite: invite, name: "watcher", options: clientOptions())
+        let victim = try await TandemClient.connect(invite: invite, name: "victim", options: clientOptions())
+        let victimID = victim.localParticipantID
+        let stream = watcher.serverMessages()
+        let killedAt = ContinuousClock.now
+        await victim.abort()
+        let left = await firstMessage(in: stream, within: 3) { message in
+            switch message {
+            case .participants(let states): return !states.contains { $0.participant.id == victimID }
+            case .notice(let notice): return notice.kind == .left && notice.participant == victimID
+            default: return false
+            }
+        }
+        #expect(left != nil, "the others did not see the killed client leave within 3 s")
+        #expect(ContinuousClock.now - killedAt < .seconds(3))
+
+        let back = try await TandemClient.connect(invite: invite, name: "victim",
+                                                  options: clientOptions(reconnectAs: victimID))
+        #expect(back.localParticipantID == victimID)
+        #expect(back.welcome.participants.contains { $0.participant.id == victimID })
+        // Both carry on talking.
+        let backStream = back.serverMessages()
+        try await watcher.sendAppMessage(Data("welcome back".utf8))
+        let got = await collectAppMessages(backStream, count: 1, within: 3)
+        #expect(got.first?.payload == Data("welcome back".utf8))
+        await server.shutdown()
+    }
+
+    @Test("shutting a server down invalidates its sessions with the reason")
+    func shutdownInvalidates() async throws {
+        let server = try await startTestServer()
+        let first = try server.createSession(id: "one")
+        let second = try server.createSession(id: "two")
+        let a = try await TandemClient.connect(invite: first, name: "a", options: clientOptions())
+        let b = try await TandemClient.connect(invite: second, name: "b", options: clientOptions())
+        let aStream = a.serverMessages()
+        let bStream = b.serverMessages()
+        await server.shutdown(reason: InvalidationReason(code: .serverShutdown, message: "maintenance"))
+        for stream in [aStream, bStream] {
+            let message = await firstMessage(in: stream, within: 3) { message in
+                if case .invalidated = message { return true }
+                return false
+            }
+            #expect(message == .invalidated(InvalidationReason(code: .serverShutdown, message: "maintenance")))
+        }
+        #expect(a.closedReason?.code == .serverShutdown)
+        await #expect(throws: (any Error).self) { try await a.send(.readiness(.unknown)) }
+    }
+
+    @Test("a peer that goes silent without closing is seen leaving within 3 s")
+    func silentPeerIsNoticed() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let watcher = try await TandemClient.connect(invite: invite, name: "watcher", options: clientOptions())
+        let stream = watcher.serverMessages()
+        let silent = try await RawPeer.connect(port: server.port)
+        try await silent.joinAndGoSilent(invite: invite, name: "ghost")
+        let joined = await firstMessage(in: stream, within: 3) { message in
+            if case .participants(let states) = message { return states.contains { $0.participant.name == "ghost" } }
+            return false
+        }
+        #expect(joined != nil)
+        let silentSince = ContinuousClock.now
+        let left = await firstMessage(in: stream, within: 3.5) { message in
+            if case .participants(let states) = message { return !states.contains { $0.participant.name == "ghost" } }
+            return false
+        }
+        #expect(left != nil, "the silent peer was not removed")
+        #expect(ContinuousClock.now - silentSince < .seconds(3))
+        #expect(await silent.closingErrorCode(within: 1) == .heartbeatTimeout)
+        await server.shutdown()
+    }
+
+    @Test("when the host of an embedded server's session leaves, the session ends for everyone")
+    func hostLeavingEndsSession() async throws {
+        var authority = AuthorityConfiguration()
+        authority.endsWhenHostLeaves = true
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0,
+                                                   configuration: ServerConfiguration(authority: authority))
+        let invite = try server.createSession()
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
+        #expect(guest.welcome.participants.first { $0.participant.id == host.localParticipantID }?.isHost == true)
+        #expect(guest.welcome.participants.first { $0.participant.id == guest.localParticipantID }?.isHost == false)
+        let stream = guest.serverMessages()
+        await host.close()
+        let ended = await firstMessage(in: stream, within: 3) { message in
+            if case .invalidated = message { return true }
+            return false
+        }
+        guard case .invalidated(let reason) = ended else {
+            Issue.record("the guest was not told the session ended")
+            await server.shutdown()
+            return
+        }
+        #expect(reason.code == .hostLeft)
+        #expect(server.sessionIDs.isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("a standalone relay lets a client create its session; the secret's key, not the secret, is sent")
+    func remoteCreation() async throws {
+        let server = try await startTestServer(remoteCreation: true)
+        let invite = Invite(host: "127.0.0.1", port: server.port, session: "relay-room", secret: "open-sesame")
+        var options = clientOptions(asHost: true)
+        options.createSession = true
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: options)
+        #expect(server.sessionIDs == ["relay-room"])
+        let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
+        #expect(guest.welcome.participants.count == 2)
+        var wrong = invite
+        wrong.secret = "guess"
+        await #expect(throws: TandemClientError.wrongSecret) {
+            _ = try await TandemClient.connect(invite: wrong, name: "eve", options: clientOptions())
+        }
+        _ = host
+        await server.shutdown()
+    }
+
+    @Test("an attachment whose bytes do not match its SHA-256 fails for everyone")
+    func badChecksumFails() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let owner = try await TandemClient.connect(invite: invite, name: "owner", options: clientOptions())
+        let other = try await TandemClient.connect(invite: invite, name: "other", options: clientOptions())
+        let stream = other.serverMessages()
+        let info = AttachmentInfo(id: "liar", owner: owner.localParticipantID, name: "x", size: 4,
+                                  sha256: String(repeating: "0", count: 64))
+        try await owner.send(.journal(.begin(info)))
+        try await owner.send(.journal(.chunk(id: "liar", offset: 0, bytes: Data([1, 2, 3, 4]))))
+        try await owner.send(.journal(.commit(id: "liar")))
+        let outcome = await firstMessage(in: stream, within: 3) { message in
+            switch message {
+            case .journal(.commit), .journal(.failed): return true
+            default: return false
+            }
+        }
+        guard case .journal(.failed(let id, let reason)) = outcome else {
+            Issue.record("expected a failure, got \(String(describing: outcome))")
+            await server.shutdown()
+            return
+        }
+        #expect(id == "liar")
+        #expect(reason.contains("SHA-256"))
+        let late = try await TandemClient.connect(invite: invite, name: "late", options: clientOptions())
+        #expect(late.welcome.attachments.isEmpty)
+        await server.shutdown()
+    }
+}
