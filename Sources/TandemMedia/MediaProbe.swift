@@ -46,6 +46,9 @@ public struct MediaProbe: Sendable, Hashable, Codable {
     public var container: String?
     public var title: String?
     public var streams: [Stream]
+    /// The same content fingerprint `GStreamerPlayer` reports for a local file (nil for network sources), so a
+    /// joiner can tell before playing whether its file is the host's.
+    public var contentID: String?
 
     public var hasVideo: Bool { streams.contains { $0.kind == .video } }
     public var hasAudio: Bool { streams.contains { $0.kind == .audio } }
@@ -123,16 +126,18 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         }
         return MediaProbe(location: location, duration: r.duration >= 0 ? r.duration : nil,
                           isSeekable: r.seekable != 0, container: string(r.container), title: string(r.title),
-                          streams: streams)
+                          streams: streams,
+                          contentID: source.isFile ? GStreamer.take(tdm_gst_file_fingerprint(source.path)) : nil)
     }
 
     public init(location: String, duration: Int64?, isSeekable: Bool, container: String?, title: String?,
-                streams: [Stream]) {
+                streams: [Stream], contentID: String? = nil) {
         self.location = location
         self.duration = duration
         self.isSeekable = isSeekable
         self.container = container
         self.title = title
         self.streams = streams
+        self.contentID = contentID
     }
 }

@@ -81,8 +81,11 @@ public enum RelayBenchmark {
         serverConfiguration.threads = configuration.serverThreads
         serverConfiguration.maxSessions = configuration.sessions
         serverConfiguration.handshakeTimeout = 30_000_000_000
+        // Joins and leaves are logged at info level: a thousand of them would bury the figures.
+        var serverLogger = logger
+        serverLogger.logLevel = max(logger.logLevel, .warning)
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: serverConfiguration,
-                                                   logger: logger)
+                                                   logger: serverLogger)
         let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: Swift.max(1, configuration.clientThreads))
         var createdInvites: [Invite] = []
         for index in 0..<configuration.sessions {

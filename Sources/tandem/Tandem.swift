@@ -6,6 +6,12 @@ struct TandemCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tandem",
         abstract: "Watch together, precisely: play the same media in lockstep with friends.",
-        subcommands: [ProbeCommand.self]
+        discussion: """
+            Each person plays their own copy of the media; Tandem keeps everyone's playback in step. Start with \
+            `tandem host FILE`, send the invite it prints, and friends run `tandem join INVITE THEIR-COPY`.
+
+            \(TandemExit.documentation)
+            """,
+        subcommands: [HostCommand.self, JoinCommand.self, ServeCommand.self, ProbeCommand.self]
     )
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -20,7 +21,10 @@ func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeT
     configuration.handshakeTimeout = handshakeTimeout
     configuration.maxFramesPerSecond = maxFramesPerSecond
     configuration.allowsRemoteSessionCreation = remoteCreation
-    return try await SessionServer.start(host: "127.0.0.1", port: 0, tls: tls, configuration: configuration)
+    var logger = Logger(label: "tandem.test.server")
+    logger.logLevel = .warning
+    return try await SessionServer.start(host: "127.0.0.1", port: 0, tls: tls, configuration: configuration,
+                                         logger: logger)
 }
 
 func clientOptions(asHost: Bool = false, reconnectAs: ParticipantID? = nil) -> TandemClient.Options {

@@ -34,6 +34,8 @@ public actor PlaybackCoordinator {
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
     private let outgoing: AsyncStream<ClientMessage>
     private let outgoingSink: AsyncStream<ClientMessage>.Continuation
+    /// Subscribed at creation, so that nothing the authority sends between then and `run()` is missed.
+    private let messages: AsyncStream<ServerMessage>
 
     /// The preroll estimate the coordinator plans with is the engine's own (`configuration.prerollEstimate` is
     /// replaced by `engine.prerollEstimate`).
@@ -53,6 +55,7 @@ public actor PlaybackCoordinator {
         self.locate = locate
         (commands, commandSink) = AsyncStream.makeStream(of: (UInt64, EngineCommand).self)
         (outgoing, outgoingSink) = AsyncStream.makeStream(of: ClientMessage.self)
+        messages = link.serverMessages()
     }
 
     // MARK: Observation
@@ -106,7 +109,7 @@ public actor PlaybackCoordinator {
     /// Drives the engine until the session ends for this peer or the calling task is cancelled. Call it once:
     /// it consumes the engine's single event stream.
     public func run() async {
-        let messages = link.serverMessages()
+        let messages = self.messages
         apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: nil))
         apply(machine.receive(.welcome(link.welcome), now: clock.now()))

@@ -34,6 +34,11 @@ public enum TandemClient {
         public var maxMessagesPerSecond = 200
         /// Chunk size for journal uploads.
         public var attachmentChunkSize = 64 * 1024
+        /// This peer's local monotonic clock: clock-sync timestamps and the clock mapping's local axis. Benchmarks
+        /// give a peer a skewed clock here (offset and drift) so that clock sync has a real error to correct.
+        public var clock: any MonotonicClock = SystemMonotonicClock()
+        /// A simulated network path between this client and the server (delay, jitter, loss), or nil for none.
+        public var impairment: (any LinkImpairment)?
         /// The event loops to use; nil shares one process-wide loop group.
         public var eventLoopGroup: (any EventLoopGroup)?
         public var logger = Logger(label: "tandem.client")
@@ -144,7 +149,7 @@ public final class TandemClientConnection: SessionLink {
     private let options: TandemClient.Options
     private let sendTimes = NIOLockedValueBox<[Int64]>([])
     private let sequence = NIOLockedValueBox<UInt64>(0)
-    private let clock = SystemMonotonicClock()
+    private var clock: any MonotonicClock { options.clock }
 
     fileprivate init(invite: Invite, welcome: SessionSnapshot, channel: any Channel,
                      handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
@@ -171,7 +176,8 @@ public final class TandemClientConnection: SessionLink {
         }
         let shared = ClientShared()
         let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
-        let clock = SystemMonotonicClock()
+        let clock = options.clock
+        let impairment = options.impairment
         let handler = ClientConnectionHandler(invite: invite, name: name, options: options, shared: shared,
                                               welcome: welcomePromise, clock: clock)
         let pin = invite.pinnedCertificateSHA256
@@ -199,6 +205,11 @@ public final class TandemClientConnection: SessionLink {
                             tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname)
                         }
                         try channel.pipeline.syncOperations.addHandler(tlsHandler)
+                    }
+                    if let impairment {
+                        // Between the socket (and TLS) and the codec: whole frames are delayed, timestamps are
+                        // taken on this side of the simulated path.
+                        try channel.pipeline.syncOperations.addHandler(LinkImpairmentHandler(impairment: impairment))
                     }
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(FrameDecoder(maxFrameSize: 1 << 20, clock: clock)),

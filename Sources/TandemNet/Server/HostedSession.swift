@@ -30,7 +30,8 @@ final class HostedSession: @unchecked Sendable {
     private(set) var droppedUnreliable = 0
 
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
-         clock: any MonotonicClock, logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+         clock: any MonotonicClock, activity: ActivityEnvelope? = nil, logger: Logger,
+         onEnded: @escaping @Sendable (String) -> Void) {
         self.id = id
         self.key = key
         self.loop = loop
@@ -38,7 +39,7 @@ final class HostedSession: @unchecked Sendable {
         self.clock = clock
         self.logger = logger
         self.onEnded = onEnded
-        self.authority = SessionAuthority(sessionID: id, activity: nil, configuration: configuration.authority,
+        self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: configuration.authority,
                                           now: clock.now())
     }
 
@@ -56,6 +57,8 @@ final class HostedSession: @unchecked Sendable {
         case .refused(let reason):
             connection.close(WireErrorCode(reason.code), reason.message)
         case .joined(let participant, let actions):
+            logger.info("joined", metadata: ["session": "\(id)", "participant": "\(participant)", "name": "\(name)",
+                                             "host": "\(isHost)", "reconnect": "\(reconnectAs != nil)"])
             if isHost { hostParticipant = participant }
             if let previous = connections[participant], previous !== connection {
                 previous.close(.removed, "replaced by a newer connection of the same participant")
@@ -71,6 +74,9 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         var message = message
+        if case .leave = message {
+            logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
+        }
         if case .journal(let journalMessage) = message {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
@@ -82,6 +88,7 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         connections[participant] = nil
+        logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
         perform(authority.connectionLost(participant, now: clock.now()))
     }
@@ -192,7 +199,7 @@ final class HostedSession: @unchecked Sendable {
             connection.invalidate(reason)
         }
         connections.removeAll()
-        logger.debug("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
+        logger.info("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
         onEnded(id)
     }
 }

@@ -107,15 +107,16 @@ public final class SessionServer: Sendable {
     }
 
     /// Creates a session and returns its invite. `advertisedHost` is the name clients should dial
-    /// (defaults to the listening host, or 127.0.0.1 when listening on every interface).
+    /// (defaults to the listening host, or 127.0.0.1 when listening on every interface). `activity` is what the
+    /// session starts with, so that everyone's welcome already names it.
     @discardableResult
-    public func createSession(id: String? = nil, secret: String? = nil,
-                              advertisedHost: String? = nil) throws(SessionServerError) -> Invite {
+    public func createSession(id: String? = nil, secret: String? = nil, advertisedHost: String? = nil,
+                              activity: ActivityEnvelope? = nil) throws(SessionServerError) -> Invite {
         var invite = Invite.random(host: advertisedHost ?? (host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host),
                                    port: port, tls: usesTLS, pinnedCertificateSHA256: certificateSHA256)
         if let id { invite.session = id }
         if let secret { invite.secret = secret }
-        try createSession(id: invite.session, key: SessionAuth.key(forSecret: invite.secret))
+        try createSession(id: invite.session, key: SessionAuth.key(forSecret: invite.secret), activity: activity)
         return invite
     }
 
@@ -171,12 +172,13 @@ public final class SessionServer: Sendable {
     }
 
     @discardableResult
-    func createSession(id: String, key: SymmetricKey) throws(SessionServerError) -> HostedSession {
+    func createSession(id: String, key: SymmetricKey,
+                       activity: ActivityEnvelope? = nil) throws(SessionServerError) -> HostedSession {
         guard Invite.isValidSessionID(id) else { throw .invalidSessionID(id) }
         guard !stopped.withLockedValue({ $0 }) else { throw .notRunning }
         let loop = nextEventLoop()
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
-                                    logger: logger) { [weak self] id in
+                                    activity: activity, logger: logger) { [weak self] id in
             self?.sessions.withLockedValue { _ = $0.removeValue(forKey: id) }
         }
         let result: Result<Void, SessionServerError> = sessions.withLockedValue { sessions in

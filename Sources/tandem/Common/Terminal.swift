@@ -54,12 +54,21 @@ final class Terminal: Sendable {
         }
     }
 
-    /// Redraws the status line in place.
+    /// Redraws the status line in place, cut to the terminal's width so it never wraps.
     func status(_ line: String) {
+        let width = Terminal.columns
+        let fitted = line.count < width ? line : String(line.prefix(max(1, width - 2))) + "…"
         state.withLock { s in
-            s.statusLine = line
-            writeRaw(STDOUT_FILENO, "\r\u{1B}[2K" + line)
+            s.statusLine = fitted
+            writeRaw(STDOUT_FILENO, "\r\u{1B}[2K" + fitted)
         }
+    }
+
+    /// The terminal's width in columns (80 when it cannot be read).
+    static var columns: Int {
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
     }
 
     /// Prints a notice above the status line, then redraws the status line.

@@ -25,8 +25,10 @@ enum TandemExit: Int32, CaseIterable {
     var code: ExitCode { ExitCode(rawValue) }
 
     static let documentation = """
-        exit codes: 0 ok · 1 internal failure · 3 bad media file · 4 server unreachable · 5 wrong secret
-                    6 malformed invite · 7 session full · 8 session ended · 9 port in use · 64 bad usage
+        Exit codes:
+          0 ok · 1 internal failure · 3 bad media file · 4 server unreachable
+          5 wrong secret · 6 malformed invite · 7 session full
+          8 session ended · 9 port in use · 64 bad usage
         """
 }
 

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import Tandem
+
+/// `tandem join INVITE [FILE]`: joins a session with one's own copy of the media.
+struct JoinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Join a watch-together session with your own copy of the media.",
+        discussion: """
+            Connects with the invite the host printed, shows what is being shared, and plays FILE in step with \
+            everyone. Without FILE, a file in the current directory with the host's file name is used; without a \
+            usable file, Tandem says where to get one (the host's --fallback-url) and exits.
+
+            \(TandemExit.documentation)
+            """
+    )
+
+    @Argument(help: "The invite the host printed (tandem://HOST:PORT/SESSION#SECRET, or tandems:// for TLS).")
+    var invite: String
+
+    @Argument(help: "Your copy of the media (default: the host's file name in the current directory).")
+    var file: String?
+
+    @Option(name: .customLong("trust-roots"), help: ArgumentHelp(
+        "PEM file of CA certificates to verify a TLS server against, when the invite carries no pin.",
+        valueName: "FILE"))
+    var trustRoots: String?
+
+    @OptionGroup(title: "Participant")
+    var peer: PeerOptions
+
+    func run() async throws {
+        CLILogging.bootstrap(verbose: peer.verbose)
+        try await reportingErrors {
+            let parsed: Invite
+            do { parsed = try Invite(parsing: invite) } catch let error as InviteError { throw CLIError(error) }
+            var options = TandemClient.Options()
+            options.trustRootsPath = trustRoots
+            let connection: TandemClientConnection
+            do {
+                connection = try await TandemClient.connect(invite: parsed, name: peer.displayName, options: options)
+            } catch {
+                throw CLIError(error)
+            }
+            let activity = connection.welcome.activity.flatMap {
+                try? JSONDecoder().decode(MediaActivity.self, from: $0.payload)
+            }
+            let mode = PeerConsole.mode(json: peer.json)
+            let host = connection.welcome.participants.first(where: \.isHost)?.participant.name
+            var header: [String] = []
+            if let activity {
+                header.append("Joining \(activity.summary)" + (host.map { " hosted by \($0)" } ?? ""))
+            } else if let envelope = connection.welcome.activity {
+                header.append("Joining \"\(envelope.metadata.title ?? envelope.itemID)\"" + (host.map { " hosted by \($0)" } ?? ""))
+            }
+            let others = connection.welcome.participants.filter { $0.participant.id != connection.localParticipantID }
+            header.append("With: " + (others.isEmpty ? "nobody yet" : others.map(\.participant.name).joined(separator: ", ")))
+
+            // The file: the one given, or the host's file name here.
+            let path = file ?? activity?.fileName
+            let probe: MediaProbe
+            do {
+                guard let path else {
+                    throw CLIError(.badMedia, "no media file given and the session does not name one — add your copy: tandem join INVITE FILE")
+                }
+                probe = try await probeMedia(path)
+            } catch {
+                await connection.close()
+                if mode != .scripted(json: true) { for line in header { printError(line) } }
+                throw CLIError(.badMedia, Self.whereToGetIt(CLIError(error), activity: activity, envelope: connection.welcome.activity, given: file))
+            }
+            let player: GStreamerPlayer
+            do { player = try makePlayer(peer.playerConfiguration) } catch {
+                await connection.close()
+                throw error
+            }
+            let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!)
+            let console = PeerConsole(peer: participant, mode: mode)
+            if let activity, let difference = activity.difference(from: probe) {
+                console.warn("\(difference) — you may not be watching the same thing")
+            }
+            try await console.run(header: header)
+        }
+    }
+
+    /// The error for a missing or unusable file, with where to get the right one.
+    static func whereToGetIt(_ error: CLIError, activity: MediaActivity?, envelope: ActivityEnvelope?, given: String?) -> String {
+        let title = activity?.metadata.title ?? envelope?.metadata.title ?? "the shared media"
+        let name = activity?.fileName
+        var text = error.description
+        if given == nil, let name { text = "you need \"\(title)\" (\(name)) to join, and there is none here (\(error.description))" }
+        if let url = activity?.metadata.fallbackURL ?? envelope?.metadata.fallbackURL {
+            text += " — get it from \(url.absoluteString), then: tandem join INVITE FILE"
+        } else {
+            text += " — ask the host where to get \"\(title)\"\(name.map { " (\($0))" } ?? ""), then: tandem join INVITE FILE"
+        }
+        return text
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import Tandem
+
+/// Options every participating peer takes (`host`, `join`).
+struct PeerOptions: ParsableArguments {
+    @Option(help: "The name others see (default: your user name).")
+    var name: String?
+
+    @Flag(help: "Render into nothing (no window, no sound): for servers, tests and benchmarks.")
+    var headless = false
+
+    @Option(name: .customLong("video-sink"), help: ArgumentHelp(
+        "A GStreamer bin description for video output, e.g. 'ximagesink' (picks a display or device).",
+        valueName: "DESC"))
+    var videoSink: String?
+
+    @Option(name: .customLong("audio-sink"), help: ArgumentHelp(
+        "A GStreamer bin description for audio output, e.g. 'pulsesink device=…'.", valueName: "DESC"))
+    var audioSink: String?
+
+    @Flag(help: "Print one JSON object per line on standard output for every event (see the README for the schema).")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Debug logging on standard error.")
+    var verbose = false
+
+    func validate() throws {
+        if let name {
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 40 else {
+                throw ValidationError("--name must be 1 to 40 characters")
+            }
+        }
+        if headless, videoSink != nil || audioSink != nil {
+            throw ValidationError("--headless renders into nothing; leave out --video-sink and --audio-sink, or drop --headless")
+        }
+    }
+
+    /// The name shown to others.
+    var displayName: String {
+        if let name { return name.trimmingCharacters(in: .whitespaces) }
+        let user = ProcessInfo.processInfo.environment["USER"] ?? ""
+        return user.isEmpty || user == "root" ? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "guest" : user
+    }
+
+    var playerConfiguration: GStreamerPlayer.Configuration {
+        var configuration = GStreamerPlayer.Configuration()
+        if headless {
+            configuration.videoSink = .headless
+            configuration.audioSink = .headless
+        } else {
+            configuration.videoSink = videoSink.map { .description($0) } ?? .automatic
+            configuration.audioSink = audioSink.map { .description($0) } ?? .automatic
+        }
+        return configuration
+    }
+}
+
+/// Where a server listens (`host`'s embedded server, `serve`).
+struct ListenOptions: ParsableArguments {
+    @Option(help: "The TCP port to listen on.")
+    var port: Int = Invite.defaultPort
+
+    @Option(help: ArgumentHelp("The address to listen on (0.0.0.0: every IPv4 interface; 127.0.0.1: this machine only).",
+                               valueName: "ADDR"))
+    var bind: String = "0.0.0.0"
+
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: the link is TLS.", valueName: "FILE"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "FILE"))
+    var tlsKey: String?
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535 (0 picks a free one)") }
+        switch (tlsCert, tlsKey) {
+        case (nil, nil): break
+        case (.some(let cert), .some(let key)):
+            for (flag, path) in [("--tls-cert", cert), ("--tls-key", key)] where !FileManager.default.isReadableFile(atPath: path) {
+                throw ValidationError("\(flag): cannot read \(path)")
+            }
+        default:
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+    }
+
+    var tls: ServerTLSFiles? {
+        guard let tlsCert, let tlsKey else { return nil }
+        return ServerTLSFiles(certificateChainPath: tlsCert, privateKeyPath: tlsKey)
+    }
+}
