@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+import Synchronization
+import Tandem
+
+/// Several peers in this process around one embedded session server, with ground truth about what each renders:
+/// what `tandem demo` and `tandem bench sync` run. Every peer is the real thing — its own `GStreamerPlayer`,
+/// its own TCP connection to the real server, its own `PlaybackCoordinator` — only faults (a slow load, a stall,
+/// a wrong clock, a slow link) are injected on purpose.
+final class Ensemble: Sendable {
+    /// How to set up one peer.
+    struct PeerSetup: Sendable {
+        var name: String
+        /// Extra time its first load takes.
+        var loadDelay: Duration = .zero
+        /// Its local clock reads true time + `clockOffset`, running `clockDriftPPM` fast.
+        var clockOffset: Int64 = 0
+        var clockDriftPPM: Double = 0
+        /// A simulated network path to the server, or nil for plain loopback.
+        var impairment: (any LinkImpairment)?
+        var player: GStreamerPlayer.Configuration = .headless
+        var coordinator: PlaybackCoordinator.Configuration = .init()
+    }
+
+    /// One running peer.
+    final class Member: Sendable {
+        let index: Int
+        let setup: PeerSetup
+        let peer: LocalPeer
+        let drill: DrillEngine
+        /// True time at which it started to join.
+        let joinStarted: Int64
+        /// The local clock's mapping from true time (its wrong view of time).
+        let localClock: ClockMapping
+        fileprivate let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+        init(index: Int, setup: PeerSetup, peer: LocalPeer, drill: DrillEngine, joinStarted: Int64, localClock: ClockMapping) {
+            self.index = index
+            self.setup = setup
+            self.peer = peer
+            self.drill = drill
+            self.joinStarted = joinStarted
+            self.localClock = localClock
+        }
+
+        var name: String { setup.name }
+
+        /// The clock estimate's error against the truth now (ns): estimated session time − true session time.
+        /// Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock.
+        func clockError() -> Int64? {
+            guard let mapping = peer.connection.clockMapping() else { return nil }
+            let now = SystemMonotonicClock().now()
+            return mapping.sessionTime(atLocal: localClock.sessionTime(atLocal: now)) - now
+        }
+    }
+
+    let server: SessionServer
+    let invite: Invite
+    let file: String
+    private let truth = Mutex(GroundTruth())
+    private let members = Mutex<[Member]>([])
+
+    private init(server: SessionServer, invite: Invite, file: String) {
+        self.server = server
+        self.invite = invite
+        self.file = file
+    }
+
+    /// Starts an embedded server on loopback with a session for `file`.
+    static func start(file: String, title: String, authority: AuthorityConfiguration = .init(),
+                      logger: Logger = Logger(label: "tandem.ensemble")) async throws(CLIError) -> Ensemble {
+        let probe = try await probeMedia(file)
+        let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: nil, type: nil, fallbackURL: nil)
+        var configuration = ServerConfiguration(authority: authority)
+        configuration.maxSessions = 4
+        var quiet = logger
+        quiet.logLevel = .warning
+        do {
+            let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: configuration, logger: quiet)
+            let invite = try server.createSession(activity: try activity.envelope)
+            return Ensemble(server: server, invite: invite, file: file)
+        } catch {
+            throw CLIError(error)
+        }
+    }
+
+    var all: [Member] { members.withLock { $0 } }
+
+    /// Connects a new peer and starts it playing with the group. The first peer added is the session's host.
+    @discardableResult
+    func add(_ setup: PeerSetup) async throws(CLIError) -> Member {
+        let joinStarted = SystemMonotonicClock().now()
+        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: setup.clockOffset, driftPPM: setup.clockDriftPPM)
+        let player = try makePlayer(setup.player, localTimeModel: skewed.skew)
+        let drill = DrillEngine(player: player, loadDelay: setup.loadDelay)
+        var options = TandemClient.Options()
+        options.clock = skewed
+        options.impairment = setup.impairment
+        options.asHost = members.withLock { $0.isEmpty }
+        let peer = try await LocalPeer.connect(invite: invite, name: setup.name, file: file, player: player,
+                                               engine: drill, options: options, configuration: setup.coordinator)
+        let index = truth.withLock { $0.addPeer() }
+        let member = Member(index: index, setup: setup, peer: peer, drill: drill, joinStarted: joinStarted,
+                            localClock: skewed.skew)
+        members.withLock { $0.append(member) }
+        member.task.withLock { $0 = Task { await peer.run() } }
+        return member
+    }
+
+    /// Drains every peer's render probe into the ground truth. Call it often enough that probes do not overflow
+    /// (a few times a second).
+    func collect() {
+        let current = all
+        truth.withLock { truth in
+            for member in current { truth.collect(member.index, from: member.peer.player.renderProbe) }
+        }
+    }
+
+    /// Reads the ground truth under its lock.
+    func withTruth<T: Sendable>(_ body: (GroundTruth) -> T) -> T {
+        truth.withLock { body($0) }
+    }
+
+    /// Ends the session for everyone, waits for every peer to stop, and stops the server.
+    func finish() async {
+        let current = all
+        if let host = current.first { try? await host.peer.end() }
+        for member in current {
+            let task = member.task.withLock { $0 }
+            await task?.value
+        }
+        collect()
+        await server.shutdown()
+    }
+}
