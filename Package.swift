@@ -60,7 +60,9 @@ let package = Package(
         ),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore"]),
-        .testTarget(name: "TandemNetTests", dependencies: ["TandemNet", "TandemCore", "TandemTesting"]),
+        .testTarget(name: "TandemNetTests", dependencies: [
+            "TandemNet", "TandemCore", "TandemTesting", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore"]),
     ]
 )

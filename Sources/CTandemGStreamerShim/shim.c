@@ -5,7 +5,10 @@
 #include <gst/pbutils/pbutils.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 // MARK: - Process and memory
 
@@ -286,10 +289,28 @@ static void error_trap_free(gpointer data) {
     g_free(trap);
 }
 
+// A streaming thread announces itself (STREAM_STATUS ENTER) from inside that thread. The threads that feed the
+// sinks (playsink's "vqueue" and "aqueue") must release buffers on time; the others (demuxing, decoding) only
+// have to keep queues filled. Those others get a lower priority (nice +5: allowed without privileges), so that
+// when several players share a few cores, a decoder waking up does not delay another player's sink.
+static void prioritise_streaming_thread(GstMessage *message) {
+    GstStreamStatusType status;
+    GstElement *owner = NULL;
+    gst_message_parse_stream_status(message, &status, &owner);
+    if (status != GST_STREAM_STATUS_TYPE_ENTER || owner == NULL) return;
+    const char *name = GST_OBJECT_NAME(owner);
+    if (name && (g_str_has_prefix(name, "vqueue") || g_str_has_prefix(name, "aqueue"))) return;
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);  // best effort: a failure changes nothing
+}
+
 static GstBusSyncReply error_trap_handler(GstBus *bus, GstMessage *message, gpointer data) {
     (void)bus;
     tdm_gst_error_trap *trap = data;
     GstMessageType type = GST_MESSAGE_TYPE(message);
+    if (type == GST_MESSAGE_STREAM_STATUS) {
+        prioritise_streaming_thread(message);
+        return GST_BUS_PASS;
+    }
     if (type != GST_MESSAGE_ERROR && type != GST_MESSAGE_ELEMENT && type != GST_MESSAGE_TAG) return GST_BUS_PASS;
     tdm_gst_message_info info;
     // The pipeline pointer only serves from_pipeline, which the trap does not need.
@@ -443,10 +464,54 @@ void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint6
 
 // MARK: - Clock
 
-GstClock *tdm_gst_clock_new_monotonic(void) {
-    GstClock *clock = g_object_new(GST_TYPE_SYSTEM_CLOCK, "clock-type", GST_CLOCK_TYPE_MONOTONIC,
-                                   "name", "tandem-session-clock", NULL);
-    return gst_object_ref_sink(clock);
+// A GstSystemClock whose blocking waits end precisely: the system clock's own wait (which can be unscheduled)
+// sleeps until `spin` before the target, then the thread spins to the target, watching for unscheduling.
+// Timer wake-ups on virtual machines come 0.1–1 ms late and vary; every sink on this clock renders that much
+// later, differently on every peer. Spinning the last stretch trades a little CPU for sub-0.1 ms releases.
+typedef struct {
+    GstSystemClock parent;
+    GstClockTime spin;
+} TdmPreciseClock;
+
+typedef struct {
+    GstSystemClockClass parent_class;
+} TdmPreciseClockClass;
+
+G_DEFINE_TYPE(TdmPreciseClock, tdm_precise_clock, GST_TYPE_SYSTEM_CLOCK)
+
+static GstClockReturn tdm_precise_clock_wait(GstClock *clock, GstClockEntry *entry, GstClockTimeDiff *jitter) {
+    GstClockClass *parent = GST_CLOCK_CLASS(tdm_precise_clock_parent_class);
+    GstClockTime spin = ((TdmPreciseClock *)clock)->spin;
+    GstClockTime target = GST_CLOCK_ENTRY_TIME(entry);
+    GstClockTime now = gst_clock_get_time(clock);
+    if (spin == 0 || !GST_CLOCK_TIME_IS_VALID(target) || GST_CLOCK_DIFF(now, target) <= 0) {
+        return parent->wait(clock, entry, jitter);
+    }
+    if (GST_CLOCK_DIFF(now, target) > (GstClockTimeDiff)spin) {
+        // Only this thread waits on a single-shot entry, so moving its time for the sleep is safe.
+        entry->time = target - spin;
+        GstClockReturn early = parent->wait(clock, entry, jitter);
+        entry->time = target;
+        if (early != GST_CLOCK_OK && early != GST_CLOCK_EARLY) return early;  // unscheduled or an error
+    }
+    while ((now = gst_clock_get_time(clock)) < target) {
+        if (g_atomic_int_get((gint *)&entry->status) == GST_CLOCK_UNSCHEDULED) return GST_CLOCK_UNSCHEDULED;
+    }
+    if (jitter) *jitter = GST_CLOCK_DIFF(target, now);
+    return GST_CLOCK_OK;
+}
+
+static void tdm_precise_clock_class_init(TdmPreciseClockClass *klass) {
+    GST_CLOCK_CLASS(klass)->wait = tdm_precise_clock_wait;
+}
+
+static void tdm_precise_clock_init(TdmPreciseClock *clock) { clock->spin = 0; }
+
+GstClock *tdm_gst_clock_new_monotonic(uint64_t spin_ns) {
+    TdmPreciseClock *clock = g_object_new(tdm_precise_clock_get_type(), "clock-type", GST_CLOCK_TYPE_MONOTONIC,
+                                          "name", "tandem-session-clock", NULL);
+    clock->spin = spin_ns;
+    return gst_object_ref_sink(GST_CLOCK(clock));
 }
 
 static void rate_fraction(double rate, GstClockTime *num, GstClockTime *denom) {

@@ -42,12 +42,17 @@ public final class GStreamerPlayer: PlaybackEngine {
         public var renderProbeCapacity: Int
         /// How long loading or preparing may take before it fails (ns).
         public var prerollTimeout: Int64
+        /// Sinks sleep until this long before each buffer's release time and spin the rest (ns), because timer
+        /// wake-ups can be 0.1–1 ms late (virtual machines especially). Costs about this much CPU per buffer;
+        /// 0 leaves waiting to GStreamer alone.
+        public var preciseWait: Int64
 
         public init(videoSink: Sink = .automatic, audioSink: Sink = .automatic,
                     audioDriftTolerance: Int64 = Nanos.milliseconds(5),
                     audioAlignmentThreshold: Int64 = Nanos.milliseconds(10),
                     stepThreshold: Int64 = Nanos.milliseconds(20), slewDuration: Int64 = Nanos.seconds(1),
-                    renderProbeCapacity: Int = 8192, prerollTimeout: Int64 = Nanos.seconds(20)) {
+                    renderProbeCapacity: Int = 8192, prerollTimeout: Int64 = Nanos.seconds(20),
+                    preciseWait: Int64 = 0) {
             self.videoSink = videoSink
             self.audioSink = audioSink
             self.audioDriftTolerance = audioDriftTolerance
@@ -56,6 +61,7 @@ public final class GStreamerPlayer: PlaybackEngine {
             self.slewDuration = slewDuration
             self.renderProbeCapacity = renderProbeCapacity
             self.prerollTimeout = prerollTimeout
+            self.preciseWait = preciseWait
         }
 
         /// Both streams rendered by `fakesink sync=true`.
@@ -118,7 +124,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         if tdm_gst_render_probe_attach(probe.pointer, audioSink, Int32(TDM_GST_KIND_AUDIO)) > 0 { attached.insert(.audio) }
         renderProbe = probe
 
-        let clock = tdm_gst_clock_new_monotonic()!
+        let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
         let now = tdm_gst_monotonic_now()
         let calibration = localTimeModel.reanchored(atLocal: now)
         Self.apply(calibration, to: clock)
@@ -411,7 +417,7 @@ public final class GStreamerPlayer: PlaybackEngine {
     private func replaceClockOnQueue(_ calibration: ClockMapping, restart: Bool) {
         guard !state.withLock({ $0.closed }) else { return }
         let pipeline = handles.pipeline
-        let fresh = tdm_gst_clock_new_monotonic()!
+        let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
         let current = state.withLock { $0.calibration }
         Self.apply(current, to: fresh)
         let playing = restart && state.withLock { $0.isPlaying }

@@ -130,8 +130,10 @@ void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint6
 // MARK: - Clock
 
 /// A fresh GstSystemClock on CLOCK_MONOTONIC that only this engine uses (never the shared system clock,
-/// whose calibration would leak into every pipeline in the process). Caller owns the reference.
-GstClock *tdm_gst_clock_new_monotonic(void);
+/// whose calibration would leak into every pipeline in the process). With `spin_ns` > 0 its blocking waits sleep
+/// until `spin_ns` before the target and spin the rest, so sinks release buffers on time even where timer
+/// wake-ups are late (virtual machines); 0 keeps GStreamer's own wait. Caller owns the reference.
+GstClock *tdm_gst_clock_new_monotonic(uint64_t spin_ns);
 /// Sets the calibration: clock time = external + rate × (internal − internal_anchor), where internal is
 /// CLOCK_MONOTONIC. Negative anchors are not allowed by GStreamer, so both must be ≥ 0.
 void tdm_gst_clock_calibrate(GstClock *clock, uint64_t internal_anchor, uint64_t external_anchor, double rate);

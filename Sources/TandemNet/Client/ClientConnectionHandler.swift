@@ -139,7 +139,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .clockPong:
             let pong = try FrameCodec.parseClockPong(frame)
             guard pong.sequence == pingSequence else { return }  // a late answer to an older ping
-            estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt))
+            let sample = ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt)
+            estimator.add(sample)
+            shared.deliver(sample)
             let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
                                                    roundTrip: estimator.roundTrip)
             shared.clock.withLockedValue { $0 = snapshot }

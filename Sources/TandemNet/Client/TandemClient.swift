@@ -276,6 +276,14 @@ public final class TandemClientConnection: SessionLink {
 
     public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
 
+    /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session
+    /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
+    public func clockSamples() -> AsyncStream<ClockSample> {
+        let (stream, continuation) = AsyncStream<ClockSample>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        shared.subscribeSamples(continuation)
+        return stream
+    }
+
     public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
         shared.clock.withLockedValue { state in
             guard let bound = state.errorBound, let rt = state.roundTrip else { return nil }
@@ -355,6 +363,21 @@ final class ClientShared: Sendable {
     /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
     private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
     private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
+    /// Clock-sample subscribers; nil once the link has closed.
+    private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
+
+    func subscribeSamples(_ continuation: AsyncStream<ClockSample>.Continuation) {
+        let open = sampleSubscribers.withLockedValue { subs -> Bool in
+            guard subs != nil else { return false }
+            subs!.append(continuation)
+            return true
+        }
+        if !open { continuation.finish() }
+    }
+
+    func deliver(_ sample: ClockSample) {
+        sampleSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(sample) } }
+    }
 
     var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
 
@@ -398,6 +421,9 @@ final class ClientShared: Sendable {
             return subs
         }
         guard let subs else { return }
+        for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
+            continuation.finish()
+        }
         for continuation in subs {
             if announce { continuation.yield(.invalidated(reason)) }
             continuation.finish()

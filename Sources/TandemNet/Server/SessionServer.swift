@@ -26,6 +26,7 @@ public final class SessionServer: Sendable {
     private let sessions: NIOLockedValueBox<[String: HostedSession]>
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
     private let stopped = NIOLockedValueBox(false)
+    private let stopping = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let nextLoop = NIOLockedValueBox(0)
     private let clock: any MonotonicClock
     private let logger: Logger
@@ -138,14 +139,21 @@ public final class SessionServer: Sendable {
     }
 
     /// Stops accepting connections, invalidates every session with `reason` (each participant receives it
-    /// before its connection closes), and releases the event loops.
+    /// before its connection closes), and releases the event loops. Calling it again waits for the first call to
+    /// finish.
     public func shutdown(reason: InvalidationReason = InvalidationReason(code: .serverShutdown,
                                                                         message: "the server is shutting down")) async {
-        let first = stopped.withLockedValue { stopped -> Bool in
-            defer { stopped = true }
-            return !stopped
+        let task: Task<Void, Never> = stopping.withLockedValue { stopping in
+            if let running = stopping { return running }
+            let task = Task { await self.stop(reason: reason) }
+            stopping = task
+            return task
         }
-        guard first else { return }
+        await task.value
+    }
+
+    private func stop(reason: InvalidationReason) async {
+        stopped.withLockedValue { $0 = true }
         try? await listener.close()
         let all = sessions.withLockedValue { Array($0.values) }
         for session in all {

@@ -75,9 +75,7 @@ struct DemoRun {
 
         // Everything the group is told, as ann's player sees it.
         let noticeTask = Task {
-            for await event in ann.peer.coordinator.events {
-                if case .notice(let notice) = event { say(notice.text) }
-            }
+            for await notice in ann.peer.session.notices { say(notice.text) }
         }
         let collector = Task {
             while !Task.isCancelled {
@@ -99,16 +97,16 @@ struct DemoRun {
         await at(1)
         say("ann presses play — nobody starts until bob has loaded")
         mark("play (waits for bob)", ann, .starts(near: 0))
-        await ann.peer.coordinator.play()
+        await ann.peer.play()
         await at(8)
         mark("bob pauses", bob, .stops)
-        await bob.peer.coordinator.pause()
+        await bob.peer.pause()
         await at(10)
         mark("ann plays", ann, .starts(near: nil))
-        await ann.peer.coordinator.play()
+        await ann.peer.play()
         await at(13)
         mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
-        await carol.peer.coordinator.seek(to: Nanos.seconds(25))
+        await carol.peer.seek(to: Nanos.seconds(25))
         await at(16)
         say("dave joins late; the group plays on")
         let dave = try await ensemble.add(.init(name: "dave", player: sinks))
@@ -137,7 +135,7 @@ struct DemoRun {
         let now = SystemMonotonicClock().now()
         var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
         for member in ensemble.all {
-            let position = member.peer.engine.currentItemTime().map(formatClock) ?? "–"
+            let position = member.drill.currentItemTime().map(formatClock) ?? "–"
             parts.append("\(member.name) \(position)")
         }
         let recent = ensemble.withTruth { truth in

@@ -20,13 +20,16 @@ final class Ensemble: Sendable {
         var impairment: (any LinkImpairment)?
         var player: GStreamerPlayer.Configuration = .headless
         var coordinator: PlaybackCoordinator.Configuration = .init()
+        /// Which rules drive the peer: Tandem's coordinator, or a baseline's.
+        var policy: SyncPolicy = .tandem
     }
 
     /// One running peer.
     final class Member: Sendable {
         let index: Int
         let setup: PeerSetup
-        let peer: LocalPeer
+        let peer: any PeerDriver
+        let player: GStreamerPlayer
         let drill: DrillEngine
         /// True time at which it started to join.
         let joinStarted: Int64
@@ -34,10 +37,12 @@ final class Ensemble: Sendable {
         let localClock: ClockMapping
         fileprivate let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
-        init(index: Int, setup: PeerSetup, peer: LocalPeer, drill: DrillEngine, joinStarted: Int64, localClock: ClockMapping) {
+        init(index: Int, setup: PeerSetup, peer: any PeerDriver, player: GStreamerPlayer, drill: DrillEngine,
+             joinStarted: Int64, localClock: ClockMapping) {
             self.index = index
             self.setup = setup
             self.peer = peer
+            self.player = player
             self.drill = drill
             self.joinStarted = joinStarted
             self.localClock = localClock
@@ -45,12 +50,15 @@ final class Ensemble: Sendable {
 
         var name: String { setup.name }
 
-        /// The clock estimate's error against the truth now (ns): estimated session time − true session time.
-        /// Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock.
-        func clockError() -> Int64? {
-            guard let mapping = peer.connection.clockMapping() else { return nil }
+        /// The error of the peer's session-time estimate against the truth now (ns): estimated minus true session
+        /// time. Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock. Nil for a
+        /// peer that keeps no estimate (a baseline without clock sync).
+        func clockError() async -> Int64? {
             let now = SystemMonotonicClock().now()
-            return mapping.sessionTime(atLocal: localClock.sessionTime(atLocal: now)) - now
+            guard let estimate = await peer.estimatedSessionTime(atLocal: localClock.sessionTime(atLocal: now)) else {
+                return nil
+            }
+            return estimate - now
         }
     }
 
@@ -97,11 +105,19 @@ final class Ensemble: Sendable {
         options.clock = skewed
         options.impairment = setup.impairment
         options.asHost = members.withLock { $0.isEmpty }
-        let peer = try await LocalPeer.connect(invite: invite, name: setup.name, file: file, player: player,
+        let peer: any PeerDriver
+        switch setup.policy {
+        case .tandem:
+            peer = try await LocalPeer.connect(invite: invite, name: setup.name, file: file, player: player,
                                                engine: drill, options: options, configuration: setup.coordinator)
+        case .syncplayRules, .jellyfinRules:
+            peer = try await BaselinePeer.connect(invite: invite, name: setup.name, file: file, player: player,
+                                                  engine: drill, options: options,
+                                                  rules: setup.policy == .syncplayRules ? .syncplay : .jellyfin)
+        }
         let index = truth.withLock { $0.addPeer() }
-        let member = Member(index: index, setup: setup, peer: peer, drill: drill, joinStarted: joinStarted,
-                            localClock: skewed.skew)
+        let member = Member(index: index, setup: setup, peer: peer, player: player, drill: drill,
+                            joinStarted: joinStarted, localClock: skewed.skew)
         members.withLock { $0.append(member) }
         member.task.withLock { $0 = Task { await peer.run() } }
         return member
@@ -112,7 +128,7 @@ final class Ensemble: Sendable {
     func collect() {
         let current = all
         truth.withLock { truth in
-            for member in current { truth.collect(member.index, from: member.peer.player.renderProbe) }
+            for member in current { truth.collect(member.index, from: member.player.renderProbe) }
         }
     }
 

@@ -76,7 +76,7 @@ struct GroundTruth: Sendable {
     // MARK: Command effects
 
     /// What a command changes in what a peer renders.
-    enum Effect: Sendable, Hashable {
+    enum Effect: Sendable, Hashable, Codable {
         /// Rendering starts (or restarts) near `item` (any item when nil).
         case starts(near: Int64?)
         /// Rendering stops.

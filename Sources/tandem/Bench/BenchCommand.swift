@@ -1,0 +1,206 @@
+import ArgumentParser
+import Foundation
+import Tandem
+import TandemTesting
+
+/// `tandem bench`: how tightly peers stay together and how fast commands reach them, from ground truth.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), and clock sync (clock).",
+        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self]
+    )
+}
+
+/// `tandem bench sync`.
+struct SyncBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Run N real peers under a simulated network and clock errors; report render skew and latency.",
+        discussion: """
+            Every peer is a headless GStreamer player with its own session connection through the real session \
+            server, its own clock error (offset and drift, injected into its view of time only) and its own \
+            simulated link. A schedule repeats: a start with one peer slow to load, pause, play, seek, rate 1.5× \
+            and back, a stall on one peer, a late joiner. Skew at item time X is the spread of the true times at \
+            which the peers' sinks rendered X.
+
+            Links: loopback (no impairment), lan (0.5 ms ± 0.1 each way), wan (50 ms + exponential tail, mean \
+            5 ms, 1 % loss), harsh (50 ± 10 ms uniform, 2 % loss), asymmetric (30 ms up, 70 ms down).
+
+            Policies: tandem; syncplay-rules and jellyfin-rules are re-implementations of the sync rules those \
+            systems publish, run on the same players, server and network, for side-by-side figures.
+            """
+    )
+
+    @Option(help: "Peers (2–32).")
+    var peers = 4
+
+    @Option(help: ArgumentHelp("Link profile: \(LinkProfile.allNames.joined(separator: ", ")).", valueName: "PROFILE"))
+    var link = "loopback"
+
+    @Option(help: "Seconds of schedule (10 minutes for the published figures).")
+    var duration = 120.0
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp(
+        "Policies to run one after another: tandem, syncplay-rules, jellyfin-rules.", valueName: "POLICY"))
+    var policy: [SyncPolicy] = [.tandem]
+
+    @Option(help: "Seed for clock errors and link randomness.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("max-clock-offset"), help: "Largest clock offset of a peer (s), either way.")
+    var maxClockOffset = 10.0
+
+    @Option(name: .customLong("max-drift"), help: "Largest clock drift of a peer (ppm), either way.")
+    var maxDrift = 200.0
+
+    @Option(help: "The media file (default: the bundled media-samples/countdown.webm).")
+    var file: String?
+
+    @Option(name: .customLong("precise-wait"), help: ArgumentHelp(
+        "How long before each buffer's release time sinks stop sleeping and spin (µs); 0 leaves waiting to GStreamer.",
+        valueName: "µs"))
+    var preciseWait = 0.0
+
+    @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
+    var json: String?
+
+    @Option(help: ArgumentHelp("Write the plot (SVG) here; with several policies, one file each (-POLICY added).",
+                               valueName: "FILE"))
+    var plot: String?
+
+    @Option(help: ArgumentHelp("Write every rendered frame as CSV here (peer, item ns, true render ns since the start; one file per policy when several): the raw ground truth.",
+                               valueName: "FILE"))
+    var frames: String?
+
+    @Flag(name: .shortAndLong, help: "Debug logging.")
+    var verbose = false
+
+    func validate() throws {
+        guard (2...32).contains(peers) else { throw ValidationError("--peers must be 2 to 32") }
+        guard LinkProfile.named(link) != nil else {
+            throw ValidationError("unknown --link \(link): use \(LinkProfile.allNames.joined(separator: ", "))")
+        }
+        guard duration >= 5 else { throw ValidationError("--duration must be at least 5 seconds") }
+        guard maxClockOffset >= 0, maxClockOffset <= 3600 else { throw ValidationError("--max-clock-offset must be 0 to 3600 s") }
+        guard maxDrift >= 0, maxDrift <= 1000 else { throw ValidationError("--max-drift must be 0 to 1000 ppm") }
+        guard !policy.isEmpty else { throw ValidationError("give at least one --policy") }
+        guard (0...5000).contains(preciseWait) else { throw ValidationError("--precise-wait must be 0 to 5000 µs") }
+    }
+
+    func run() async throws {
+        CLILogging.bootstrap(verbose: verbose)
+        try await reportingErrors {
+            let path = try file ?? Samples.path("countdown.webm")
+            let terminal = Terminal.stdoutIsTerminal
+            var reports: [SyncReport] = []
+            for policy in policy {
+                let configuration = SyncBench.Configuration(
+                    peers: peers, link: link, duration: duration, policy: policy, seed: seed,
+                    maxClockOffset: maxClockOffset, maxDriftPPM: maxDrift, file: path,
+                    preciseWait: Nanos.microseconds(preciseWait))
+                let outcome = try await SyncBench(configuration: configuration).run { line in
+                    if terminal { Terminal.shared.status("[\(policy.rawValue)] " + line) }
+                }
+                if terminal { Terminal.shared.status("") }
+                var command = "tandem bench sync --peers \(peers) --link \(link) --duration \(String(format: "%g", duration)) --policy \(policy.rawValue) --seed \(seed)"
+                if preciseWait != 0 { command += " --precise-wait \(String(format: "%g", preciseWait))" }
+                let report = SyncReport.make(outcome, command: command)
+                reports.append(report)
+                printLine(report.rendered)
+                printLine("")
+                if let frames {
+                    let target = self.policy.count > 1 ? Self.suffixed(frames, policy.rawValue) : frames
+                    var csv = "peer,name,item_ns,render_ns\n"
+                    for (index, list) in outcome.truth.frames.enumerated() {
+                        let name = outcome.peers[index].name
+                        for frame in list { csv += "\(index),\(name),\(frame.item),\(frame.time - outcome.started)\n" }
+                    }
+                    try Self.write(csv, to: target)
+                    printLine("frames: \(target)")
+                }
+                if let plot {
+                    let target = self.policy.count > 1 ? Self.suffixed(plot, policy.rawValue) : plot
+                    let title = "Render offset per peer — \(policy.label), \(peers) peers, \(link)"
+                    try Self.write(SyncReport.plot(outcome, title: title), to: target)
+                    printLine("plot: \(target)")
+                }
+            }
+            if reports.count > 1 { printLine(Self.comparison(reports)) }
+            if let json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                let data: Data
+                do { data = try encoder.encode(reports.count == 1 ? AnyEncodable(reports[0]) : AnyEncodable(reports)) } catch {
+                    throw CLIError(.failure, "cannot encode the figures: \(error)")
+                }
+                try Self.write(String(decoding: data, as: UTF8.self), to: json)
+                printLine("figures: \(json)")
+            }
+        }
+    }
+
+    /// Side-by-side figures of several policies from the same run.
+    static func comparison(_ reports: [SyncReport]) -> String {
+        func f(_ v: Double?) -> String { v.map { $0 < 10 ? String(format: "%.3f", $0) : String(format: "%.1f", $0) } ?? "–" }
+        var table = TextTable(["policy", "skew p50 ms", "skew p99 ms", "skew max ms", "× tandem (p99)"])
+        let reference = reports.first { $0.policy == SyncPolicy.tandem.rawValue }?.skew.p99
+        for report in reports {
+            let ratio = reference.flatMap { r in report.skew.p99.map { String(format: "%.0f×", $0 / max(r, 1e-6)) } } ?? "–"
+            table.add([SyncPolicy(rawValue: report.policy)?.label ?? report.policy, f(report.skew.p50), f(report.skew.p99),
+                       f(report.skew.max), ratio])
+        }
+        return "side by side (same link, peers, clock errors and schedule):\n" + table.rendered
+    }
+
+    static func suffixed(_ path: String, _ suffix: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let ext = url.pathExtension
+        let base = url.deletingPathExtension().path
+        return ext.isEmpty ? "\(base)-\(suffix)" : "\(base)-\(suffix).\(ext)"
+    }
+
+    static func write(_ text: String, to path: String) throws(CLIError) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw CLIError(.failure, "cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+/// Encodes any Encodable value (one report or several).
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// `tandem bench clock`: the clock-sync estimator in seeded simulations over each link profile.
+struct ClockBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock",
+        abstract: "Simulate clock sync over each link profile and print how close the estimate gets, and when.",
+        discussion: """
+            A peer whose clock is an hour off and drifts 200 ppm synchronises with the session authority over a \
+            simulated link (deterministic, seeded). Error = estimated − true session time.
+            """
+    )
+
+    @Option(help: "Simulated seconds per run.")
+    var duration = 60.0
+
+    @Option(help: "Seeds per link (the worst is shown).")
+    var runs = 5
+
+    @Option(help: "First seed.")
+    var seed: UInt64 = 1
+
+    func run() async throws {
+        let profiles: [LinkProfile] = [.lan, .wan(loss: 0.02), .harsh, .asymmetric]
+        printLine(ClockSyncSimulation.benchmark(profiles: profiles, duration: duration, seed: seed, runs: runs))
+        printLine("reproduce: tandem bench clock --duration \(String(format: "%g", duration)) --runs \(runs) --seed \(seed)")
+    }
+}
