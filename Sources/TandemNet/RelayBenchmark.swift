@@ -24,7 +24,16 @@ public enum RelayBenchmark {
         public var serverThreads: Int = 1
         /// Threads of the clients' event loop group.
         public var clientThreads: Int = 2
+        /// Where the server runs: in this process, or an already running standalone server that lets clients
+        /// create sessions (`tandem serve`), whose resident memory and CPU are then read from /proc by its pid.
+        public var server: Placement = .inProcess
         public init() {}
+    }
+
+    /// Where the measured server runs.
+    public enum Placement: Sendable, Hashable {
+        case inProcess
+        case external(host: String, port: Int, processID: Int32?)
     }
 
     public struct Result: Sendable, Hashable, CustomStringConvertible {
@@ -47,11 +56,17 @@ public enum RelayBenchmark {
         public var residentMemoryBefore: Int64?
         /// Messages the client dropped or refused (rate limits, closed links).
         public var sendFailures: Int
+        /// An external server's resident memory at the end and its peak (bytes), and the share of one core it used
+        /// while messages flowed (percent).
+        public var serverResidentMemory: Int64?
+        public var serverPeakMemory: Int64?
+        public var serverCPUPercent: Double?
 
         /// Whether the issue's targets hold: p99 ≤ 2 ms, nothing lost, resident memory ≤ 100 MB (growth).
         public var meetsTargets: Bool {
-            p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty
-                && (residentMemory.map { $0 - (residentMemoryBefore ?? 0) <= 100 * 1024 * 1024 } ?? true)
+            let memory = serverResidentMemory ?? residentMemory.map { $0 - (residentMemoryBefore ?? 0) }
+            return p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty
+                && (memory.map { $0 <= 100 * 1024 * 1024 } ?? true)
         }
 
         public var description: String {
@@ -63,7 +78,7 @@ public enum RelayBenchmark {
             \(configuration.messagesPerSecond) msg/s each for \(configuration.duration) s
               sent \(sent), delivered \(received)/\(expected), lost \(lost), send failures \(sendFailures)
               latency p50 \(ms(p50))  p99 \(ms(p99))  max \(ms(max))
-              resident memory \(memory)\(growth)\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
+              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
               targets (p99 ≤ 2 ms, no loss, ≤ 100 MB): \(meetsTargets ? "met" : "NOT met")
             """
         }
@@ -84,14 +99,26 @@ public enum RelayBenchmark {
         // Joins and leaves are logged at info level: a thousand of them would bury the figures.
         var serverLogger = logger
         serverLogger.logLevel = max(logger.logLevel, .warning)
-        let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: serverConfiguration,
-                                                   logger: serverLogger)
-        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: Swift.max(1, configuration.clientThreads))
+        var server: SessionServer?
         var createdInvites: [Invite] = []
-        for index in 0..<configuration.sessions {
-            createdInvites.append(try server.createSession(id: "bench-\(index)"))
+        var serverProcess: Int32?
+        switch configuration.server {
+        case .inProcess:
+            let started = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: serverConfiguration,
+                                                        logger: serverLogger)
+            server = started
+            for index in 0..<configuration.sessions {
+                createdInvites.append(try started.createSession(id: "bench-\(index)"))
+            }
+        case .external(let host, let port, let pid):
+            serverProcess = pid
+            for index in 0..<configuration.sessions {
+                createdInvites.append(Invite(host: host, port: port, session: "bench-\(index)", secret: "bench-secret-\(index)"))
+            }
         }
+        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: Swift.max(1, configuration.clientThreads))
         let invites = createdInvites
+        let createsSessions = configuration.server != .inProcess
 
         // Join everyone, a few at a time.
         var clientOptions = TandemClient.Options()
@@ -102,10 +129,16 @@ public enum RelayBenchmark {
         var connections: [(session: Int, link: TandemClientConnection)] = []
         var failures: [String] = []
         let batch = 50
-        for start in stride(from: 0, to: configuration.participants, by: batch) {
+        // On an external server the first participant of each session creates it; the rest join after.
+        let firstRound = createsSessions ? Swift.min(configuration.sessions, configuration.participants) : 0
+        let rounds = [(0, firstRound), (firstRound, configuration.participants)].filter { $0.0 < $0.1 }
+        for (roundStart, roundEnd) in rounds {
+        for start in stride(from: roundStart, to: roundEnd, by: batch) {
             let results = await withTaskGroup(of: (Int, Result_<TandemClientConnection>).self) { group in
-                for index in start..<Swift.min(start + batch, configuration.participants) {
+                for index in start..<Swift.min(start + batch, roundEnd) {
                     let session = index % configuration.sessions
+                    var options = options
+                    options.createSession = createsSessions && index < firstRound
                     group.addTask {
                         do {
                             let link = try await TandemClient.connect(invite: invites[session], name: "p\(index)",
@@ -127,74 +160,73 @@ public enum RelayBenchmark {
                 }
             }
         }
+        }
         var sessionSizes = [Int](repeating: 0, count: configuration.sessions)
         for (session, _) in connections { sessionSizes[session] += 1 }
         let perSession = sessionSizes
         let joinedLinks = connections
 
-        // Receivers: record the latency of every delivery.
+        // Receivers and senders run on the clients' event loops, as a load generator should: no task per
+        // participant, no stream per connection between the socket and the stopwatch, so the figures are the
+        // relay's, not the load generator's. Arrival is stamped when the frame is decoded.
         let clock = SystemMonotonicClock()
-        let latencies = NIOLockedValueBox<[Int64]>([])
-        let streams = connections.map { $0.link.serverMessages() }
-        let receivers = Task {
-            await withTaskGroup(of: [Int64].self) { group in
-                for stream in streams {
-                    group.addTask {
-                        var local: [Int64] = []
-                        for await message in stream {
-                            guard case .appMessage(let app) = message, app.payload.count >= 8 else { continue }
-                            let sentAt = app.payload.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
-                            local.append(clock.now() - sentAt)
-                        }
-                        return local
-                    }
-                }
-                for await local in group { latencies.withLockedValue { $0.append(contentsOf: local) } }
+        let latencies = LatencyLog(capacity: Int(Double(connections.count) * configuration.messagesPerSecond
+                                                 * configuration.duration * 4))
+        for (_, link) in connections {
+            link.tapAppMessages { message, receivedAt in
+                guard message.payload.count >= 8 else { return }
+                let sentAt = message.payload.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
+                latencies.record(receivedAt - sentAt)
             }
         }
 
+        // The external server's CPU from here on: the load phase, not the joins.
+        let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
+        let sendingStarted = clock.now()
         // Senders: K messages per second each, phases spread so the load is even.
         let sentCounts = NIOLockedValueBox<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
-        let interval = UInt64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
-        let endAt = clock.now() + Int64(configuration.duration * 1e9)
-        await withTaskGroup(of: Void.self) { group in
-            for (index, entry) in joinedLinks.enumerated() {
-                let others = perSession[entry.session] - 1
-                group.addTask {
-                    try? await Task.sleep(nanoseconds: UInt64(index) * interval / UInt64(Swift.max(1, joinedLinks.count)))
-                    var next = clock.now()
-                    var sent = 0, failed = 0
-                    while next < endAt {
-                        var payload = Data(count: Swift.max(16, configuration.payloadSize))
-                        let now = clock.now()
-                        payload.withUnsafeMutableBytes { raw in
-                            raw.storeBytes(of: now, as: Int64.self)
-                            raw.storeBytes(of: Int64(index), toByteOffset: 8, as: Int64.self)
-                        }
-                        do {
-                            try await entry.link.sendAppMessage(payload)
-                            sent += 1
-                        } catch {
-                            failed += 1
-                        }
-                        next += Int64(interval)
-                        let wait = next - clock.now()
-                        if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
-                    }
-                    let (s, f) = (sent, failed)
-                    sentCounts.withLockedValue { $0.sent += s; $0.expected += s * others; $0.failed += f }
+        let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
+        let endAt = sendingStarted + Int64(configuration.duration * 1e9)
+        var tasks: [RepeatedTask] = []
+        for (index, entry) in connections.enumerated() {
+            let others = perSession[entry.session] - 1
+            let phase = Int64(index) * interval / Int64(Swift.max(1, connections.count))
+            let link = entry.link
+            let payloadSize = Swift.max(16, configuration.payloadSize)
+            tasks.append(link.channel.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
+                                                                     delay: .nanoseconds(interval)) { task in
+                let now = clock.now()
+                guard now < endAt else { task.cancel(); return }
+                var payload = Data(count: payloadSize)
+                payload.withUnsafeMutableBytes { raw in
+                    raw.storeBytes(of: now, as: Int64.self)
+                    raw.storeBytes(of: Int64(index), toByteOffset: 8, as: Int64.self)
                 }
-            }
+                if link.writeAppMessageOnLoop(payload) {
+                    sentCounts.withLockedValue { $0.sent += 1; $0.expected += others }
+                } else {
+                    sentCounts.withLockedValue { $0.failed += 1 }
+                }
+            })
         }
+        try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now())))
+        for task in tasks { task.cancel() }
         // Let the last deliveries drain, then measure memory while everyone is still connected.
         try? await Task.sleep(nanoseconds: 1_000_000_000)
         let after = residentMemoryBytes()
+        var serverMemory: (Int64, Int64)?
+        var serverCPU: Double?
+        if let pid = serverProcess {
+            serverMemory = processMemory(pid)
+            if let before = serverCPUAtStart, let now = processCPUTime(pid) {
+                serverCPU = Double(now - before) / Double(clock.now() - sendingStarted) * 100
+            }
+        }
         for (_, link) in connections { await link.abort() }
-        await server.shutdown()
-        _ = await receivers.value
+        await server?.shutdown()
         try? await clientGroup.shutdownGracefully()
 
-        var all = latencies.withLockedValue { $0 }
+        var all = latencies.values
         all.sort()
         func percentile(_ p: Double) -> Int64 {
             all.isEmpty ? 0 : all[Swift.min(all.count - 1, Int((Double(all.count - 1) * p).rounded()))]
@@ -203,7 +235,43 @@ public enum RelayBenchmark {
         return Result(configuration: configuration, joined: connections.count, connectFailures: failures,
                       sent: counts.sent, expected: counts.expected, received: all.count,
                       p50: percentile(0.5), p99: percentile(0.99), max: all.last ?? 0,
-                      residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed)
+                      residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
+                      serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU)
+    }
+
+    /// Latencies recorded from the event loops.
+    private final class LatencyLog: Sendable {
+        private let storage: NIOLockedValueBox<[Int64]>
+        init(capacity: Int) {
+            var values: [Int64] = []
+            values.reserveCapacity(capacity)
+            storage = NIOLockedValueBox(values)
+        }
+        func record(_ value: Int64) { storage.withLockedValue { $0.append(value) } }
+        var values: [Int64] { storage.withLockedValue { $0 } }
+    }
+
+    /// utime + stime of a process (ns), from /proc/PID/stat.
+    static func processCPUTime(_ pid: Int32) -> Int64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+        return (user + system) * 1_000_000_000 / Int64(Swift.max(1, sysconf(Int32(_SC_CLK_TCK))))
+    }
+
+    /// (VmRSS, VmHWM) of a process in bytes.
+    static func processMemory(_ pid: Int32) -> (Int64, Int64)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        var rss: Int64?, peak: Int64?
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard parts.count >= 2, let kb = Int64(parts[1]) else { continue }
+            if line.hasPrefix("VmRSS:") { rss = kb * 1024 }
+            if line.hasPrefix("VmHWM:") { peak = kb * 1024 }
+        }
+        guard let rss, let peak else { return nil }
+        return (rss, peak)
     }
 
     /// VmRSS of this process from /proc/self/status (Linux), in bytes.

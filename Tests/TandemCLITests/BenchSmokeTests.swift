@@ -30,7 +30,7 @@ struct BenchSmokeTests {
 
     @Test("bench relay: a small load relays every message")
     func relay() async throws {
-        let bench = try TandemProcess(["bench", "relay", "--participants", "12", "--sessions", "3", "--rate", "10",
+        let bench = try TandemProcess(["bench", "relay", "--participants", "12", "--per-session", "4", "--rate", "10",
                                        "--duration", "2"])
         #expect(await bench.exitCode(within: 60) == 0, "\(bench.stderr)")
         #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")

@@ -132,6 +132,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 welcomePromise.succeed(snapshot)
                 startClockSync(context: context)
             case .joined:
+                if case .appMessage(let app) = message, let tap = shared.appTap.withLockedValue({ $0 }) {
+                    tap.handler(app, frame.receivedAt)
+                    return
+                }
                 deliver(checked(message))
             default:
                 throw FrameError.malformedBody(kind: .session, detail: "session message before joining")

@@ -320,6 +320,25 @@ public final class TandemClientConnection: SessionLink {
         }
     }
 
+    /// Hands every app message from now on to `tap` on the connection's event loop, with the time its frame was
+    /// decoded, instead of to `serverMessages()` subscribers: for load generators, which must not measure their
+    /// own queues.
+    func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) {
+        shared.appTap.withLockedValue { $0 = AppMessageTap(handler: tap) }
+    }
+
+    /// Writes a reliable app message to everyone, on the connection's event loop (which the caller must be on).
+    /// Returns false when the connection cannot take it.
+    func writeAppMessageOnLoop(_ payload: Data) -> Bool {
+        channel.eventLoop.preconditionInEventLoop()
+        guard shared.closedReason == nil, channel.isWritable else { return false }
+        let message = ClientMessage.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,
+                                                                  sequence: nextMessageSequence(), payload: payload))
+        guard let frame = try? SessionCodec.encode(message, allocator: channel.allocator) else { return false }
+        channel.writeAndFlush(frame, promise: nil)
+        return true
+    }
+
     /// Sends an app message (sequence numbered here).
     public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
                                delivery: MessageDelivery = .reliable) async throws {
@@ -351,6 +370,12 @@ public final class TandemClientConnection: SessionLink {
     }
 }
 
+/// Where a load generator's app messages go instead of the subscribers.
+final class AppMessageTap: Sendable {
+    let handler: @Sendable (IncomingAppMessage, Int64) -> Void
+    init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
+}
+
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {
     struct ClockState {
@@ -363,6 +388,8 @@ final class ClientShared: Sendable {
     /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
     private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
     private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
+    /// Receives app messages instead of the subscribers, when set (load generators).
+    let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
     /// Clock-sample subscribers; nil once the link has closed.
     private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
 

@@ -2,23 +2,29 @@ import ArgumentParser
 import Foundation
 import Tandem
 
-/// `tandem bench relay`: the session server under many participants and messages.
+/// `tandem bench relay`: one standalone session server under many participants, sessions and messages.
 struct RelayBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Load a session server with participants, sessions and messages; report latency, loss and memory.",
+        abstract: "Load a standalone session server with participants and messages; report latency, loss, memory.",
         discussion: """
-            Participants in sessions each send small reliable messages to everyone in their session at a fixed \
-            rate while clock-syncing at the normal rate. Latency is measured end to end on one clock (sender's \
-            CLOCK_MONOTONIC in the payload). The server runs on one event-loop thread.
+            Starts `tandem serve` as a process of its own, pinned to one core (it runs one event-loop thread), \
+            and connects the participants from this process, one event loop per core. Each \
+            participant sends small reliable messages to everyone in its session at --rate while clock-syncing at \
+            the normal rate. Latency is end to end on one clock (the sender's CLOCK_MONOTONIC travels in the \
+            payload), so it includes loopback and the clients: an upper bound on what the relay adds. The \
+            server's resident memory and CPU are read from /proc.
+
+            With --ramp, the load doubles from --participants until a target is missed (p99 ≤ 2 ms, no loss, \
+            ≤ 100 MB resident), which shows where it breaks.
             """
     )
 
     @Option(help: "Participants in all.")
     var participants = 1000
 
-    @Option(help: "Sessions they are spread over.")
-    var sessions = 250
+    @Option(help: "Participants per session.")
+    var perSession = 4
 
     @Option(help: "Messages per second each participant sends.")
     var rate = 10.0
@@ -26,22 +32,110 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of sending.")
     var duration = 20.0
 
+    @Flag(help: "Double the participants until a target is missed.")
+    var ramp = false
+
+    @Option(help: "Stop ramping beyond this many participants.")
+    var maxParticipants = 16_000
+
+    @Flag(name: .customLong("in-process"), help: "Run the server inside this process instead (no pinning; memory is the whole process's).")
+    var inProcess = false
+
     func validate() throws {
-        guard participants >= 2, sessions >= 1, participants >= sessions * 2 else {
-            throw ValidationError("need at least 2 participants per session")
-        }
+        guard perSession >= 2 else { throw ValidationError("--per-session must be at least 2") }
+        guard participants >= perSession else { throw ValidationError("--participants must be at least --per-session") }
         guard rate > 0, duration > 0 else { throw ValidationError("--rate and --duration must be positive") }
     }
 
     func run() async throws {
         CLILogging.bootstrap(verbose: false)
+        try await reportingErrors {
+            var level = participants
+            var rows: [RelayBenchmark.Result] = []
+            while true {
+                let result = try await measure(participants: level)
+                rows.append(result)
+                printLine(result.description)
+                printLine("")
+                guard ramp, result.meetsTargets, level * 2 <= maxParticipants else { break }
+                level *= 2
+            }
+            if rows.count > 1 { printLine(Self.table(rows)) }
+            var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
+            if ramp { command += " --ramp" }
+            if inProcess { command += " --in-process" }
+            printLine("machine: \(machineDescription())")
+            printLine("reproduce: \(command)")
+        }
+    }
+
+    private func measure(participants: Int) async throws(CLIError) -> RelayBenchmark.Result {
         var configuration = RelayBenchmark.Configuration()
         configuration.participants = participants
-        configuration.sessions = sessions
+        configuration.sessions = max(1, participants / perSession)
         configuration.messagesPerSecond = rate
         configuration.duration = duration
-        let result = try await RelayBenchmark.run(configuration)
-        printLine(result.description)
-        printLine("reproduce: tandem bench relay --participants \(participants) --sessions \(sessions) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))")
+        // The server has one event-loop thread (pinned to core 0); the clients get a loop per core.
+        configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        var server: Process?
+        defer { if let server, server.isRunning { server.terminate() } }
+        if !inProcess {
+            let started = try Self.startServer(sessions: configuration.sessions, perSession: perSession)
+            server = started.process
+            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: started.process.processIdentifier)
+        }
+        do {
+            return try await RelayBenchmark.run(configuration)
+        } catch {
+            throw CLIError(.failure, "the relay benchmark failed: \(error)")
+        }
+    }
+
+    /// Starts `tandem serve` on a free loopback port, pinned to core 0 when `taskset` exists.
+    static func startServer(sessions: Int, perSession: Int) throws(CLIError) -> (process: Process, port: Int) {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let serve = [me, "serve", "--bind", "127.0.0.1", "--port", "0", "--max-sessions", "\(sessions + 10)",
+                     "--max-participants", "\(perSession + 2)"]
+        let process = Process()
+        let taskset = "/usr/bin/taskset"
+        if ProcessInfo.processInfo.activeProcessorCount > 1, FileManager.default.isExecutableFile(atPath: taskset) {
+            process.executableURL = URL(fileURLWithPath: taskset)
+            process.arguments = ["-c", "0"] + serve
+        } else {
+            process.executableURL = URL(fileURLWithPath: me)
+            process.arguments = Array(serve.dropFirst())
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { throw CLIError(.failure, "cannot start the server: \(error)") }
+        // The first line names the port it bound.
+        var text = ""
+        let handle = output.fileHandleForReading
+        while !text.contains("\n") {
+            let data = handle.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        guard let line = text.split(separator: "\n").first, let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
+            process.terminate()
+            throw CLIError(.failure, "the server did not say where it listens: \(text)")
+        }
+        return (process, port)
+    }
+
+    static func table(_ rows: [RelayBenchmark.Result]) -> String {
+        var table = TextTable(["participants", "sessions", "msg/s", "p50 ms", "p99 ms", "max ms", "lost", "server MB", "server CPU", "targets"])
+        for r in rows {
+            table.add(["\(r.joined)/\(r.configuration.participants)", "\(r.configuration.sessions)",
+                       String(format: "%.0f", Double(r.configuration.participants) * r.configuration.messagesPerSecond),
+                       ms(Double(r.p50)).replacingOccurrences(of: " ms", with: ""),
+                       ms(Double(r.p99)).replacingOccurrences(of: " ms", with: ""),
+                       ms(Double(r.max)).replacingOccurrences(of: " ms", with: ""), "\(r.lost)",
+                       r.serverResidentMemory.map { String(format: "%.1f", Double($0) / 1_048_576) } ?? "–",
+                       r.serverCPUPercent.map { String(format: "%.0f %%", $0) } ?? "–",
+                       r.meetsTargets ? "met" : "missed"])
+        }
+        return "where it breaks (one server, one core):\n" + table.rendered
     }
 }

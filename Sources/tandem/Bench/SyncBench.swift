@@ -162,7 +162,7 @@ struct SyncBench {
             let c = cycleStart
             if cycle == 0 {
                 guard await at(c + Nanos.milliseconds(500)) else { break schedule }
-                mark("start (one peer slow to load)", "play", member(0), .starts(near: 0), .start)
+                mark("start (one peer slow to load)", "start", member(0), .starts(near: 0), .start)
                 await member(0).peer.play()
             } else {
                 mark("seek to 0:00", "seek", member(0), .starts(near: 0), .afterSeek)

@@ -48,6 +48,9 @@ struct SyncReport: Codable, Sendable {
     /// Least-squares trend of steady-play skew over the run (ms per minute), and p99 per minute.
     var skewTrendPerMinute: Double?
     var skewByMinute: [Minute]
+    /// Each peer's median render offset from the group's median during steady play (ms): the part of the skew
+    /// that is systematic (clock sync, pipeline latency) rather than per-frame scheduling jitter.
+    var medianOffsetByPeer: [String: Double]
     var commands: [CommandLatency]
     /// Seconds from a late joiner starting to join to rendering within 1 ms of the group (nil: never).
     var lateJoinToInSync: [Double?]
@@ -86,10 +89,14 @@ struct SyncReport: Codable, Sendable {
         var byPhase: [SyncBench.Phase: [Int64]] = [:]
         var steadyPoints: [(x: Double, y: Double)] = []
         var minutes: [Int: [Int64]] = [:]
+        var steadyOffsets: [Int: [Double]] = [:]
         for showing in outcome.showings {
             let p = phase(of: showing)
             byPhase[p, default: []].append(showing.spread)
             if p == .steady {
+                for peer in showing.times.keys where showing.times.count >= 3 {
+                    steadyOffsets[peer, default: []].append(Double(showing.offset(of: peer)!) / 1e6)
+                }
                 let minutesIn = Nanos.toSeconds(showing.median - outcome.started) / 60
                 steadyPoints.append((minutesIn, Double(showing.spread) / 1e6))
                 minutes[Int(minutesIn), default: []].append(showing.spread)
@@ -153,6 +160,9 @@ struct SyncReport: Codable, Sendable {
             skewByPhase: Dictionary(uniqueKeysWithValues: byPhase.map { ($0.key.rawValue, Stats(nanoseconds: $0.value)) }),
             skewTrendPerMinute: linearSlope(steadyPoints),
             skewByMinute: minutes.keys.sorted().map { Minute(minute: $0, skew: Stats(nanoseconds: minutes[$0]!)) },
+            medianOffsetByPeer: Dictionary(uniqueKeysWithValues: steadyOffsets.compactMap { peer, offsets in
+                offsets.count >= 30 ? (outcome.peers[peer].name, Distribution(offsets).p50) : nil
+            }),
             commands: latencies.keys.sorted().map { key in
                 let entry = latencies[key]!
                 return CommandLatency(command: key, stats: Stats(nanoseconds: entry.values), missed: entry.missed,
@@ -188,6 +198,11 @@ struct SyncReport: Codable, Sendable {
         let trend = skewTrendPerMinute.map { String(format: "%+.4f ms per minute", $0) } ?? "–"
         let byMinute = skewByMinute.map { "m\($0.minute) \(f($0.skew.p99))" }.joined(separator: " · ")
         lines.append("drift: steady-play skew trend \(trend); p99 by minute: \(byMinute)")
+        if let low = medianOffsetByPeer.values.min(), let high = medianOffsetByPeer.values.max() {
+            let each = medianOffsetByPeer.sorted { $0.key < $1.key }.map { String(format: "%@ %+.3f", $0.key, $0.value) }
+            lines.append(String(format: "systematic: per-peer median offset from the group spans %.3f ms (", high - low)
+                         + each.joined(separator: ", ") + "); the rest of the skew is per-frame scheduling jitter")
+        }
         lines.append("")
         var commandTable = TextTable(["command latency (ms)", "n", "p50", "p99", "max", "target", "within", "missed"])
         for c in commands {
