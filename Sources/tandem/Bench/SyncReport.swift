@@ -231,10 +231,12 @@ struct SyncReport: Codable, Sendable {
 
     // MARK: Plot
 
-    /// Each peer's render offset from the group's median over time, binned to 0.5 s (largest offset in a bin),
-    /// with the schedule's commands as markers.
+    /// Each peer's render offset from the group's median over time, binned (largest offset in a bin), with the
+    /// schedule's commands as markers. The scale is clipped at 1.5 × the 99.9th percentile of the offsets (at least
+    /// ±1 ms) so that a rare spike does not hide the rest; clipped points are counted on the plot.
     static func plot(_ outcome: SyncBench.Outcome, title: String) -> String {
-        let bin = Nanos.milliseconds(500)
+        // About 600 bins whatever the duration; never finer than a quarter second.
+        let bin = max(Nanos.milliseconds(250), (outcome.ended - outcome.started) / 600)
         var series: [SVGPlot.Series] = []
         for (index, peer) in outcome.peers.enumerated() {
             var bins: [Int64: Int64] = [:]
@@ -251,7 +253,9 @@ struct SyncReport: Codable, Sendable {
         let markers = outcome.marks.filter { $0.command != nil || $0.label == "late joiner" || $0.label == "stall" }.map {
             SVGPlot.Marker(x: Nanos.toSeconds($0.time - outcome.started), label: $0.label)
         }
+        let magnitudes = series.flatMap { $0.points.map { abs($0.1) } }.sorted()
+        let p999 = magnitudes.isEmpty ? 1 : magnitudes[min(magnitudes.count - 1, Int(Double(magnitudes.count) * 0.999))]
         return SVGPlot(title: title, xLabel: "time (s)", yLabel: "render offset from the group median (ms)",
-                       series: series, markers: markers).render()
+                       series: series, markers: markers, clip: max(1, p999 * 1.5)).render()
     }
 }

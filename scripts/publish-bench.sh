@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the benchmarks whose figures the README publishes, with a release build, one after another (nothing else
+# should run on the machine meanwhile). Writes each report (.txt), its figures (.json) and plot (.svg) to
+# docs/bench/ (or the directory given).
+#
+#   scripts/publish-bench.sh [OUTPUT_DIR] [SECONDS]      (defaults: docs/bench, 600)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-docs/bench}"
+seconds="${2:-600}"
+mkdir -p "$out"
+swift build -c release --product tandem
+tandem=.build/release/tandem
+
+sync() {  # name, then bench sync arguments
+  local name="$1"; shift
+  echo "== $name: tandem bench sync $*" >&2
+  "$tandem" bench sync "$@" --json "$out/$name.json" --plot "$out/$name.svg" | tee "$out/$name.txt"
+}
+
+sync loopback-4 --peers 4 --link loopback --duration "$seconds" --policy tandem syncplay-rules jellyfin-rules
+sync loopback-16 --peers 16 --link loopback --duration "$seconds"
+sync wan-4 --peers 4 --link wan --duration "$seconds"
+sync harsh-4 --peers 4 --link harsh --duration "$seconds"
+sync asymmetric-4 --peers 4 --link asymmetric --duration "$seconds"
+sync loopback-32 --peers 32 --link loopback --duration 120
+
+echo "== relay" >&2
+"$tandem" bench relay --participants 125 --duration 20 --ramp --max-participants 2000 | tee "$out/relay.txt"
+echo "== clock" >&2
+"$tandem" bench clock | tee "$out/clock.txt"
