@@ -64,5 +64,6 @@ let package = Package(
             "TandemNet", "TandemCore", "TandemTesting", .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore"]),
+        .testTarget(name: "TandemTests", dependencies: ["Tandem"]),
     ]
 )

@@ -252,7 +252,7 @@ public enum RelayBenchmark {
     }
 
     /// utime + stime of a process (ns), from /proc/PID/stat.
-    static func processCPUTime(_ pid: Int32) -> Int64? {
+    public static func processCPUTime(_ pid: Int32) -> Int64? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
@@ -260,8 +260,8 @@ public enum RelayBenchmark {
         return (user + system) * 1_000_000_000 / Int64(Swift.max(1, sysconf(Int32(_SC_CLK_TCK))))
     }
 
-    /// (VmRSS, VmHWM) of a process in bytes.
-    static func processMemory(_ pid: Int32) -> (Int64, Int64)? {
+    /// (VmRSS, VmHWM) of a process in bytes, from /proc/PID/status.
+    public static func processMemory(_ pid: Int32) -> (Int64, Int64)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         var rss: Int64?, peak: Int64?
         for line in text.split(separator: "\n") {

@@ -73,6 +73,14 @@ struct AuthorityFullSessionTests {
         h.advance(ms: 10_000)
         peers.deliver(h.request(.rate(1.5), from: dave))
         check(h, peers, "rate")
+        // Like a seek: everyone prerolls at the new rate, then all start together.
+        #expect(h.authority.timeline.rate == 1.5 && !h.authority.timeline.isPlaying)
+        for id in ids {
+            h.advance(ms: 20)
+            peers.deliver(h.send(.prepared(generation: h.authority.timeline.generation), from: id))
+        }
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.rate == 1.5)
+        check(h, peers, "rate, prepared")
 
         h.advance(ms: 10_000)
         peers.deliver(h.send(.suspension(.begin(id: 1, reason: .stallRecovery)), from: carol))

@@ -130,21 +130,32 @@ struct AuthorityTimelineTests {
         #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(100))
     }
 
-    @Test func rateChangeWhilePlayingKeepsTheItemTimeContinuous() {
+    @Test func rateChangeWhilePlayingPrerollsEveryoneAtTheNewRateThenStartsTogether() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
         let b = h.joinReady("bob", preroll: Nanos.milliseconds(250))
+        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(30), errorBound: 0), from: b)
         h.request(.play, from: a)
         let old = h.authority.timeline
         h.advance(ms: 20_000)
         let actions = h.request(.rate(1.5), from: b)
+        // Everyone stops where the group is when the request has reached them, and prerolls there at 1.5×.
+        let waiting = h.authority.timeline
+        #expect(waiting.rate == 1.5)
+        #expect(Set(waiting.waitingFor?.keys.map { $0 } ?? []) == [a, b])
+        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: h.now + Nanos.milliseconds(30)))
+        #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
+        h.advance(ms: 40)
+        h.send(.prepared(generation: h.authority.timeline.generation), from: a)
+        #expect(!h.authority.timeline.isPlaying)
+        h.send(.prepared(generation: h.authority.timeline.generation), from: b)
+        // Both prepared: the start needs no preroll, only the slowest one-way delay and the margin.
         let new = h.authority.timeline
         #expect(new.isPlaying && new.rate == 1.5)
-        #expect(new.anchorSessionTime == h.now + Nanos.milliseconds(290))
-        #expect(new.anchorItemTime == old.expectedItemTime(atSessionTime: new.anchorSessionTime))
+        #expect(new.anchorItemTime == waiting.anchorItemTime)
+        #expect(new.anchorSessionTime == h.now + Nanos.milliseconds(70))
         #expect(new.expectedItemTime(atSessionTime: new.anchorSessionTime + Nanos.seconds(2))
             == new.anchorItemTime + Nanos.seconds(3))
-        #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
 
         for bad in [0, -1, Double.nan, Double.infinity] {
             let rejected = h.request(.rate(bad), from: a)

@@ -147,6 +147,28 @@ private let s: Int64 = 1_000_000_000
         #expect(Self.engineCommands(recovered).map(\.1).contains { if case .play = $0 { true } else { false } })
     }
 
+    @Test func afterAStallTheGroupWaitedForItPrerollsAtTheStopBeforeEndingTheSuspension() {
+        var m = Self.loadedMachine()
+        _ = m.receive(.timeline(Self.timeline(2, .playing, at: 3 * s, item: 0)), now: 7 * s)
+        _ = m.engineEvent(.stalled, now: 10 * s)
+        // The group stops for us at item 4.5 s.
+        _ = m.receive(.timeline(Self.timeline(3, .waiting(for: [Self.me: [.stallRecovery]]), at: 5 * s, item: 4_500 * ms)),
+                      now: 10 * s + 50 * ms)
+        let recovered = m.engineEvent(.recovered, now: 12 * s)
+        // First the preroll at the stop; the suspension stays open meanwhile, so the group keeps waiting.
+        let prepare = Self.engineCommands(recovered)
+        #expect(prepare.map(\.1) == [.prepare(itemTime: 4_500 * ms, rate: 1)])
+        #expect(!Self.sent(recovered).contains { if case .suspension(.end) = $0 { true } else { false } })
+        #expect(m.localSuspensionReasons == [.stallRecovery])
+        // Prepared: say so, then end the suspension — in that order, so the group restarts without a preroll budget.
+        let done = m.engineCompleted(prepare[0].0, .prepared(itemTime: 4_500 * ms), now: 12 * s + 40 * ms)
+        let messages = Self.sent(done)
+        let preparedAt = messages.firstIndex { $0 == .prepared(generation: 3) }
+        let endedAt = messages.firstIndex { if case .suspension(.end) = $0 { true } else { false } }
+        #expect(preparedAt != nil && endedAt != nil && preparedAt! < endedAt!, "\(messages)")
+        #expect(m.localSuspensionReasons.isEmpty)
+    }
+
     @Test func reasonsOutsideTheWaitingSetStayLocal() {
         var m = Self.loadedMachine()
         let (id, begin) = m.beginSuspension(for: .interstitial, now: 7 * s)

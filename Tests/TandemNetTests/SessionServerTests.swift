@@ -58,7 +58,7 @@ struct SessionServerTests {
         await server.shutdown()
     }
 
-    @Test("clock sync over loopback estimates session time within 100 µs")
+    @Test("clock sync over loopback reaches an estimate of session time within 100 µs")
     func clockSyncOverLoopback() async throws {
         let server = try await startTestServer()
         let invite = try server.createSession()
@@ -69,15 +69,22 @@ struct SessionServerTests {
         options.clockSync.burstCount = 60
         options.clockSync.burstInterval = 10_000_000
         let client = try await TandemClient.connect(invite: invite, name: "clock", options: options)
-        // The burst, then a little steady syncing, so the drift estimate has more than half a second behind it.
-        try await Task.sleep(nanoseconds: 2_000_000_000)
-        let mapping = try #require(client.clockMapping())
-        // Client and server read the same CLOCK_MONOTONIC, so session time is known exactly here.
+        // Client and server read the same CLOCK_MONOTONIC, so session time is known exactly here. The estimate
+        // must reach 100 µs and hold it for half a second, within 10 s (a busy machine delays the burst).
         let clock = SystemMonotonicClock()
-        let local = clock.now()
-        let error = mapping.sessionTime(atLocal: local) - local
+        var errors: [Int64] = []
+        var inBound = 0
+        let deadline = clock.now() + 10_000_000_000
+        while inBound < 5, clock.now() < deadline {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            guard let mapping = client.clockMapping() else { continue }
+            let local = clock.now()
+            let error = mapping.sessionTime(atLocal: local) - local
+            errors.append(error)
+            inBound = abs(error) <= 100_000 ? inBound + 1 : 0
+        }
         let quality = try #require(client.clockQuality())
-        #expect(abs(error) <= 100_000, "estimate off by \(error) ns (round trip \(quality.roundTrip) ns)")
+        #expect(inBound >= 5, "estimate errors \(errors.suffix(10)) ns (round trip \(quality.roundTrip) ns)")
         #expect(quality.roundTrip > 0)
         await client.close()
         await server.shutdown()

@@ -56,11 +56,19 @@ extension SessionAuthority {
             }
             var actions: [Action]
             if timeline.isPlaying {
-                // Peers re-seek at the new rate, so everyone's preroll counts.
-                let start = now + lead(at: nil)
-                let itemTime = timeline.expectedItemTime(atSessionTime: start)
-                actions = publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, rate: rate,
-                                  originator: id)
+                // A player changes rate with a flushing seek, so this goes like a seek to where the group is when
+                // the request reaches everyone: each peer stops and prerolls there at the new rate, and all start
+                // together as soon as the last is prepared (instead of after a worst-case preroll estimate).
+                let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: now + maxOneWayDelay))
+                stopWaiting()
+                waitingRequiresPreparation = true
+                let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
+                                        requiringPreparation: true)
+                actions = publish(status: .waiting(for: blocking), anchorSessionTime: now, anchorItemTime: itemTime,
+                                  rate: rate, originator: id)
+                beginWaiting(blocking, now: now)
+                actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
+                return actions + reconcile(now: now)
             } else {
                 actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
                                   anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)

@@ -59,8 +59,10 @@ public final class GroupSessionJournal: Sendable {
     private let pump: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     /// A journal over `link`. Subscribe early (right after joining), so the replay of existing attachments is seen.
+    /// Without a `hasher`, the link's own (`SessionLink.attachmentHasher`) is used.
     public init(link: any SessionLink, hasher: Hasher? = nil, maxSize: Int = 100_000_000, chunkSize: Int = 64 * 1024) {
         self.link = link
+        let hasher = hasher ?? link.attachmentHasher
         self.hasher = hasher
         self.maxSize = maxSize
         self.chunkSize = chunkSize

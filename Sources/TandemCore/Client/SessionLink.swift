@@ -1,3 +1,5 @@
+import Foundation
+
 /// A peer's live connection to its session authority, as the client-side objects (GroupSession, messenger,
 /// journal, PlaybackCoordinator) see it. TandemNet implements it over TCP; TandemTesting over a simulated network.
 ///
@@ -18,4 +20,11 @@ public protocol SessionLink: AnyObject, Sendable {
     var welcome: SessionSnapshot { get }
     /// Leaves (others go on) and closes the link.
     func close() async
+    /// The hash this transport checks attachments against on the way (lowercase hex SHA-256), when it checks
+    /// them; a `GroupSessionJournal` on the link uses it unless given its own.
+    var attachmentHasher: (@Sendable (Data) -> String)? { get }
+}
+
+extension SessionLink {
+    public var attachmentHasher: (@Sendable (Data) -> String)? { nil }
 }

@@ -95,6 +95,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     private var nextSuspension: UInt64 = 1
     private var suspensions: [UInt64: SuspensionReason] = [:]
     private var stallSuspension: UInt64?
+    /// After a stall while the group waits: the prepare at the group's stop, and the stall suspension that stays
+    /// open until it completes.
+    private var recovery: (command: UInt64, suspension: UInt64, generation: UInt64)?
     private var loadingSuspension: UInt64?
 
     // Requests.
@@ -327,6 +330,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                 pendingPrepare = nil
                 if id == lastCommandID { confirmedPrepared = (itemTime, p.rate) }
             }
+            if recovery?.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
         case .playing:
             if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now }
         case .paused:
@@ -343,6 +347,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                 target = .idle
                 pendingPrepare = nil
                 pendingPlayID = nil
+                if recovery?.command == id { finishRecovery(prepared: false, into: &actions) }
             }
             actions.append(.event(.engineFailed(error)))
             return actions
@@ -380,11 +385,32 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     private mutating func endStall(into actions: inout [Action]) {
         guard engineStalled else { return }
         engineStalled = false
-        if let s = stallSuspension { closeSuspension(s, proposing: nil, into: &actions) }
-        stallSuspension = nil
         // The engine froze while the timeline may have gone on: rejoin it from scratch.
         if case .playing = target { target = .idle }
         confirmedPrepared = nil
+        defer { stallSuspension = nil }
+        guard let suspension = stallSuspension else { return }
+        if let tl = timeline, case .waiting = tl.status, tl.itemID == loadedItemID, loadingItemID == nil {
+            // The group waits for us: preroll at its stop first and only then end the suspension (after saying
+            // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
+            // preroll estimate.
+            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
+            target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
+            recovery = (lastCommandID, suspension, tl.generation)
+        } else {
+            closeSuspension(suspension, proposing: nil, into: &actions)
+        }
+    }
+
+    /// Ends a stall suspension kept open while the engine prerolled at the group's stop.
+    private mutating func finishRecovery(prepared: Bool, into actions: inout [Action]) {
+        guard let current = recovery else { return }
+        recovery = nil
+        if prepared, let tl = timeline, tl.generation == current.generation {
+            reportedPreparedGeneration = tl.generation
+            actions.append(.send(.prepared(generation: tl.generation)))
+        }
+        closeSuspension(current.suspension, proposing: nil, into: &actions)
     }
 
     // MARK: Ticks

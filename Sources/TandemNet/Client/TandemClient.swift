@@ -276,6 +276,11 @@ public final class TandemClientConnection: SessionLink {
 
     public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
 
+    /// The server checks every attachment's SHA-256 as it passes; journals hash with the same function.
+    public var attachmentHasher: (@Sendable (Data) -> String)? {
+        { data in SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    }
+
     /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
     public func clockSamples() -> AsyncStream<ClockSample> {

@@ -41,23 +41,6 @@ struct ThreadCPU: Sendable {
     }
 }
 
-/// Resident memory figures of this process from /proc/self/status.
-enum ProcessMemory {
-    /// (current VmRSS, peak VmHWM) in bytes.
-    static func read(pid: String = "self") -> (resident: Int64, peak: Int64)? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        var rss: Int64?, hwm: Int64?
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard parts.count >= 2, let kb = Int64(parts[1]) else { continue }
-            if line.hasPrefix("VmRSS:") { rss = kb * 1024 }
-            if line.hasPrefix("VmHWM:") { hwm = kb * 1024 }
-        }
-        guard let rss, let hwm else { return nil }
-        return (rss, hwm)
-    }
-}
-
 /// A one-line description of the machine, for reports.
 func machineDescription() -> String {
     let cores = ProcessInfo.processInfo.activeProcessorCount

@@ -215,7 +215,7 @@ struct SyncBench {
             }
         }
         let cpu = ThreadCPU.read().since(cpuBefore)
-        let memory = ProcessMemory.read()?.peak
+        let memory = RelayBenchmark.processMemory(getpid())?.1
         await ensemble.finish()
         let truth = ensemble.withTruth { $0 }
         let left = leaves.value

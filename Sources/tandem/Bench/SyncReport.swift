@@ -94,7 +94,8 @@ struct SyncReport: Codable, Sendable {
             let p = phase(of: showing)
             byPhase[p, default: []].append(showing.spread)
             if p == .steady {
-                for peer in showing.times.keys where showing.times.count >= 3 {
+                // The peers that stay for the whole run (late joiners come and go).
+                for peer in showing.times.keys where showing.times.count >= 3 && !outcome.lateJoiners.contains(peer) {
                     steadyOffsets[peer, default: []].append(Double(showing.offset(of: peer)!) / 1e6)
                 }
                 let minutesIn = Nanos.toSeconds(showing.median - outcome.started) / 60
