@@ -85,10 +85,17 @@ struct SVGPlot {
         svg += "<text x=\"\(left + plotW / 2)\" y=\"\(height - 10)\" text-anchor=\"middle\">\(esc(xLabel))</text>\n"
         svg += "<text transform=\"translate(16,\(top + plotH / 2)) rotate(-90)\" text-anchor=\"middle\">\(esc(yLabel))</text>\n"
         // Marker labels sit in three staggered rows above the plot so that neighbours do not overlap.
+        // On long runs only the labels that have room are written; every marker keeps its line.
+        var lastLabelled = [-Double.infinity, -Double.infinity, -Double.infinity]
         for (index, m) in markers.enumerated() {
-            let row = Double(index % 3)
-            svg += "<line x1=\"\(px(m.x))\" x2=\"\(px(m.x))\" y1=\"\(top - 22 + row * 8)\" y2=\"\(top + plotH)\" stroke=\"#ccc\" stroke-dasharray=\"4 3\"/>"
-            svg += "<text x=\"\(px(m.x) + 2)\" y=\"\(top - 24 + row * 8)\" font-size=\"9\" fill=\"#666\">\(esc(m.label))</text>\n"
+            let row = index % 3
+            let x = px(m.x)
+            let labelled = x - lastLabelled[row] > 6 * Double(m.label.count) + 8
+            if labelled { lastLabelled[row] = x }
+            let y = top - 24 + Double(row) * 8
+            svg += "<line x1=\"\(x)\" x2=\"\(x)\" y1=\"\(labelled ? y + 2 : top)\" y2=\"\(top + plotH)\" stroke=\"#ddd\" stroke-dasharray=\"4 3\"/>"
+            if labelled { svg += "<text x=\"\(x + 2)\" y=\"\(y)\" font-size=\"9\" fill=\"#666\">\(esc(m.label))</text>" }
+            svg += "\n"
         }
         for (i, s) in series.enumerated() where !s.points.isEmpty {
             let color = Self.palette[i % Self.palette.count]

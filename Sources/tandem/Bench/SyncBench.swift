@@ -51,6 +51,8 @@ struct SyncBench {
         var time: Int64
         var peer: Int
         var error: Int64
+        /// The error of the clock the peer's sinks wait on, for Tandem peers.
+        var engineError: Int64?
     }
 
     /// What a run produced, for the report.
@@ -119,11 +121,14 @@ struct SyncBench {
                     lastClock = now
                     for member in ensemble.all where leaves.withLock({ $0[member.index] == nil }) {
                         if let error = await member.clockError() {
-                            clockErrors.withLock { $0.append(ClockErrorSample(time: now, peer: member.index, error: error)) }
+                            let engine = configuration.policy == .tandem ? member.engineClockError() : nil
+                            clockErrors.withLock {
+                                $0.append(ClockErrorSample(time: now, peer: member.index, error: error, engineError: engine))
+                            }
                         }
                     }
                     let recent = ensemble.withTruth { truth in
-                        truth.showings(window: Nanos.milliseconds(500)).filter { now - $0.median < Nanos.seconds(2) }
+                        truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(2))
                             .map(\.spread).max()
                     }
                     let skew = recent.map { String(format: "%.3f ms", Double($0) / 1e6) } ?? "–"

@@ -57,6 +57,8 @@ struct SyncReport: Codable, Sendable {
     /// Session-time estimate error against truth (ms): |error| stats and the mean signed error.
     var clockError: Stats?
     var clockErrorMean: Double?
+    /// The same for the clock the sinks wait on (Tandem only): it follows the estimate by slewing.
+    var engineClockError: Stats?
     /// CPU per peer (percent of one core): everything, and everything but media (decoding, rendering).
     var cpuPercentPerPeer: Double
     var coordinationCPUPercentPerPeer: Double
@@ -153,6 +155,7 @@ struct SyncReport: Codable, Sendable {
         let elapsed = Double(outcome.ended - outcome.started)
         let peerCount = Double(max(1, c.peers))
         let errors = outcome.clockErrors.map(\.error)
+        let engineErrors = outcome.clockErrors.compactMap(\.engineError)
         let formatter = ISO8601DateFormatter()
         return SyncReport(
             policy: c.policy.rawValue, link: c.link, peers: c.peers, durationSeconds: Nanos.toSeconds(outcome.ended - outcome.started),
@@ -172,6 +175,7 @@ struct SyncReport: Codable, Sendable {
             lateJoinToInSync: lateJoins,
             clockError: errors.isEmpty ? nil : Stats(nanoseconds: errors.map { abs($0) }),
             clockErrorMean: errors.isEmpty ? nil : Double(errors.reduce(0, +)) / Double(errors.count) / 1e6,
+            engineClockError: engineErrors.isEmpty ? nil : Stats(nanoseconds: engineErrors.map { abs($0) }),
             cpuPercentPerPeer: Double(outcome.cpu.media + outcome.cpu.other) / elapsed / peerCount * 100,
             coordinationCPUPercentPerPeer: Double(outcome.cpu.other) / elapsed / peerCount * 100,
             peakMemoryMBPerPeer: outcome.peakMemory.map { Double($0) / 1_048_576 / peerCount },
@@ -218,6 +222,9 @@ struct SyncReport: Codable, Sendable {
             lines.append("clock estimate vs truth: |error| p50 \(f(clockError.p50)) ms, p99 \(f(clockError.p99)) ms, max \(f(clockError.max)) ms; mean signed \(String(format: "%+.3f", clockErrorMean ?? 0)) ms")
         } else {
             lines.append("clock estimate vs truth: none (this policy keeps no session-time estimate)")
+        }
+        if let engineClockError {
+            lines.append("pipeline clock vs truth: |error| p50 \(f(engineClockError.p50)) ms, p99 \(f(engineClockError.p99)) ms, max \(f(engineClockError.max)) ms")
         }
         lines.append(String(format: "CPU per peer: %.2f %% of a core in all, %.2f %% for coordination (all but decoding and rendering)",
                             cpuPercentPerPeer, coordinationCPUPercentPerPeer)

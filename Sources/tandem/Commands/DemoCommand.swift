@@ -139,7 +139,7 @@ struct DemoRun {
             parts.append("\(member.name) \(position)")
         }
         let recent = ensemble.withTruth { truth in
-            truth.showings(window: Nanos.milliseconds(500)).filter { now - $0.median < Nanos.seconds(1) }.map(\.spread).max()
+            truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(1)).map(\.spread).max()
         }
         if let recent { parts.append(String(format: "skew %.3f ms", Double(recent) / 1e6)) }
         return parts.joined(separator: " │ ")

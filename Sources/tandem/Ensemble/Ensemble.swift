@@ -60,6 +60,12 @@ final class Ensemble: Sendable {
             }
             return estimate - now
         }
+
+        /// The error of the clock this peer's sinks wait on (ns): its reading minus true session time. For Tandem
+        /// it follows the estimate, slewing; a baseline's reads its own local time.
+        func engineClockError() -> Int64 {
+            player.sessionTimeNow() - SystemMonotonicClock().now()
+        }
     }
 
     let server: SessionServer

@@ -47,10 +47,14 @@ struct GroundTruth: Sendable {
 
     /// Every showing rendered by at least `minimumPeers` peers (of `peers`, all when nil) whose render times lie
     /// within `window` of each other, in time order.
-    func showings(peers: Set<Int>? = nil, window: Int64 = Nanos.seconds(1), minimumPeers: Int = 2) -> [Showing] {
+    /// `since` limits the work to frames rendered from then on (live views look at the last moments only, and must
+    /// not redo the whole run each time).
+    func showings(peers: Set<Int>? = nil, window: Int64 = Nanos.seconds(1), minimumPeers: Int = 2,
+                  since: Int64? = nil) -> [Showing] {
         var byItem: [Int64: [(peer: Int, time: Int64)]] = [:]
         for (peer, list) in frames.enumerated() where peers?.contains(peer) ?? true {
-            for frame in list { byItem[frame.item, default: []].append((peer, frame.time)) }
+            let start = since.flatMap { firstIndex(in: list, after: $0 - 1) } ?? (since == nil ? 0 : list.count)
+            for frame in list[start...] { byItem[frame.item, default: []].append((peer, frame.time)) }
         }
         var result: [Showing] = []
         for (item, renders) in byItem {

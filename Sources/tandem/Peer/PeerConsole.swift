@@ -101,8 +101,11 @@ final class PeerConsole: Sendable {
         }
         if mode == .interactive { Terminal.shared.restore() }
         switch ending.withLock({ $0 }) {
-        case .left, .endedHere:
+        case .left:
             emit("left", ["reason": "you left the session"])
+            return
+        case .endedHere:
+            emit("left", ["reason": "you ended the session for everyone"])
             return
         case .invalidated(let reason):
             emit("ended", ["code": .string(reason.code.rawValue), "reason": .string(reason.message)])
