@@ -526,6 +526,8 @@ void tdm_gst_clock_calibrate(GstClock *clock, uint64_t internal_anchor, uint64_t
     gst_clock_set_calibration(clock, internal_anchor, external_anchor, num, denom);
 }
 
+uint64_t tdm_gst_clock_now(GstClock *clock) { return gst_clock_get_time(clock); }
+
 uint64_t tdm_gst_clock_adjust(GstClock *clock, uint64_t internal) {
     GstClockTime ci, ce, cn, cd;
     gst_clock_get_calibration(clock, &ci, &ce, &cn, &cd);

@@ -189,12 +189,13 @@ public final class GStreamerPlayer: PlaybackEngine {
                                                  slewDuration: configuration.slewDuration)
             switch plan {
             case .step(let next):
-                let backwards = next.sessionTime(atLocal: now) < state.calibration.sessionTime(atLocal: now)
+                let backwards = state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)
                 state.calibration = next
-                if backwards {
+                if backwards > Self.largestHeldStep {
                     // GStreamer clocks never read backwards (they hold their last reading until real time
-                    // catches up), so a backward step gets a fresh clock.
-                    return .replaceClock(next, restart: state.isPlaying)
+                    // catches up), so a large backward step gets a fresh clock. A small one is applied: the clock
+                    // holds still for that long, which is less harm than a clock swap racing a start.
+                    return .replaceClock(next)
                 }
                 Self.apply(next, to: state.clock.clock)
                 return .none
@@ -207,8 +208,8 @@ public final class GStreamerPlayer: PlaybackEngine {
         switch work {
         case .none:
             break
-        case .replaceClock(let next, let restart):
-            queue.async { self.replaceClockOnQueue(next, restart: restart) }
+        case .replaceClock(let next):
+            queue.async { self.replaceClockOnQueue(next) }
         case .finishSlew(let final, let duration, let generation):
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration))) {
                 self.state.withLock { state in
@@ -219,6 +220,10 @@ public final class GStreamerPlayer: PlaybackEngine {
             }
         }
     }
+
+    /// Backward calibration steps up to this size (ns) are applied to the running clock, which holds still for
+    /// that long; larger ones get a fresh clock.
+    static let largestHeldStep: Int64 = 2_000_000
 
     public var prerollEstimate: Int64 {
         state.withLock { state in
@@ -245,6 +250,12 @@ public final class GStreamerPlayer: PlaybackEngine {
     public func sessionTimeNow() -> Int64 {
         let calibration = state.withLock { $0.calibration }
         return calibration.sessionTime(atLocal: tdm_gst_monotonic_now())
+    }
+
+    /// What the pipeline's GstClock itself reads now (ns), from its own calibration: what the sinks wait on.
+    public func pipelineClockNow() -> Int64 {
+        let clock = state.withLock { $0.clock }
+        return Int64(bitPattern: tdm_gst_clock_now(clock.clock))
     }
 
     /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
@@ -414,13 +425,15 @@ public final class GStreamerPlayer: PlaybackEngine {
         return held
     }
 
-    private func replaceClockOnQueue(_ calibration: ClockMapping, restart: Bool) {
+    private func replaceClockOnQueue(_ calibration: ClockMapping) {
         guard !state.withLock({ $0.closed }) else { return }
         let pipeline = handles.pipeline
         let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
         let current = state.withLock { $0.calibration }
         Self.apply(current, to: fresh)
-        let playing = restart && state.withLock { $0.isPlaying }
+        // Whether the pipeline plays is read here, on the queue, after any start queued before: a playing
+        // pipeline only takes a new clock on its way to PLAYING, so it is cycled through PAUSED.
+        let playing = state.withLock { $0.isPlaying }
         if playing { _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue)) }
         tdm_gst_pipeline_use_clock(pipeline, fresh)
         state.withLock { $0.clock = ClockHandle(fresh) }
@@ -576,7 +589,7 @@ private struct Prepared: Equatable, Sendable {
 
 private enum ClockWork {
     case none
-    case replaceClock(ClockMapping, restart: Bool)
+    case replaceClock(ClockMapping)
     case finishSlew(ClockMapping, after: Int64, generation: Int)
 }
 

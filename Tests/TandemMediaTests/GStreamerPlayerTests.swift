@@ -143,6 +143,38 @@ struct GStreamerPlayerTests {
         await player.close()
     }
 
+    @Test("a backward clock step arriving while a start is queued still leaves the sinks on the calibrated clock")
+    func backwardStepRacingAStart() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let x = Nanos.seconds(1)
+        player.setClockMapping(.offset(Nanos.milliseconds(100)))
+        let t = player.sessionTimeNow() + Nanos.milliseconds(500)
+        // The start must preroll at x first, so it keeps the player's queue busy; the backward step is planned
+        // meanwhile (not yet playing) and its clock swap is queued behind the start.
+        let starting = Task { try await player.play(from: x, atSessionTime: t, rate: 1) }
+        try await sleep(ms: 5)
+        player.setClockMapping(.offset(Nanos.milliseconds(95)))
+        try await starting.value
+        try await sleep(ms: 1000)
+        // A later correction must move rendering: it is applied to whichever clock the sinks wait on.
+        let changedAt = SystemMonotonicClock().now()
+        player.setClockMapping(.offset(Nanos.milliseconds(195)))
+        try await sleep(ms: 900)
+        _ = try await player.pause()
+        let video = player.renderProbe.drain().filter { $0.kind == .video }
+        // Item x + d was due when the clock read t + d; with the clock at +95 ms that is monotonic t + d − 95 ms.
+        func lateness(_ r: RenderRecord) -> Double {
+            Double(r.monotonicTime - (t + r.itemTime - x - Nanos.milliseconds(95))) / 1e6
+        }
+        let before = video.filter { $0.monotonicTime < changedAt }.map(lateness)
+        let after = video.filter { $0.monotonicTime > changedAt + Nanos.milliseconds(300) }.map(lateness)
+        #expect(before.count > 5 && after.count > 10)
+        #expect(abs(median(before)) < 10, "before: \(median(before)) ms")
+        #expect(abs(median(after) + 100) < 20, "after: \(median(after)) ms (the sinks missed the correction?)")
+        await player.close()
+    }
+
     @Test("a small calibration change is slewed, not stepped")
     func smallChangeSlews() async throws {
         let player = try Samples.headlessPlayer()

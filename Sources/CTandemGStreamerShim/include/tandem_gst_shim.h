@@ -139,6 +139,8 @@ GstClock *tdm_gst_clock_new_monotonic(uint64_t spin_ns);
 void tdm_gst_clock_calibrate(GstClock *clock, uint64_t internal_anchor, uint64_t external_anchor, double rate);
 /// The calibrated reading for a given internal (monotonic) time, without GStreamer's never-decrease clamp.
 uint64_t tdm_gst_clock_adjust(GstClock *clock, uint64_t internal);
+/// What the clock reads now, as its sinks see it (gst_clock_get_time: calibrated, and never going backwards).
+uint64_t tdm_gst_clock_now(GstClock *clock);
 /// The internal (monotonic) time at which the calibrated clock reads `external`.
 uint64_t tdm_gst_clock_unadjust(GstClock *clock, uint64_t external);
 

@@ -59,6 +59,8 @@ struct SyncReport: Codable, Sendable {
     var clockErrorMean: Double?
     /// The same for the clock the sinks wait on (Tandem only): it follows the estimate by slewing.
     var engineClockError: Stats?
+    /// Each peer's mean session-time estimate error over the first and the last minute (ms): drift shows here.
+    var clockErrorByPeer: [String: [Double]]
     /// CPU per peer (percent of one core): everything, and everything but media (decoding, rendering).
     var cpuPercentPerPeer: Double
     var coordinationCPUPercentPerPeer: Double
@@ -176,6 +178,17 @@ struct SyncReport: Codable, Sendable {
             clockError: errors.isEmpty ? nil : Stats(nanoseconds: errors.map { abs($0) }),
             clockErrorMean: errors.isEmpty ? nil : Double(errors.reduce(0, +)) / Double(errors.count) / 1e6,
             engineClockError: engineErrors.isEmpty ? nil : Stats(nanoseconds: engineErrors.map { abs($0) }),
+            clockErrorByPeer: Dictionary(grouping: outcome.clockErrors, by: \.peer).compactMapValues { samples -> [Double]? in
+                guard let first = samples.first?.time, let last = samples.last?.time, last - first > Nanos.seconds(90) else { return nil }
+                func mean(_ part: [Int64]) -> Double { Double(part.reduce(0, +)) / Double(max(1, part.count)) / 1e6 }
+                let early = samples.filter { $0.time < first + Nanos.seconds(60) }
+                let late = samples.filter { $0.time > last - Nanos.seconds(60) }
+                var values = [mean(early.map(\.error)), mean(late.map(\.error))]
+                if early.contains(where: { $0.engineError != nil }) {
+                    values += [mean(early.compactMap(\.engineError)), mean(late.compactMap(\.engineError))]
+                }
+                return values
+            }.reduce(into: [:]) { $0[outcome.peers[$1.key].name] = $1.value },
             cpuPercentPerPeer: Double(outcome.cpu.media + outcome.cpu.other) / elapsed / peerCount * 100,
             coordinationCPUPercentPerPeer: Double(outcome.cpu.other) / elapsed / peerCount * 100,
             peakMemoryMBPerPeer: outcome.peakMemory.map { Double($0) / 1_048_576 / peerCount },
@@ -222,6 +235,14 @@ struct SyncReport: Codable, Sendable {
             lines.append("clock estimate vs truth: |error| p50 \(f(clockError.p50)) ms, p99 \(f(clockError.p99)) ms, max \(f(clockError.max)) ms; mean signed \(String(format: "%+.3f", clockErrorMean ?? 0)) ms")
         } else {
             lines.append("clock estimate vs truth: none (this policy keeps no session-time estimate)")
+        }
+        if !clockErrorByPeer.isEmpty {
+            lines.append("clock error by peer, mean over the first → last minute (ms; estimate, then pipeline clock): "
+                + clockErrorByPeer.sorted { $0.key < $1.key }.map { entry in
+                    var text = String(format: "%@ %+.3f → %+.3f", entry.key, entry.value[0], entry.value[1])
+                    if entry.value.count == 4 { text += String(format: " / %+.3f → %+.3f", entry.value[2], entry.value[3]) }
+                    return text
+                }.joined(separator: ", "))
         }
         if let engineClockError {
             lines.append("pipeline clock vs truth: |error| p50 \(f(engineClockError.p50)) ms, p99 \(f(engineClockError.p99)) ms, max \(f(engineClockError.max)) ms")

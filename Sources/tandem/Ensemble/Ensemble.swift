@@ -64,7 +64,7 @@ final class Ensemble: Sendable {
         /// The error of the clock this peer's sinks wait on (ns): its reading minus true session time. For Tandem
         /// it follows the estimate, slewing; a baseline's reads its own local time.
         func engineClockError() -> Int64 {
-            player.sessionTimeNow() - SystemMonotonicClock().now()
+            player.pipelineClockNow() - SystemMonotonicClock().now()
         }
     }
 
