@@ -35,9 +35,9 @@ struct InteractiveTests {
         #expect(await host.waitForOutput(30) { $0.contains("Invite: tandem://") && $0.contains("clock ±") }, "\(host.output)")
         #expect(host.output.contains("keys: space play/pause"))
         host.type(" ")
-        #expect(await host.waitForOutput(10) { $0.contains("ann played from 0:00") && $0.contains("▶ 0:0") }, "\(host.output.suffix(600))")
+        #expect(await host.waitForOutput(20) { $0.contains("ann played from 0:00") && $0.contains("▶ 0:0") }, "\(host.output.suffix(600))")
         host.type(" ")
-        #expect(await host.waitForOutput(10) { $0.contains("ann paused at") && $0.contains("⏸") })
+        #expect(await host.waitForOutput(20) { $0.contains("ann paused at") && $0.contains("⏸") })
         // The status line redraws in place: carriage return and erase-line, never a scrolling stream of lines.
         #expect(host.output.contains("\r\u{1B}[2K"))
         host.type("q")
@@ -50,6 +50,7 @@ struct InteractiveTests {
         let host = try TerminalProcess(["host", TandemBinary.sample("countdown.webm"), "--headless", "--bind", "127.0.0.1",
                                         "--port", "0"])
         #expect(await host.waitForOutput(30) { $0.contains("Invite: tandem://") })
+        // At once, as an impatient person would: the signal must already be trapped when the invite shows.
         host.type("\u{03}")
         #expect(await host.waitForExit(10) == 0)
         #expect(host.output.contains("\u{1B}[?25h"))

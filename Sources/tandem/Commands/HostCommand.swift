@@ -121,7 +121,7 @@ struct HostCommand: AsyncParsableCommand {
                     throw CLIError(.failure, "could not set the session's activity: \(error)")
                 }
             }
-            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
+            let console = await PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
             console.emit("invite", ["invite": .string(invite.description)])
             let header = [
                 "Hosting \(activity.summary)",

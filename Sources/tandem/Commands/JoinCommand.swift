@@ -76,7 +76,7 @@ struct JoinCommand: AsyncParsableCommand {
                 throw error
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!)
-            let console = PeerConsole(peer: participant, mode: mode)
+            let console = await PeerConsole(peer: participant, mode: mode)
             if let activity, let difference = activity.difference(from: probe) {
                 console.warn("\(difference) — you may not be watching the same thing")
             }

@@ -25,10 +25,15 @@ final class PeerConsole: Sendable {
     let mode: Mode
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
+    private let signals: UnixSignalsSequence
 
-    init(peer: LocalPeer, mode: Mode) {
+    /// Traps SIGINT and SIGTERM at once, before the console writes anything: a person (or a script) may press
+    /// Ctrl-C as soon as they see the invite, and the default action would kill the process without leaving the
+    /// session or restoring the terminal.
+    init(peer: LocalPeer, mode: Mode) async {
         self.peer = peer
         self.mode = mode
+        self.signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         names.withLock { $0[peer.id] = peer.name }
     }
 
@@ -84,7 +89,7 @@ final class PeerConsole: Sendable {
             say(UserCommand.keyHelp)
         }
         let events = peer.coordinator.events
-        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let signals = self.signals
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in events { await self.show(event) } }
             group.addTask { await self.readInput() }
