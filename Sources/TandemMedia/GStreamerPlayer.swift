@@ -127,7 +127,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
         let now = tdm_gst_monotonic_now()
         let calibration = localTimeModel.reanchored(atLocal: now)
-        Self.apply(calibration, to: clock)
+        Self.apply(calibration, lead: 0, to: clock)
         tdm_gst_pipeline_use_clock(playbin, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
 
@@ -191,17 +191,25 @@ public final class GStreamerPlayer: PlaybackEngine {
             case .step(let next):
                 let backwards = state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)
                 state.calibration = next
+                if !state.isPlaying {
+                    // Not playing: nothing waits on the clock, and the next start sets the base time from the
+                    // lead. A backward step becomes lead (the GstClock keeps reading on, never backwards); a
+                    // forward step uses up lead first. No clock swap, so nothing can race a start.
+                    state.clockLead = max(0, state.clockLead + backwards)
+                    Self.apply(next, lead: state.clockLead, to: state.clock.clock)
+                    return .none
+                }
                 if backwards > Self.largestHeldStep {
                     // GStreamer clocks never read backwards (they hold their last reading until real time
                     // catches up), so a large backward step gets a fresh clock. A small one is applied: the clock
                     // holds still for that long, which is less harm than a clock swap racing a start.
                     return .replaceClock(next)
                 }
-                Self.apply(next, to: state.clock.clock)
+                Self.apply(next, lead: state.clockLead, to: state.clock.clock)
                 return .none
             case .slew(let slewing, let duration, let final):
                 state.calibration = slewing
-                Self.apply(slewing, to: state.clock.clock)
+                Self.apply(slewing, lead: state.clockLead, to: state.clock.clock)
                 return .finishSlew(final, after: duration, generation: state.calibrationGeneration)
             }
         }
@@ -215,7 +223,7 @@ public final class GStreamerPlayer: PlaybackEngine {
                 self.state.withLock { state in
                     guard state.calibrationGeneration == generation else { return }
                     state.calibration = final
-                    Self.apply(final, to: state.clock.clock)
+                    Self.apply(final, lead: state.clockLead, to: state.clock.clock)
                 }
             }
         }
@@ -252,10 +260,10 @@ public final class GStreamerPlayer: PlaybackEngine {
         return calibration.sessionTime(atLocal: tdm_gst_monotonic_now())
     }
 
-    /// What the pipeline's GstClock itself reads now (ns), from its own calibration: what the sinks wait on.
+    /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on (ns).
     public func pipelineClockNow() -> Int64 {
-        let clock = state.withLock { $0.clock }
-        return Int64(bitPattern: tdm_gst_clock_now(clock.clock))
+        let (clock, lead) = state.withLock { ($0.clock, $0.clockLead) }
+        return Int64(bitPattern: tdm_gst_clock_now(clock.clock)) - lead
     }
 
     /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
@@ -392,16 +400,20 @@ public final class GStreamerPlayer: PlaybackEngine {
         tdm_gst_pipeline_set_latency(pipeline, latency)
         // After the flushing seek the running time of `startItem` is 0; at rate r it advances as (item − X) / r.
         // Sinks render running time t when the clock reads base + t + latency.
-        let base = startSession - Int64(latency)
-        guard base >= 0 else { throw .engineFailure("session time \(startSession) is before the clock's origin") }
-        gst_element_set_start_time(pipeline, GstClockTime.max)  // GST_CLOCK_TIME_NONE
-        gst_element_set_base_time(pipeline, GstClockTime(base))
-        state.withLock {
+        // The GstClock reads session time plus the lead (see `clockLead`). The lead is read, and the player
+        // marked playing, under one lock: from then on calibration changes slew instead of adding lead.
+        let base: Int64 = state.withLock {
+            let base = startSession + $0.clockLead - Int64(latency)
+            guard base >= 0 else { return base }
             $0.isPlaying = true
             $0.prepared = nil
             $0.pausedAt = nil
             $0.playbackBase = base
+            return base
         }
+        guard base >= 0 else { throw .engineFailure("session time \(startSession) is before the clock's origin") }
+        gst_element_set_start_time(pipeline, GstClockTime.max)  // GST_CLOCK_TIME_NONE
+        gst_element_set_base_time(pipeline, GstClockTime(base))
         guard tdm_gst_set_state(pipeline, Int32(GST_STATE_PLAYING.rawValue)) != 0 else {
             state.withLock { $0.isPlaying = false }
             throw trappedError(source: nil, location: bus.location) ?? .engineFailure("the pipeline refused to play")
@@ -429,8 +441,8 @@ public final class GStreamerPlayer: PlaybackEngine {
         guard !state.withLock({ $0.closed }) else { return }
         let pipeline = handles.pipeline
         let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
-        let current = state.withLock { $0.calibration }
-        Self.apply(current, to: fresh)
+        let (current, lead) = state.withLock { ($0.calibration, $0.clockLead) }
+        Self.apply(current, lead: lead, to: fresh)
         // Whether the pipeline plays is read here, on the queue, after any start queued before: a playing
         // pipeline only takes a new clock on its way to PLAYING, so it is cycled through PAUSED.
         let playing = state.withLock { $0.isPlaying }
@@ -509,10 +521,12 @@ public final class GStreamerPlayer: PlaybackEngine {
         tdm_gst_unref(handles.pipeline)
     }
 
-    private static func apply(_ calibration: ClockMapping, to clock: UnsafeMutablePointer<GstClock>?) {
+    /// Calibrates `clock` to read `calibration`'s session time plus `lead`.
+    private static func apply(_ calibration: ClockMapping, lead: Int64, to clock: UnsafeMutablePointer<GstClock>?) {
         guard let clock else { return }
         // GstClockTime is unsigned: keep both anchors non-negative by re-anchoring where needed.
-        var mapping = calibration
+        var mapping = ClockMapping(localAnchor: calibration.localAnchor, sessionAnchor: calibration.sessionAnchor &+ lead,
+                                   rate: calibration.rate)
         if mapping.localAnchor < 0 || mapping.sessionAnchor < 0 {
             mapping = mapping.reanchored(atLocal: max(tdm_gst_monotonic_now(), 0))
         }
@@ -597,6 +611,10 @@ private struct PlayerState: Sendable {
     var clock: ClockHandle
     /// CLOCK_MONOTONIC → engine clock reading, as applied right now.
     var calibration: ClockMapping
+    /// How far the GstClock reads ahead of session time (ns, never negative). GstClocks never read backwards,
+    /// so a backward calibration step while not playing raises the lead instead of moving the clock back; a
+    /// start sets its base time `lead` later to match. Constant while playing.
+    var clockLead: Int64 = 0
     var calibrationGeneration = 0
     var sessionMapping: ClockMapping = .identity
     var info: MediaInfo?

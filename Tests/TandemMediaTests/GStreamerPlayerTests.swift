@@ -175,6 +175,27 @@ struct GStreamerPlayerTests {
         await player.close()
     }
 
+    @Test("a large backward step while paused: the next start still renders on time, the clock reading on")
+    func largeBackwardStepWhilePaused() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        player.setClockMapping(.offset(Nanos.milliseconds(400)))
+        // Half a second back while nothing plays: the GstClock cannot read backwards, so the player keeps it
+        // reading on and starts later by that much on it; in session time nothing changes.
+        player.setClockMapping(.offset(Nanos.milliseconds(-100)))
+        #expect(abs(player.pipelineClockNow() - player.sessionTimeNow()) < Nanos.milliseconds(1))
+        let t = player.sessionTimeNow() + Nanos.milliseconds(400)
+        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await sleep(ms: 1000)
+        _ = try await player.pause()
+        let video = player.renderProbe.drain().filter { $0.kind == .video }
+        // Item d was due when session time read t + d, that is monotonic t + d + 100 ms.
+        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime + Nanos.milliseconds(100))) / 1e6 }
+        #expect(lateness.count > 10)
+        #expect(abs(median(lateness)) < 10, "median lateness \(median(lateness)) ms")
+        await player.close()
+    }
+
     @Test("a small calibration change is slewed, not stepped")
     func smallChangeSlews() async throws {
         let player = try Samples.headlessPlayer()

@@ -91,6 +91,38 @@ struct SessionServerTests {
         try? await group.shutdownGracefully()
     }
 
+    @Test("on a path longer than the ping interval, overlapping pings still give a clock estimate at once")
+    func clockSyncOnALongPath() async throws {
+        // 150 ms each way: every answer arrives after the next ping has gone (the burst and acquisition send one
+        // every 100 ms or faster). Each answer carries its own t1, so each is a good sample; the estimate must come
+        // within seconds, not when the schedule slows down to the steady rate half a minute later.
+        struct LongPath: LinkImpairment {
+            func nextUpDelay() -> Int64? { 150_000_000 }
+            func nextDownDelay() -> Int64? { 150_000_000 }
+            var retransmissionTimeout: Int64 { 200_000_000 }
+        }
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        var options = clientOptions()
+        options.impairment = LongPath()
+        let client = try await TandemClient.connect(invite: invite, name: "far", options: options)
+        let clock = SystemMonotonicClock()
+        let connected = clock.now()
+        var error: Int64?
+        while error == nil, clock.now() - connected < 5_000_000_000 {
+            try await Task.sleep(nanoseconds: 50_000_000)
+            if let mapping = client.clockMapping() {
+                let local = clock.now()
+                error = mapping.sessionTime(atLocal: local) - local
+            }
+        }
+        let found = try #require(error, "no clock estimate within 5 s of joining over a 300 ms round trip")
+        // Symmetric delays: the estimate is right up to scheduling noise.
+        #expect(abs(found) <= 5_000_000, "estimate off by \(found) ns")
+        await client.close()
+        await server.shutdown()
+    }
+
     @Test("reliable messages arrive complete and in order under a burst; .only reaches only its target")
     func reliableBurstAndOnly() async throws {
         let server = try await startTestServer()

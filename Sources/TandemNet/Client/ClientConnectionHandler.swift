@@ -31,6 +31,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var heartbeat: RepeatedTask?
     private var estimator: ClockSyncEstimator
     private var pingSequence: UInt32 = 0
+    /// How many of the latest pings may still be answered.
+    static let pingsInFlight: UInt32 = 1024
     private var lastPing: Int64?
     private var pingTimer: Scheduled<Void>?
     private var linkReportTimer: RepeatedTask?
@@ -142,7 +144,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             }
         case .clockPong:
             let pong = try FrameCodec.parseClockPong(frame)
-            guard pong.sequence == pingSequence else { return }  // a late answer to an older ping
+            // Pings overlap when the round trip is longer than the ping interval (a burst, or acquisition on a
+            // long path): the answer to an earlier ping is as good a sample as any, since it carries its own t1.
+            // Only answers to pings never sent (or from long ago) are ignored.
+            guard pingSequence &- pong.sequence < Self.pingsInFlight else { return }
             let sample = ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt)
             estimator.add(sample)
             shared.deliver(sample)
