@@ -200,9 +200,10 @@ public final class GStreamerPlayer: PlaybackEngine {
                     return .none
                 }
                 if backwards > Self.largestHeldStep {
-                    // GStreamer clocks never read backwards (they hold their last reading until real time
-                    // catches up), so a large backward step gets a fresh clock. A small one is applied: the clock
-                    // holds still for that long, which is less harm than a clock swap racing a start.
+                    // Playing, the lead cannot change (the sinks' base time holds it). GStreamer clocks never read
+                    // backwards (they hold their last reading until real time catches up, and sinks would wake
+                    // early meanwhile), so a large backward step gets a fresh clock and the pipeline is cycled.
+                    // A small one is applied: the clock holds still for that long.
                     return .replaceClock(next)
                 }
                 Self.apply(next, lead: state.clockLead, to: state.clock.clock)

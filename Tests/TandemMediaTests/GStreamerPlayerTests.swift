@@ -132,10 +132,7 @@ struct GStreamerPlayerTests {
         _ = try await player.pause()
 
         // Lateness of each frame against the original schedule: item x + d was due at monotonic t + d.
-        let video = player.renderProbe.drain().filter { $0.kind == .video }
-        func lateness(_ r: RenderRecord) -> Double { Double(r.monotonicTime - (t + r.itemTime - x)) / 1e6 }
-        let before = video.filter { $0.monotonicTime < changedAt }.map(lateness)
-        let after = video.filter { $0.monotonicTime > changedAt + Nanos.milliseconds(300) }.map(lateness)
+        let (before, after) = split(videoLateness(player) { t + $0.itemTime - x }, at: changedAt)
         #expect(before.count > 10 && after.count > 10)
         #expect(abs(median(before)) < 10, "before: \(median(before)) ms")
         // The clock now reads 200 ms later, so everything renders 200 ms earlier.
@@ -150,8 +147,8 @@ struct GStreamerPlayerTests {
         let x = Nanos.seconds(1)
         player.setClockMapping(.offset(Nanos.milliseconds(100)))
         let t = player.sessionTimeNow() + Nanos.milliseconds(500)
-        // The start must preroll at x first, so it keeps the player's queue busy; the backward step is planned
-        // meanwhile (not yet playing) and its clock swap is queued behind the start.
+        // The start must preroll at x first, so it keeps the player's queue busy; the backward step arrives
+        // meanwhile (not yet playing) and must still hold for the sinks once the start has gone through.
         let starting = Task { try await player.play(from: x, atSessionTime: t, rate: 1) }
         try await sleep(ms: 5)
         player.setClockMapping(.offset(Nanos.milliseconds(95)))
@@ -162,13 +159,9 @@ struct GStreamerPlayerTests {
         player.setClockMapping(.offset(Nanos.milliseconds(195)))
         try await sleep(ms: 900)
         _ = try await player.pause()
-        let video = player.renderProbe.drain().filter { $0.kind == .video }
         // Item x + d was due when the clock read t + d; with the clock at +95 ms that is monotonic t + d − 95 ms.
-        func lateness(_ r: RenderRecord) -> Double {
-            Double(r.monotonicTime - (t + r.itemTime - x - Nanos.milliseconds(95))) / 1e6
-        }
-        let before = video.filter { $0.monotonicTime < changedAt }.map(lateness)
-        let after = video.filter { $0.monotonicTime > changedAt + Nanos.milliseconds(300) }.map(lateness)
+        let (before, after) = split(videoLateness(player) { t + $0.itemTime - x - Nanos.milliseconds(95) },
+                                    at: changedAt)
         #expect(before.count > 5 && after.count > 10)
         #expect(abs(median(before)) < 10, "before: \(median(before)) ms")
         #expect(abs(median(after) + 100) < 20, "after: \(median(after)) ms (the sinks missed the correction?)")
@@ -188,9 +181,8 @@ struct GStreamerPlayerTests {
         try await player.play(from: 0, atSessionTime: t, rate: 1)
         try await sleep(ms: 1000)
         _ = try await player.pause()
-        let video = player.renderProbe.drain().filter { $0.kind == .video }
         // Item d was due when session time read t + d, that is monotonic t + d + 100 ms.
-        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime + Nanos.milliseconds(100))) / 1e6 }
+        let lateness = videoLateness(player) { t + $0.itemTime + Nanos.milliseconds(100) }.map(\.ms)
         #expect(lateness.count > 10)
         #expect(abs(median(lateness)) < 10, "median lateness \(median(lateness)) ms")
         await player.close()

@@ -32,6 +32,18 @@ func sleep(ms: Int) async throws {
     try await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000)
 }
 
+/// The video frames the player rendered since the last drain, each with when it was rendered (monotonic ns) and how
+/// late it came (ms) against `due`, the monotonic time at which it should have been rendered.
+func videoLateness(_ player: GStreamerPlayer, due: (RenderRecord) -> Int64) -> [(at: Int64, ms: Double)] {
+    player.renderProbe.drain().filter { $0.kind == .video }.map { ($0.monotonicTime, Double($0.monotonicTime - due($0)) / 1e6) }
+}
+
+/// Lateness before `changedAt`, and after it once a change has had `settle` ns to take effect.
+func split(_ lateness: [(at: Int64, ms: Double)], at changedAt: Int64,
+           settle: Int64 = Nanos.milliseconds(300)) -> (before: [Double], after: [Double]) {
+    (lateness.filter { $0.at < changedAt }.map(\.ms), lateness.filter { $0.at > changedAt + settle }.map(\.ms))
+}
+
 /// The median of some numbers.
 func median(_ values: [Double]) -> Double {
     precondition(!values.isEmpty)

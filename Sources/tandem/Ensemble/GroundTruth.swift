@@ -53,7 +53,7 @@ struct GroundTruth: Sendable {
                   since: Int64? = nil) -> [Showing] {
         var byItem: [Int64: [(peer: Int, time: Int64)]] = [:]
         for (peer, list) in frames.enumerated() where peers?.contains(peer) ?? true {
-            let start = since.flatMap { firstIndex(in: list, after: $0 - 1) } ?? (since == nil ? 0 : list.count)
+            let start = since.map { firstIndex(in: list, after: $0 - 1) ?? list.count } ?? 0
             for frame in list[start...] { byItem[frame.item, default: []].append((peer, frame.time)) }
         }
         var result: [Showing] = []
