@@ -5,14 +5,16 @@ import Glibc
 #endif
 
 /// `tandem` on a pseudo-terminal, as a person at a keyboard would run it: util-linux `script` (always on Debian)
-/// gives it a terminal and relays what we type and what it draws.
+/// gives it a terminal and relays what we type and what it draws. `script` runs the command through `$SHELL -c`;
+/// the command is `exec`ed so no shell stays in between (a waiting dash dies of the Ctrl-C meant for `tandem` and
+/// `script` would report the shell's 130), and `SHELL` is pinned so every machine runs the same way.
 final class TerminalProcess: Sendable {
     private let process: TandemProcess
 
     init(_ arguments: [String]) throws {
-        let command = ([TandemBinary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let command = "exec " + ([TandemBinary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
         process = try TandemProcess(["-qfec", command, "/dev/null"], executable: "/usr/bin/script",
-                                    environment: ["COLUMNS": "200", "TERM": "xterm"])
+                                    environment: ["COLUMNS": "200", "TERM": "xterm", "SHELL": "/bin/sh"])
     }
 
     var output: String { process.stdout }
@@ -52,7 +54,8 @@ struct InteractiveTests {
         #expect(await host.waitForOutput(30) { $0.contains("Invite: tandem://") })
         // At once, as an impatient person would: the signal must already be trapped when the invite shows.
         host.type("\u{03}")
-        #expect(await host.waitForExit(10) == 0)
+        let code = await host.waitForExit(10)
+        #expect(code == 0, "exit \(code.map(String.init) ?? "none"): \(host.output.suffix(600))")
         #expect(host.output.contains("\u{1B}[?25h"))
     }
 }
