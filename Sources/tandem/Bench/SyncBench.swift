@@ -78,7 +78,6 @@ struct SyncBench {
     func run(progress: @escaping @Sendable (String) -> Void) async throws(CLIError) -> Outcome {
         let configuration = self.configuration
         let clock = SystemMonotonicClock()
-        var random = SeededRandom(seed: configuration.seed)
         guard let profile = LinkProfile.named(configuration.link) else {
             throw CLIError(.failure, "unknown link profile \(configuration.link)")
         }
@@ -91,19 +90,7 @@ struct SyncBench {
         let ensemble = try await Ensemble.start(file: configuration.file, title: "bench", authority: authority)
         let cpuBefore = ThreadCPU.read()
 
-        var peerIndex = 0
-        func setup(_ name: String, loadDelay: Duration = .zero) -> Ensemble.PeerSetup {
-            defer { peerIndex += 1 }
-            let offset = Nanos.seconds((random.unit() * 2 - 1) * configuration.maxClockOffset)
-            let drift = (random.unit() * 2 - 1) * configuration.maxDriftPPM
-            let link: (any LinkImpairment)? = configuration.link == "loopback" ? nil
-                : SimulatedLink(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(peerIndex))
-            var player = GStreamerPlayer.Configuration.headless
-            player.preciseWait = configuration.preciseWait
-            return Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,
-                                      impairment: link, player: player, policy: configuration.policy)
-        }
-
+        var setups = PeerSetups(configuration: configuration, profile: profile)
         let marks = Locked<[Mark]>([])
         let leaves = Locked<[Int: Int64]>([:])
         let currentPhase = Locked("joining")
@@ -142,7 +129,7 @@ struct SyncBench {
 
         var members: [Ensemble.Member] = []
         for index in 0..<configuration.peers {
-            let member = try await ensemble.add(setup("peer\(index)", loadDelay: index == 1 ? .seconds(2) : .zero))
+            let member = try await ensemble.add(setups.next("peer\(index)", loadDelay: index == 1 ? .seconds(2) : .zero))
             members.append(member)
         }
         func member(_ i: Int) -> Ensemble.Member { members[i % members.count] }
@@ -196,7 +183,7 @@ struct SyncBench {
             await staller.drill.stall(for: .seconds(2))
             mark("stall recovered", "resume", staller, .starts(near: nil), .afterStall)
             guard await step(36) else { break }
-            let joiner = try await ensemble.add(setup("late\(cycle)"))
+            let joiner = try await ensemble.add(setups.next("late\(cycle)"))
             lateJoiners.append(joiner.index)
             marks.withLock {
                 $0.append(Mark(time: joiner.joinStarted, label: "late joiner", command: nil, peer: joiner.index,
@@ -232,5 +219,31 @@ struct SyncBench {
             lateJoiners: lateJoiners, clockErrors: clockErrors.value, started: started, ended: stopped,
             cpu: cpu, peakMemory: memory, corrections: corrections,
             maxOneWay: configuration.link == "loopback" ? 0 : SimulatedLink.nominalOneWay(profile))
+    }
+}
+
+/// Each peer's set-up: its own clock error (offset, drift) and its own seeded link, in join order.
+private struct PeerSetups {
+    let configuration: SyncBench.Configuration
+    let profile: LinkProfile
+    var random: SeededRandom
+    var index = 0
+
+    init(configuration: SyncBench.Configuration, profile: LinkProfile) {
+        self.configuration = configuration
+        self.profile = profile
+        random = SeededRandom(seed: configuration.seed)
+    }
+
+    mutating func next(_ name: String, loadDelay: Duration = .zero) -> Ensemble.PeerSetup {
+        defer { index += 1 }
+        let offset = Nanos.seconds((random.unit() * 2 - 1) * configuration.maxClockOffset)
+        let drift = (random.unit() * 2 - 1) * configuration.maxDriftPPM
+        let link: (any LinkImpairment)? = configuration.link == "loopback" ? nil
+            : SimulatedLink(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(index))
+        var player = GStreamerPlayer.Configuration.headless
+        player.preciseWait = configuration.preciseWait
+        return Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,
+                                  impairment: link, player: player, policy: configuration.policy)
     }
 }

@@ -29,6 +29,22 @@ struct SyncReport: Codable, Sendable {
         var withinTarget: Int
     }
 
+    /// One of the frames the peers rendered furthest apart, with what happened just before it.
+    struct Outlier: Codable, Sendable {
+        /// Seconds into the run.
+        var at: Double
+        /// The item time (s).
+        var item: Double
+        /// The spread of its render times (ms).
+        var skew: Double
+        /// The peers that rendered it first and last.
+        var earliest: String
+        var latest: String
+        /// The last schedule event before it and how long before (s).
+        var after: String?
+        var secondsAfter: Double?
+    }
+
     struct Minute: Codable, Sendable {
         var minute: Int
         var skew: Stats
@@ -48,6 +64,8 @@ struct SyncReport: Codable, Sendable {
     /// Least-squares trend of steady-play skew over the run (ms per minute), and p99 per minute.
     var skewTrendPerMinute: Double?
     var skewByMinute: [Minute]
+    /// The frames rendered furthest apart (largest skew first), to tell where outliers come from.
+    var largestSkews: [Outlier]
     /// Each peer's median render offset from the group's median during steady play (ms): the part of the skew
     /// that is systematic (clock sync, pipeline latency) rather than per-frame scheduling jitter.
     var medianOffsetByPeer: [String: Double]
@@ -108,6 +126,16 @@ struct SyncReport: Codable, Sendable {
             }
         }
 
+        let largest = outcome.showings.sorted { $0.spread > $1.spread }.prefix(5).map { showing -> Outlier in
+            let first = showing.times.min { $0.value < $1.value }!.key
+            let last = showing.times.max { $0.value < $1.value }!.key
+            let before = marks.last { $0.time <= showing.median }
+            return Outlier(at: Nanos.toSeconds(showing.median - outcome.started), item: Nanos.toSeconds(showing.item),
+                           skew: Double(showing.spread) / 1e6, earliest: outcome.peers[first].name,
+                           latest: outcome.peers[last].name, after: before?.label,
+                           secondsAfter: before.map { Nanos.toSeconds(showing.median - $0.time) })
+        }
+
         // Command latency: request → the last peer present rendering the effect.
         var latencies: [String: (values: [Int64], missed: Int, within: Int)] = [:]
         let target = outcome.maxOneWay + Nanos.milliseconds(60)
@@ -166,6 +194,7 @@ struct SyncReport: Codable, Sendable {
             skewByPhase: Dictionary(uniqueKeysWithValues: byPhase.map { ($0.key.rawValue, Stats(nanoseconds: $0.value)) }),
             skewTrendPerMinute: linearSlope(steadyPoints),
             skewByMinute: minutes.keys.sorted().map { Minute(minute: $0, skew: Stats(nanoseconds: minutes[$0]!)) },
+            largestSkews: Array(largest),
             medianOffsetByPeer: Dictionary(uniqueKeysWithValues: steadyOffsets.compactMap { peer, offsets in
                 offsets.count >= 30 ? (outcome.peers[peer].name, Distribution(offsets).p50) : nil
             }),
@@ -220,6 +249,14 @@ struct SyncReport: Codable, Sendable {
             let each = medianOffsetByPeer.sorted { $0.key < $1.key }.map { String(format: "%@ %+.3f", $0.key, $0.value) }
             lines.append(String(format: "systematic: per-peer median offset from the group spans %.3f ms (", high - low)
                          + each.joined(separator: ", ") + "); the rest of the skew is per-frame scheduling jitter")
+        }
+        if let worst = largestSkews.first, worst.skew >= 2 {
+            lines.append("largest skews: " + largestSkews.prefix(3).map { o in
+                var text = String(format: "%@ ms at %.1f s (item %.2f s, %@ first, %@ last", f(o.skew), o.at, o.item,
+                                  o.earliest, o.latest)
+                if let after = o.after, let gap = o.secondsAfter { text += String(format: "; %.2f s after %@", gap, after) }
+                return text + ")"
+            }.joined(separator: "; "))
         }
         lines.append("")
         var commandTable = TextTable(["command latency (ms)", "n", "p50", "p99", "max", "target", "within", "missed"])
