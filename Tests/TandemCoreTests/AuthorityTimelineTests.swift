@@ -143,7 +143,11 @@ struct AuthorityTimelineTests {
         let waiting = h.authority.timeline
         #expect(waiting.rate == 1.5)
         #expect(Set(waiting.waitingFor?.keys.map { $0 } ?? []) == [a, b])
-        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: h.now + Nanos.milliseconds(30)))
+        // Where the group will be once the request has reached the farthest peer, plus the start margin: peers
+        // stop on arrival, short of that point, so nobody shows a frame twice.
+        let stop = h.now + Nanos.milliseconds(30) + AuthorityConfiguration().startMargin
+        #expect(waiting.anchorSessionTime == stop)
+        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: stop))
         #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
         h.advance(ms: 40)
         h.send(.prepared(generation: h.authority.timeline.generation), from: a)
@@ -165,6 +169,33 @@ struct AuthorityTimelineTests {
             }
         }
         #expect(h.authority.timeline == new)
+    }
+
+    @Test func aPeerThatRenderedPastTheStopMovesTheResumePointForEveryone() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        h.request(.play, from: a)
+        h.advance(ms: 20_000)
+        h.request(.rate(1.5), from: a)
+        let waiting = h.authority.timeline
+        h.send(.prepared(generation: waiting.generation), from: a)
+        // Bob heard of the change late (after alice was prepared, so the waiting list has a newer generation) and
+        // had shown 80 ms more: both prepare again there, then start.
+        #expect(h.authority.timeline.generation == waiting.generation + 1)
+        let past = waiting.anchorItemTime + Nanos.milliseconds(80)
+        h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
+        let moved = h.authority.timeline
+        #expect(moved.generation == waiting.generation + 2)
+        #expect(moved.anchorItemTime == past && moved.rate == 1.5)
+        #expect(Set(moved.waitingFor?.keys.map { $0 } ?? []) == [a, b])
+        // Stale or behind the stop: ignored.
+        h.send(.renderedPast(generation: waiting.generation, itemTime: past + Nanos.seconds(1)), from: b)
+        h.send(.renderedPast(generation: moved.generation, itemTime: past - Nanos.milliseconds(10)), from: a)
+        #expect(h.authority.timeline == moved)
+        h.send(.prepared(generation: moved.generation), from: a)
+        h.send(.prepared(generation: moved.generation), from: b)
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == past)
     }
 
     @Test func rateWhilePausedIsKeptForTheNextPlay() {

@@ -253,4 +253,39 @@ private let s: Int64 = 1_000_000_000
         let next = m.receive(.activity(Self.envelope("episode-2")), now: 8 * s)
         #expect(Self.engineCommands(next).map(\.1) == [.load(itemID: "episode-2")])
     }
+
+    /// A machine playing generation 2: from item 0 at session 3 s, rate 1 (local = session + 5 s).
+    static func playingMachine() -> Machine {
+        var m = loadedMachine()
+        let playing = m.receive(.timeline(timeline(2, .playing, at: 3 * s, item: 0)), now: 7 * s)
+        for (id, c) in engineCommands(playing) {
+            _ = m.engineCompleted(id, c == .play(from: 0, atSessionTime: 3 * s, rate: 1) ? .playing : .prepared(itemTime: 0),
+                                  now: 7 * s)
+        }
+        return m
+    }
+
+    @Test func aStopThatArrivesAfterItsPointIsReportedSoTheGroupResumesPastWhatWasShown() {
+        // A rate change stops the line at session 20 s (item 17 s); it reaches us at session 20.05 s, when we have
+        // shown up to item 17.05 s (plus the time the stop takes to act).
+        var m = Self.playingMachine()
+        let late = m.receive(.timeline(Self.timeline(3, .waiting(for: [:]), at: 20 * s, item: 17 * s, rate: 1.5)),
+                             now: 25 * s + 50 * ms)
+        let stopAllowance = Machine.Configuration().stopAllowance
+        #expect(Self.sent(late) == [.renderedPast(generation: 3, itemTime: 17 * s + 50 * ms + stopAllowance)])
+        #expect(Self.engineCommands(late).map(\.1) == [.prepare(itemTime: 17 * s, rate: 1.5)])
+
+        // In time (session 19.9 s): nothing to report.
+        var onTime = Self.playingMachine()
+        let early = onTime.receive(.timeline(Self.timeline(3, .waiting(for: [:]), at: 20 * s, item: 17 * s, rate: 1.5)),
+                                   now: 24 * s + 900 * ms)
+        #expect(Self.sent(early).isEmpty)
+
+        // A seek (an item time of its own) is never a stop on our line, however late it arrives.
+        var seeking = Self.playingMachine()
+        let seek = seeking.receive(.timeline(Self.timeline(3, .waiting(for: [:]), at: 20 * s, item: 100 * s)),
+                                   now: 25 * s + 50 * ms)
+        #expect(Self.sent(seek).isEmpty)
+        #expect(Self.engineCommands(seek).map(\.1) == [.prepare(itemTime: 100 * s, rate: 1)])
+    }
 }

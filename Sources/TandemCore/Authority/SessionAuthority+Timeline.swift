@@ -56,15 +56,19 @@ extension SessionAuthority {
             }
             var actions: [Action]
             if timeline.isPlaying {
-                // A player changes rate with a flushing seek, so this goes like a seek to where the group is when
-                // the request reaches everyone: each peer stops and prerolls there at the new rate, and all start
-                // together as soon as the last is prepared (instead of after a worst-case preroll estimate).
-                let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: now + maxOneWayDelay))
+                // A player changes rate with a flushing seek, so this goes like a seek to where the group will be
+                // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,
+                // short of that point, and prerolls there at the new rate; all start together as soon as the last
+                // is prepared (instead of after a worst-case preroll estimate). Resuming past every peer's stop
+                // means nobody sees a frame twice; a peer the request reaches later still says so
+                // (`renderedPast`) and the group resumes from there.
+                let stopAt = now + maxOneWayDelay + configuration.startMargin
+                let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: stopAt))
                 stopWaiting()
                 waitingRequiresPreparation = true
                 let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
                                         requiringPreparation: true)
-                actions = publish(status: .waiting(for: blocking), anchorSessionTime: now, anchorItemTime: itemTime,
+                actions = publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
                                   rate: rate, originator: id)
                 beginWaiting(blocking, now: now)
                 actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
@@ -76,6 +80,20 @@ extension SessionAuthority {
             actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
             return actions
         }
+    }
+
+    /// A peer had already rendered up to `itemTime` when waiting generation `generation` reached it (a request
+    /// delayed on its link, e.g. by a retransmission): the group resumes from there instead of the planned stop,
+    /// so that peer does not show those frames again while the others show them for the first time.
+    mutating func resumeLater(renderedUpTo itemTime: Int64, generation: UInt64, now: Int64) -> [Action] {
+        // The same stop: the waiting list may have changed since (new generations, same position), but nobody
+        // has moved the group elsewhere.
+        guard case .waiting = timeline.status, generation <= timeline.generation,
+              generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
+              itemTime > max(timeline.anchorItemTime, proposedResumeItemTime ?? 0), seekProblem(itemTime) == nil
+        else { return [] }
+        proposedResumeItemTime = itemTime
+        return reconcile(now: now)
     }
 
     func seekProblem(_ itemTime: Int64) -> String? {

@@ -159,6 +159,8 @@ public struct SessionAuthority: Sendable {
                 members[id]?.prepared = PreparedPosition(generation: generation, position: position)
             }
             actions = reconcile(now: now)
+        case .renderedPast(let generation, let itemTime):
+            actions = resumeLater(renderedUpTo: itemTime, generation: generation, now: now)
         case .suspension(let update):
             actions = updateSuspension(update, of: id, now: now)
         case .setActivity(let envelope):

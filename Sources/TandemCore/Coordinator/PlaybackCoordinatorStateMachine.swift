@@ -34,6 +34,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         public var linkReportInterval: Int64 = 1_000_000_000
         /// Durations further apart than this (ns) count as different media.
         public var mediaDurationTolerance: Int64 = 1_500_000_000
+        /// How long after a stop arrives the engine may still render (ns): the stop goes through the command queue
+        /// and a flush.
+        public var stopAllowance: Int64 = 10_000_000
         /// How long a local pause holds playback back while its generation is on its way (ns).
         public var localPauseHold: Int64 = 3_000_000_000
         public init() {}
@@ -477,6 +480,19 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         actions.append(.engine(id: id, command))
     }
 
+    /// A waiting generation that stops the line this peer plays (a rate change, a stall elsewhere) names a stop
+    /// a little ahead of where the group is. Normally it arrives before that point; when it arrives later (a slow
+    /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
+    /// so it tells the authority how far it got and the group resumes from there.
+    private func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
+        func item(at t: Int64) -> Int64 { line.item + Int64((Double(t - line.session) * line.rate).rounded()) }
+        // Only a stop on this very line: a seek names an item time of its own.
+        guard abs(item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
+        let stopped = sessionNow + configuration.stopAllowance
+        guard stopped > tl.anchorSessionTime else { return }
+        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: item(at: stopped))))
+    }
+
     /// Brings the engine in line with the current timeline.
     private mutating func reconcile(now: Int64, into actions: inout [Action]) {
         guard invalidation == nil else { return }
@@ -502,6 +518,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         switch tl.status {
         case .paused, .waiting:
             let x = tl.anchorItemTime
+            if case .waiting = tl.status, case .playing(let line) = target {
+                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: now), into: &actions)
+            }
             if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
                 if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {
                     reportedPreparedGeneration = tl.generation

@@ -223,6 +223,9 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case readiness(Readiness)
     /// The peer has prerolled for this timeline generation and can start on the authority's schedule.
     case prepared(generation: UInt64)
+    /// When waiting generation `generation` reached the peer, it had already rendered up to `itemTime`, past the
+    /// generation's stop: the group resumes from there, so nobody sees those frames twice.
+    case renderedPast(generation: UInt64, itemTime: Int64)
     case suspension(SuspensionUpdate)
     case setActivity(ActivityEnvelope)
     case appMessage(OutgoingAppMessage)
