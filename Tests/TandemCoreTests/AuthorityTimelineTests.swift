@@ -184,7 +184,8 @@ struct AuthorityTimelineTests {
         // had shown 80 ms more: both prepare again there, then start.
         #expect(h.authority.timeline.generation == waiting.generation + 1)
         let past = waiting.anchorItemTime + Nanos.milliseconds(80)
-        h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
+        let actions = h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
+        #expect(actions.notices(.waiting, to: a).isEmpty)
         let moved = h.authority.timeline
         #expect(moved.generation == waiting.generation + 2)
         #expect(moved.anchorItemTime == past && moved.rate == 1.5)

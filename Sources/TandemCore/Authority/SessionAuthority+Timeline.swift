@@ -93,7 +93,11 @@ extension SessionAuthority {
               itemTime > max(timeline.anchorItemTime, proposedResumeItemTime ?? 0), seekProblem(itemTime) == nil
         else { return [] }
         proposedResumeItemTime = itemTime
-        return reconcile(now: now)
+        // Everyone prepares again at the new point; that is no news to show as "waiting for …".
+        return reconcile(now: now).filter { action in
+            if case .send(.notice(let notice), _) = action { return notice.kind != .waiting }
+            return true
+        }
     }
 
     func seekProblem(_ itemTime: Int64) -> String? {
