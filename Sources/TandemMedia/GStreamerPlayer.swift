@@ -409,7 +409,6 @@ public final class GStreamerPlayer: PlaybackEngine {
             $0.isPlaying = true
             $0.prepared = nil
             $0.pausedAt = nil
-            $0.playbackBase = base
             return base
         }
         guard base >= 0 else { throw .engineFailure("session time \(startSession) is before the clock's origin") }
@@ -623,7 +622,6 @@ private struct PlayerState: Sendable {
     var prepared: Prepared?
     var pausedAt: Int64?
     var isPlaying = false
-    var playbackBase: Int64?
     var prerollSamples: [Int64] = []
     var probeAttached: Set<RenderRecord.StreamKind>
     var closed = false
