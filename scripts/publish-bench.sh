@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 out="${1:-docs/bench}"
 seconds="${2:-600}"
 mkdir -p "$out"
+# A clean release build: incremental release builds here have linked stale code after a struct in a library
+# target changed (a crash at the first late joiner), and published figures must come from the code as it is.
+rm -rf .build/release .build/*-linux-gnu/release
 swift build -c release --product tandem
 tandem=.build/release/tandem
 
