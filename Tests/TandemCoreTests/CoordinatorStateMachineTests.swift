@@ -100,12 +100,7 @@ private let s: Int64 = 1_000_000_000
     }
 
     @Test func localPauseStopsAtOnceAndAStaleTimelineDoesNotRestartIt() {
-        var m = Self.loadedMachine()
-        let playing = m.receive(.timeline(Self.timeline(2, .playing, at: 3 * s, item: 0)), now: 7 * s)
-        for (id, c) in Self.engineCommands(playing) {
-            _ = m.engineCompleted(id, c == .pause ? .paused(itemTime: 0) : (c == .play(from: 0, atSessionTime: 3 * s, rate: 1)
-                                      ? .playing : .prepared(itemTime: 0)), now: 7 * s)
-        }
+        var m = Self.playingMachine()
         let paused = m.pause(currentItemTime: 4 * s, now: 12 * s)
         #expect(Self.engineCommands(paused).map(\.1) == [.pause])
         let requests = Self.sent(paused).compactMap { m -> TimelineRequest.Command? in

@@ -62,8 +62,7 @@ extension SessionAuthority {
                 // is prepared (instead of after a worst-case preroll estimate). Resuming past every peer's stop
                 // means nobody sees a frame twice; a peer the request reaches later still says so
                 // (`renderedPast`) and the group resumes from there.
-                let stopAt = now + maxOneWayDelay + configuration.startMargin
-                let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: stopAt))
+                let (stopAt, itemTime) = stopPoint(now: now)
                 stopWaiting()
                 waitingRequiresPreparation = true
                 let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
@@ -274,9 +273,8 @@ extension SessionAuthority {
         case .playing:
             let blocking = blockers(at: position, requiringPreparation: false)
             guard !blocking.isEmpty else { return actions }
-            // A stall: stop everyone at a common item time, slightly ahead so peers can stop exactly there.
-            let stopAt = now + maxOneWayDelay + configuration.startMargin
-            let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: stopAt))
+            // A stall: stop everyone at a common item time, a little ahead so every peer stops short of it.
+            let (stopAt, itemTime) = stopPoint(now: now)
             stopWaiting()
             actions += publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
                                originator: nil)
@@ -334,6 +332,13 @@ extension SessionAuthority {
     }
 
     // MARK: Scheduling
+
+    /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
+    /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
+    func stopPoint(now: Int64) -> (sessionTime: Int64, itemTime: Int64) {
+        let stopAt = now + maxOneWayDelay + configuration.startMargin
+        return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
+    }
 
     var maxOneWayDelay: Int64 {
         connectedIDs.compactMap { members[$0]?.oneWayDelay }.max() ?? 0

@@ -63,6 +63,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         var session: Int64
         var item: Int64
         var rate: Double
+
+        /// The item time this line renders at session time `t`.
+        func item(at t: Int64) -> Int64 { item + Int64((Double(t - session) * rate).rounded()) }
     }
 
     public var configuration: Configuration
@@ -485,12 +488,11 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
     /// so it tells the authority how far it got and the group resumes from there.
     private func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
-        func item(at t: Int64) -> Int64 { line.item + Int64((Double(t - line.session) * line.rate).rounded()) }
         // Only a stop on this very line: a seek names an item time of its own.
-        guard abs(item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
+        guard abs(line.item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
         let stopped = sessionNow + configuration.stopAllowance
         guard stopped > tl.anchorSessionTime else { return }
-        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: item(at: stopped))))
+        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
     }
 
     /// Brings the engine in line with the current timeline.
