@@ -155,7 +155,7 @@ final class RawPeer: ChannelInboundHandler, Sendable {
                                       session: invite.session, clientNonce: clientNonce)
         try await sendJSONFrame(.authProof, AuthProof(clientNonce: clientNonce, proof: proof))
         _ = try await waitForFrame(.accepted)
-        try await sendJSONFrame(.session, ClientMessage.join(name: name, reconnectAs: nil, prerollEstimate: 0))
+        try await sendJSONFrame(.session, ClientMessage.join(name: name, reconnectAs: nil, reconnectToken: nil, prerollEstimate: 0))
         _ = try await waitForFrame(.session)
     }
 

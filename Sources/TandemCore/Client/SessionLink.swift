@@ -23,8 +23,23 @@ public protocol SessionLink: AnyObject, Sendable {
     /// The hash this transport checks attachments against on the way (lowercase hex SHA-256), when it checks
     /// them; a `GroupSessionJournal` on the link uses it unless given its own.
     var attachmentHasher: (@Sendable (Data) -> String)? { get }
+    /// Seals app data (messenger payloads, journal attachments) end to end, so the authority routes bytes it
+    /// cannot read; nil sends them as they are (in-memory links in tests).
+    var payloadCipher: (any PayloadCipher)? { get }
 }
 
 extension SessionLink {
     public var attachmentHasher: (@Sendable (Data) -> String)? { nil }
+    public var payloadCipher: (any PayloadCipher)? { nil }
+}
+
+/// End-to-end sealing of app data with a key every participant derives from the invite's secret (the server never
+/// has it). TandemNet implements it with AES-256-GCM; see docs/SECURITY.md.
+public protocol PayloadCipher: Sendable {
+    /// Bytes `seal` adds to every sealed box (nonce and tag).
+    var overhead: Int { get }
+    /// Seals `plaintext`; every call uses a fresh nonce.
+    func seal(_ plaintext: Data) throws -> Data
+    /// Opens a box made by `seal` with the same key; throws when it was not, or was altered.
+    func open(_ box: Data) throws -> Data
 }

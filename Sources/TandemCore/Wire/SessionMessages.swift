@@ -188,14 +188,17 @@ public struct SessionSnapshot: Hashable, Sendable, Codable {
     public var timeline: Timeline?
     public var participants: [ParticipantState]
     public var attachments: [AttachmentInfo]
+    /// The secret that lets this participant (and only it) reconnect as itself; never shown to the others.
+    public var reconnectToken: String?
     public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
-                participants: [ParticipantState], attachments: [AttachmentInfo]) {
+                participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil) {
         self.sessionID = sessionID
         self.localParticipant = localParticipant
         self.activity = activity
         self.timeline = timeline
         self.participants = participants
         self.attachments = attachments
+        self.reconnectToken = reconnectToken
     }
 }
 
@@ -216,8 +219,10 @@ public struct InvalidationReason: Hashable, Sendable, Codable, CustomStringConve
 
 /// Peer → authority.
 public enum ClientMessage: Hashable, Sendable, Codable {
-    /// First message after the transport has authenticated the peer.
-    case join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64)
+    /// First message after the transport has authenticated the peer. `reconnectAs` with the `reconnectToken` the
+    /// welcome gave that participant takes its identity back (and its host role); without the right token the
+    /// joiner gets a new identity.
+    case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: Int64)
     case clockPing(ClockPing)
     case timelineRequest(TimelineRequest)
     case readiness(Readiness)

@@ -120,6 +120,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             startHeartbeat(context: context, interval: Int64(accepted.heartbeatIntervalMs) * 1_000_000)
             state = .awaitingWelcome
             let join = ClientMessage.join(name: name, reconnectAs: options.reconnectAs,
+                                          reconnectToken: options.reconnectToken,
                                           prerollEstimate: options.prerollEstimate)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
                                   promise: nil)

@@ -17,6 +17,8 @@ public enum TandemClient {
         public var createSession = false
         /// Rejoin as this participant (within the server's grace period the identity is kept).
         public var reconnectAs: ParticipantID?
+        /// The token the welcome gave `reconnectAs`; without it the server gives the joiner a new identity.
+        public var reconnectToken: String?
         /// This peer's preroll estimate (ns), for the authority's scheduling.
         public var prerollEstimate: Int64 = 300_000_000
         /// PEM file of CA certificates to verify a TLS server against (when the invite has no pin); nil uses the

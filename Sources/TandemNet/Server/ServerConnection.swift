@@ -289,7 +289,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingJoin(let session, let wantsHost):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             let message = try SessionCodec.decodeClientMessage(frame)
-            guard case .join(let name, let reconnectAs, let preroll) = message else {
+            guard case .join(let name, let reconnectAs, _, let preroll) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             state = .joining(session, pending: [])
