@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 TANDEM := .build/debug/tandem
 
-.PHONY: deps build release test demo samples clean
+.PHONY: deps build release test demo samples fuzz fuzz-corpus soak clean
 
 ## Installs the Debian packages Tandem needs, only those that are missing.
 deps:
@@ -31,9 +31,29 @@ test: deps
 demo: build
 	$(TANDEM) demo
 
+## libFuzzer over everything decoded from the network (frames, session messages, the authority, invites), in a
+## build of its own with AddressSanitizer. FUZZ_RUNS inputs (10⁷ for the published figure); new corpus entries go to
+## .build-fuzz/corpus, a crash to .build-fuzz/crash-* (replay it with .build/debug/tandem-fuzz FILE).
+FUZZ_RUNS ?= 1000000
+FUZZ_FLAGS := -Xswiftc -sanitize=fuzzer,address -Xswiftc -DTANDEM_LIBFUZZER
+fuzz: deps
+	swift build --scratch-path .build-fuzz --product tandem-fuzz $(FUZZ_FLAGS)
+	mkdir -p .build-fuzz/corpus
+	.build-fuzz/debug/tandem-fuzz -runs=$(FUZZ_RUNS) -max_len=4096 -print_final_stats=1 \
+	  -artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus
+
+## Rewrites the fuzzer's seed corpus (deterministic).
+fuzz-corpus:
+	python3 scripts/make-fuzz-corpus.py Fuzz/corpus
+
+## The server under churn for SOAK_SECONDS (600 for the published figure).
+SOAK_SECONDS ?= 600
+soak: build
+	$(TANDEM) bench soak --duration $(SOAK_SECONDS)
+
 ## Regenerates media-samples/ deterministically from GStreamer test sources.
 samples: deps
 	bash scripts/make-samples.sh media-samples
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

@@ -42,6 +42,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -58,6 +59,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // libFuzzer target over everything decoded from the network (`make fuzz`); a plain build replays files.
+        .executableTarget(name: "tandem-fuzz", dependencies: ["TandemNet"], path: "Fuzz/Sources"),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore"]),
         .testTarget(name: "TandemNetTests", dependencies: [

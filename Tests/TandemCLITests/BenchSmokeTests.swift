@@ -36,6 +36,18 @@ struct BenchSmokeTests {
         #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
     }
 
+    @Test("bench soak: a few seconds of churn lose nothing and leave no file descriptor behind")
+    func soak() async throws {
+        let bench = try TandemProcess(["bench", "soak", "--duration", "8", "--stable", "3", "--churners", "4",
+                                       "--rate", "20"])
+        #expect(await bench.exitCode(within: 90) == 0, "\(bench.stdout)\n\(bench.stderr)")
+        #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("duplicated 0, reordered 0"), "\(bench.stdout)")
+        // Memory is judged over minutes (`make soak`), not in eight seconds; descriptors must be back at once.
+        let fds = try #require(bench.stdout.firstMatch(of: /fds (\d+) before clients, (\d+) after/), "\(bench.stdout)")
+        #expect(fds.1 == fds.2, "\(bench.stdout)")
+    }
+
     @Test("bench clock prints the clock-sync figures")
     func clock() async throws {
         let bench = try TandemProcess(["bench", "clock", "--duration", "35", "--runs", "1"])

@@ -7,8 +7,8 @@ import TandemTesting
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), and clock sync (clock).",
-        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self]
+        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), and the server under churn (soak).",
+        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self]
     )
 }
 
