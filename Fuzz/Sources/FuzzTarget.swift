@@ -9,7 +9,22 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-#if !TANDEM_LIBFUZZER
+#if TANDEM_LIBFUZZER
+/// libFuzzer's driver, linked in by `-sanitize=fuzzer`.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<Int32>,
+                     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+/// The package manager links an executable's `main` to this symbol, so libFuzzer's own `main` is not used:
+/// hand the arguments to its driver instead.
+@_cdecl("tandem_fuzz_main")
+func fuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in fuzzOneInput(data, size) }
+}
+#else
 /// Built without libFuzzer (a plain `swift build`), the target replays inputs instead: every file named on the
 /// command line, and every file in a directory named there (a crash file, or the corpus).
 @main
