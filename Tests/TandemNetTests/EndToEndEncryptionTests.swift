@@ -152,7 +152,8 @@ func first<T: Sendable>(_ count: Int, of stream: AsyncStream<T>, within seconds:
 struct EndToEndEncryptionTests {
     @Test("the relay carries messages and attachments it cannot read; participants get the plaintext")
     func relaySeesOnlyCiphertext() async throws {
-        let server = try await startTestServer()
+        // A handshake timeout that a loaded machine and the proxy's extra hop cannot exceed.
+        let server = try await startTestServer(handshakeTimeout: 10_000_000_000)
         let invite = try server.createSession(id: "e2e-watch")
         let proxy = try RecordingProxy(upstreamPort: server.port)
         var viaProxy = invite
@@ -233,7 +234,8 @@ struct EndToEndEncryptionTests {
 
     @Test("a message or attachment sealed with another session's key is dropped; the session goes on")
     func foreignKeyIsDropped() async throws {
-        let server = try await startTestServer()
+        // A handshake timeout that a loaded machine and the proxy's extra hop cannot exceed.
+        let server = try await startTestServer(handshakeTimeout: 10_000_000_000)
         let invite = try server.createSession(id: "e2e-foreign")
         let ann = try await TandemClient.connect(invite: invite, name: "ann", options: clientOptions())
         let bob = try await TandemClient.connect(invite: invite, name: "bob", options: clientOptions())
