@@ -132,6 +132,9 @@ final class TandemProcess: Sendable {
         input.fileHandleForWriting.write(Data(text.utf8))
     }
 
+    /// Closes the process's stdin (it reads end of file).
+    func closeInput() { try? input.fileHandleForWriting.close() }
+
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
     /// Waits until `condition` holds (polling), up to `timeout` seconds; returns whether it did.

@@ -25,7 +25,7 @@ struct BadInputTests {
         func expectStillTalking(_ text: String = "still fine") async throws {
             let stream = b.serverMessages()
             try await a.sendAppMessage(Data(text.utf8))
-            let got = await collectAppMessages(stream, count: 1, within: 3)
+            let got = await collectAppMessages(stream, count: 1, within: 3, opening: b)
             #expect(got.first?.payload == Data(text.utf8), "bystanders stopped exchanging messages")
             #expect(a.closedReason == nil && b.closedReason == nil)
         }

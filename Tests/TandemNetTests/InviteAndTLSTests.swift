@@ -92,7 +92,7 @@ struct TLSTests {
         let b = try await TandemClient.connect(invite: viaCA, name: "b", options: caOptions)
         let stream = b.serverMessages()
         try await a.sendAppMessage(Data("over tls".utf8))
-        #expect(await collectAppMessages(stream, count: 1, within: 3).first?.payload == Data("over tls".utf8))
+        #expect(await collectAppMessages(stream, count: 1, within: 3, opening: b).first?.payload == Data("over tls".utf8))
 
         var badPin = invite
         badPin.pinnedCertificateSHA256 = [UInt8](repeating: 0, count: 32)

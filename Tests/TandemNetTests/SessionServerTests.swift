@@ -34,7 +34,7 @@ struct SessionServerTests {
         // The others carry on.
         let stream = guests[0].serverMessages()
         try await host.sendAppMessage(Data("still here".utf8))
-        let got = await collectAppMessages(stream, count: 1, within: 3)
+        let got = await collectAppMessages(stream, count: 1, within: 3, opening: guests[0])
         #expect(got.first?.payload == Data("still here".utf8))
         #expect(got.first?.source == host.localParticipantID)
         await server.shutdown()
@@ -137,16 +137,16 @@ struct SessionServerTests {
         for i in 0..<count {
             try await sender.sendAppMessage(Data("\(i)".utf8))
         }
-        let received = await collectAppMessages(targetStream, count: count, within: 10)
+        let received = await collectAppMessages(targetStream, count: count, within: 10, opening: target)
         #expect(received.count == count)
         #expect(received.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<count).map { "\($0)" })
         #expect(received.allSatisfy { $0.source == sender.localParticipantID })
 
         try await sender.sendAppMessage(Data("secret".utf8), to: .only([target.localParticipantID]))
         try await sender.sendAppMessage(Data("public".utf8), to: .all)
-        let atTarget = await collectAppMessages(targetStream, count: 2, within: 3)
+        let atTarget = await collectAppMessages(targetStream, count: 2, within: 3, opening: target)
         #expect(atTarget.map(\.payload) == [Data("secret".utf8), Data("public".utf8)])
-        let atBystander = await collectAppMessages(bystanderStream, count: count + 1, within: 5)
+        let atBystander = await collectAppMessages(bystanderStream, count: count + 1, within: 5, opening: bystander)
         #expect(atBystander.count == count + 1)
         #expect(atBystander.last?.payload == Data("public".utf8))
         #expect(!atBystander.contains { $0.payload == Data("secret".utf8) })
@@ -203,7 +203,9 @@ struct SessionServerTests {
             if case .journal(.failed) = message { break }
         }
         #expect(committed)
-        #expect(assembled == data)
+        // The stream is sealed; it opens to the attachment.
+        #expect(assembled != data)
+        #expect(try late.payloadCipher?.openRecords(assembled) == data)
 
         try await owner.removeAttachment(id: "poster")
         let removed = await firstMessage(in: stream, within: 3) { $0 == .journal(.remove(id: "poster")) }
@@ -240,7 +242,7 @@ struct SessionServerTests {
         // Both carry on talking.
         let backStream = back.serverMessages()
         try await watcher.sendAppMessage(Data("welcome back".utf8))
-        let got = await collectAppMessages(backStream, count: 1, within: 3)
+        let got = await collectAppMessages(backStream, count: 1, within: 3, opening: back)
         #expect(got.first?.payload == Data("welcome back".utf8))
         await server.shutdown()
     }

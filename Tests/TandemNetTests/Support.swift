@@ -53,13 +53,17 @@ func firstMessage(in stream: AsyncStream<ServerMessage>, within timeout: Double,
     }
 }
 
-/// Collects app messages from `stream` until `count` have arrived or `timeout` passes.
-func collectAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within timeout: Double) async -> [IncomingAppMessage] {
-    await withTaskGroup(of: [IncomingAppMessage]?.self) { group in
+/// Collects app messages from `stream` until `count` have arrived or `timeout` passes. With `receiver`, each
+/// payload is opened with its `payloadCipher` (one that does not open stays sealed).
+func collectAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within timeout: Double,
+                        opening receiver: TandemClientConnection? = nil) async -> [IncomingAppMessage] {
+    let cipher = receiver?.payloadCipher
+    return await withTaskGroup(of: [IncomingAppMessage]?.self) { group in
         group.addTask {
             var out: [IncomingAppMessage] = []
             for await message in stream {
-                if case .appMessage(let app) = message {
+                if case .appMessage(var app) = message {
+                    if let cipher, let opened = try? cipher.open(app.payload) { app.payload = opened }
                     out.append(app)
                     if out.count == count { break }
                 }

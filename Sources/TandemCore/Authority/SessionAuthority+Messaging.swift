@@ -7,7 +7,7 @@ extension SessionAuthority {
 
     /// Relays an app message with its source stamped here, enforcing the size and per-sender rate limits.
     mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: Int64) -> [Action] {
-        guard message.payload.count <= configuration.maxAppMessageSize else {
+        guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
             return [.send(.refused(reason: "message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
                                     + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
                                     + "send it as a journal attachment instead"), to: id)]

@@ -7,6 +7,12 @@ import Synchronization
 /// Bytes travel in chunks after a `begin` that announces size and SHA-256. TandemCore has no hash function of its
 /// own: give the journal a `hasher` (TandemNet uses swift-crypto's SHA-256) and it computes the digest of what it
 /// sends and checks what it receives; without one it trusts the transport, which verifies checksums itself.
+///
+/// When the link has a `payloadCipher`, an attachment travels sealed: its bytes as records of `chunkSize`-byte
+/// plaintext pieces (`PayloadCipher.sealRecords`), its name as a sealed box in base64, and `begin` announces the
+/// size and SHA-256 of the sealed stream, which is what the transport checks. Receivers open it after checking the
+/// digest; `Attachment.info` then holds the plaintext name and size and the SHA-256 of the plaintext. An attachment
+/// that does not open is dropped on that receiver, with a line in `failures`.
 public final class GroupSessionJournal: Sendable {
     /// One complete attachment.
     public struct Attachment: Sendable, Hashable, Identifiable {
@@ -45,6 +51,7 @@ public final class GroupSessionJournal: Sendable {
 
     private let link: any SessionLink
     private let hasher: Hasher?
+    private let cipher: (any PayloadCipher)?
     /// Largest attachment in bytes.
     public let maxSize: Int
     /// Bytes per chunk on the wire.
@@ -64,6 +71,8 @@ public final class GroupSessionJournal: Sendable {
         self.link = link
         let hasher = hasher ?? link.attachmentHasher
         self.hasher = hasher
+        let cipher = link.payloadCipher
+        self.cipher = cipher
         self.maxSize = maxSize
         self.chunkSize = chunkSize
         let updates = Broadcaster<[Attachment]>(initial: [], replaysCurrent: true)
@@ -72,7 +81,7 @@ public final class GroupSessionJournal: Sendable {
         let task = Task { [locked, hasher] in
             for await message in upstream {
                 guard case .journal(let entry) = message else { continue }
-                if let list = Self.apply(entry, to: locked, hasher: hasher) { updates.send(list) }
+                if let list = Self.apply(entry, to: locked, hasher: hasher, cipher: cipher) { updates.send(list) }
             }
             updates.finish()
         }
@@ -92,9 +101,56 @@ public final class GroupSessionJournal: Sendable {
     /// Why incoming attachments were dropped (bad checksum, failed upload), in arrival order.
     public var failures: [String] { locked.mutex.withLock { $0.failures } }
 
+    /// The name to show for an attachment in a failure: the plaintext one when it opens.
+    private static func displayName(_ info: AttachmentInfo, cipher: (any PayloadCipher)?) -> String {
+        guard let cipher else { return info.name }
+        return (try? cipher.openName(info.name)) ?? info.id
+    }
+
+    /// Checks a complete attachment and opens it when sealed; the attachment, or why it was dropped.
+    private static func finish(_ done: Incoming, hasher: Hasher?,
+                               cipher: (any PayloadCipher)?) -> Result<Attachment, FailureText> {
+        let name = displayName(done.info, cipher: cipher)
+        if let hasher, hasher(done.data) != done.info.sha256 {
+            return .failure(FailureText(text: "attachment '\(name)' arrived damaged (checksum mismatch) and was dropped"))
+        }
+        guard Int64(done.data.count) == done.info.size else {
+            return .failure(FailureText(text: "attachment '\(name)' arrived incomplete and was dropped"))
+        }
+        guard let cipher else { return .success(Attachment(info: done.info, data: done.data)) }
+        do {
+            let plainName = try cipher.openName(done.info.name)
+            let data = try cipher.openRecords(done.data)
+            let info = AttachmentInfo(id: done.info.id, owner: done.info.owner, name: plainName,
+                                      size: Int64(data.count), sha256: hasher?(data) ?? "")
+            return .success(Attachment(info: info, data: data))
+        } catch {
+            return .failure(FailureText(text: "attachment '\(done.info.id)' could not be opened with this session's "
+                + "key (altered, or sealed with another key) and was dropped"))
+        }
+    }
+
+    private struct FailureText: Error { var text: String }
+
     /// Applies one journal message; returns the new list when it changed.
-    private static func apply(_ entry: JournalMessage, to locked: Locked, hasher: Hasher?) -> [Attachment]? {
-        locked.mutex.withLock { s -> [Attachment]? in
+    private static func apply(_ entry: JournalMessage, to locked: Locked, hasher: Hasher?,
+                              cipher: (any PayloadCipher)?) -> [Attachment]? {
+        if case .commit(let id) = entry {
+            // Hashing and opening a large attachment happen outside the lock.
+            guard let done = locked.mutex.withLock({ $0.incoming.removeValue(forKey: id) }) else { return nil }
+            let outcome = finish(done, hasher: hasher, cipher: cipher)
+            return locked.mutex.withLock { s -> [Attachment]? in
+                switch outcome {
+                case .success(let attachment):
+                    s.complete.append(attachment)
+                    return s.complete
+                case .failure(let failure):
+                    s.failures.append(failure.text)
+                    return nil
+                }
+            }
+        }
+        return locked.mutex.withLock { s -> [Attachment]? in
             switch entry {
             case .begin(let info):
                 s.incoming[info.id] = Incoming(info: info)
@@ -102,25 +158,19 @@ public final class GroupSessionJournal: Sendable {
             case .chunk(let id, _, let bytes):
                 s.incoming[id]?.data.append(bytes)
                 return nil
-            case .commit(let id):
-                guard let done = s.incoming.removeValue(forKey: id) else { return nil }
-                if let hasher, hasher(done.data) != done.info.sha256 {
-                    s.failures.append("attachment '\(done.info.name)' arrived damaged (checksum mismatch) and was dropped")
-                    return nil
-                }
-                guard Int64(done.data.count) == done.info.size else {
-                    s.failures.append("attachment '\(done.info.name)' arrived incomplete and was dropped")
-                    return nil
-                }
-                s.complete.append(Attachment(info: done.info, data: done.data))
-                return s.complete
+            case .commit:
+                return nil  // Handled above.
             case .remove(let id):
                 s.incoming[id] = nil
                 let before = s.complete.count
                 s.complete.removeAll { $0.id == id }
                 return s.complete.count == before ? nil : s.complete
             case .failed(let id, let reason):
-                s.incoming[id] = nil
+                var reason = reason
+                if let info = s.incoming.removeValue(forKey: id)?.info, cipher != nil {
+                    // The authority names the attachment by what it saw: the sealed name.
+                    reason = reason.replacingOccurrences(of: info.name, with: displayName(info, cipher: cipher))
+                }
                 s.failures.append(reason)
                 return nil
             }
@@ -138,12 +188,24 @@ public final class GroupSessionJournal: Sendable {
         let id = "\(link.localParticipantID.rawValue)-\(serial)-\(UInt64.random(in: 0...UInt64.max))"
         let info = AttachmentInfo(id: id, owner: link.localParticipantID, name: name, size: Int64(data.count),
                                   sha256: hasher?(data) ?? "")
+        // What travels: the attachment as it is, or sealed (see the type's notes).
+        let wire: Data
+        let announced: AttachmentInfo
+        if let cipher {
+            wire = try cipher.sealRecords(data, pieceSize: chunkSize)
+            guard wire.count <= maxSize else { throw JournalError.tooLarge(size: wire.count, limit: maxSize) }
+            announced = AttachmentInfo(id: id, owner: info.owner, name: try cipher.sealName(name),
+                                       size: Int64(wire.count), sha256: hasher?(wire) ?? "")
+        } else {
+            wire = data
+            announced = info
+        }
         do {
-            try await link.send(.journal(.begin(info)))
+            try await link.send(.journal(.begin(announced)))
             var offset = 0
-            while offset < data.count {
-                let end = min(data.count, offset + chunkSize)
-                try await link.send(.journal(.chunk(id: id, offset: Int64(offset), bytes: data.subdata(in: offset..<end))))
+            while offset < wire.count {
+                let end = min(wire.count, offset + chunkSize)
+                try await link.send(.journal(.chunk(id: id, offset: Int64(offset), bytes: wire.subdata(in: offset..<end))))
                 offset = end
             }
             try await link.send(.journal(.commit(id: id)))
@@ -165,6 +227,6 @@ public final class GroupSessionJournal: Sendable {
         do { try await link.send(.journal(.remove(id: attachment.id))) } catch let reason as InvalidationReason {
             throw JournalError.sessionInvalidated(reason)
         }
-        if let list = Self.apply(.remove(id: attachment.id), to: locked, hasher: nil) { updates.send(list) }
+        if let list = Self.apply(.remove(id: attachment.id), to: locked, hasher: nil, cipher: nil) { updates.send(list) }
     }
 }

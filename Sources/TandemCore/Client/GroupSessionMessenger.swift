@@ -7,6 +7,10 @@ import Synchronization
 /// raw `Data` travels as is. `.reliable` messages arrive in send order per sender at every participant active at
 /// send time; `.unreliable` ones may be dropped. A message never comes back to its sender. Size and rate limits are
 /// enforced here, before anything is sent, and again by the authority.
+///
+/// When the link has a `payloadCipher`, every payload is sealed before it leaves and opened on arrival, so the
+/// authority relays bytes it cannot read. A message that does not open (altered on the way, or sealed with another
+/// key) is dropped and counted in `undecryptableMessages`; the session goes on.
 public final class GroupSessionMessenger: Sendable {
     /// Why a message was not sent; each says what to do instead.
     public enum MessengerError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -68,6 +72,16 @@ public final class GroupSessionMessenger: Sendable {
     public let deliveryMode: MessageDelivery
     public let limits: Limits
     private let bucket: Mutex<Bucket>
+    private let undecryptable = Undecryptable()
+
+    /// Shared with the forwarding tasks, which must not capture the messenger.
+    private final class Undecryptable: Sendable {
+        let count = Mutex(0)
+    }
+
+    /// Incoming messages dropped because they did not open with the session's key (each subscription counts the
+    /// messages it drops).
+    public var undecryptableMessages: Int { undecryptable.count.withLock { $0 } }
 
     /// A messenger over `link`. `clock` paces the rate limit.
     public init(link: any SessionLink, deliveryMode: MessageDelivery = .reliable, limits: Limits = .init(),
@@ -104,10 +118,18 @@ public final class GroupSessionMessenger: Sendable {
     }
 
     private func sendPayload(_ payload: Data, to recipients: Recipients) async throws {
-        // The limit applies to the payload as it travels (the messenger's one-byte tag and, for Codable values,
-        // their JSON wrapper included), which is what the authority checks too.
+        // The limit applies to the plaintext payload (the messenger's one-byte tag and, for Codable values, their
+        // JSON wrapper included); the authority allows sealed payloads `PayloadSealing.allowance` bytes more.
         guard payload.count <= limits.maxMessageSize else {
             throw MessengerError.messageTooLarge(size: payload.count, limit: limits.maxMessageSize)
+        }
+        let sealed: Data
+        if let cipher = link.payloadCipher {
+            do { sealed = try cipher.seal(payload) } catch {
+                throw MessengerError.encodingFailed("sealing failed: \(error)")
+            }
+        } else {
+            sealed = payload
         }
         let now = clock.now()
         let sequence = try bucket.withLock { b -> UInt64 in
@@ -125,7 +147,7 @@ public final class GroupSessionMessenger: Sendable {
         }
         do {
             try await link.send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: deliveryMode,
-                                                                sequence: sequence, payload: payload)))
+                                                                sequence: sequence, payload: sealed)))
         } catch let reason as InvalidationReason {
             throw MessengerError.sessionInvalidated(reason)
         }
@@ -154,11 +176,22 @@ public final class GroupSessionMessenger: Sendable {
     private func incoming<Value: Sendable>(_ decode: @escaping @Sendable (Data) -> Value?)
         -> AsyncStream<(Value, MessageContext)> {
         let upstream = link.serverMessages()
+        let cipher = link.payloadCipher
+        let undecryptable = self.undecryptable
         let (stream, continuation) = AsyncStream.makeStream(of: (Value, MessageContext).self)
         // One forwarding task per subscription, cancelled when the subscriber stops listening.
         let task = Task {
             for await message in upstream {
-                guard case .appMessage(let m) = message, let value = decode(m.payload) else { continue }
+                guard case .appMessage(let m) = message else { continue }
+                var payload = m.payload
+                if let cipher {
+                    guard let opened = try? cipher.open(payload) else {
+                        undecryptable.count.withLock { $0 += 1 }
+                        continue
+                    }
+                    payload = opened
+                }
+                guard let value = decode(payload) else { continue }
                 continuation.yield((value, MessageContext(source: m.source, delivery: m.delivery)))
             }
             continuation.finish()

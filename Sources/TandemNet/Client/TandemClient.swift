@@ -151,6 +151,8 @@ public final class TandemClientConnection: SessionLink {
     private let options: TandemClient.Options
     private let sendTimes = NIOLockedValueBox<[Int64]>([])
     private let sequence = NIOLockedValueBox<UInt64>(0)
+    /// Seals app data end to end with the key derived from the invite.
+    private let appDataCipher: AppDataCipher
     private var clock: any MonotonicClock { options.clock }
 
     fileprivate init(invite: Invite, welcome: SessionSnapshot, channel: any Channel,
@@ -162,6 +164,7 @@ public final class TandemClientConnection: SessionLink {
         self.handler = handler
         self.shared = shared
         self.options = options
+        self.appDataCipher = AppDataCipher(invite: invite)
     }
 
     static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
@@ -247,8 +250,10 @@ public final class TandemClientConnection: SessionLink {
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
         if case .appMessage(let app) = message {
-            guard app.payload.count <= options.maxMessageSize else {
-                throw TandemClientError.messageTooLarge(size: app.payload.count, limit: options.maxMessageSize)
+            // Payloads arrive here sealed: the limit is on the plaintext, the box adds the cipher's overhead.
+            guard app.payload.count <= options.maxMessageSize + appDataCipher.overhead else {
+                throw TandemClientError.messageTooLarge(size: app.payload.count - appDataCipher.overhead,
+                                                        limit: options.maxMessageSize)
             }
             let now = clock.now()
             let allowed = sendTimes.withLockedValue { times -> Bool in
@@ -282,6 +287,9 @@ public final class TandemClientConnection: SessionLink {
     public var attachmentHasher: (@Sendable (Data) -> String)? {
         { data in SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
     }
+
+    /// Messenger payloads and journal attachments are sealed with a key derived from the invite's secret.
+    public var payloadCipher: (any PayloadCipher)? { appDataCipher }
 
     /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
@@ -346,25 +354,34 @@ public final class TandemClientConnection: SessionLink {
         return true
     }
 
-    /// Sends an app message (sequence numbered here).
+    /// Sends an app message (sequence numbered here), sealed like a messenger's: receivers open it with
+    /// `payloadCipher`. Raw bytes, without the messenger's type tag.
     public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
                                delivery: MessageDelivery = .reliable) async throws {
+        guard payload.count <= options.maxMessageSize else {
+            throw TandemClientError.messageTooLarge(size: payload.count, limit: options.maxMessageSize)
+        }
         try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery,
-                                                      sequence: nextMessageSequence(), payload: payload)))
+                                                      sequence: nextMessageSequence(),
+                                                      payload: try appDataCipher.seal(payload))))
     }
 
-    /// Uploads a journal attachment in chunks with its SHA-256; returns what others will see.
+    /// Uploads a journal attachment sealed as a `GroupSessionJournal` seals it (records of `attachmentChunkSize`
+    /// plaintext bytes, the name sealed), in chunks with the sealed stream's SHA-256; returns what others will see
+    /// on the wire (the sealed name, size and digest).
     @discardableResult
     public func uploadAttachment(_ data: Data, name: String, id: String = UUID().uuidString) async throws -> AttachmentInfo {
         let limit: Int64 = 100 * 1024 * 1024
         guard Int64(data.count) <= limit else { throw TandemClientError.attachmentTooLarge(size: data.count, limit: limit) }
-        let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-        let info = AttachmentInfo(id: id, owner: localParticipantID, name: name, size: Int64(data.count), sha256: digest)
+        let sealed = try appDataCipher.sealRecords(data, pieceSize: options.attachmentChunkSize)
+        let digest = SHA256.hash(data: sealed).map { String(format: "%02x", $0) }.joined()
+        let info = AttachmentInfo(id: id, owner: localParticipantID, name: try appDataCipher.sealName(name),
+                                  size: Int64(sealed.count), sha256: digest)
         try await send(.journal(.begin(info)))
         var offset = 0
-        while offset < data.count {
-            let end = min(offset + options.attachmentChunkSize, data.count)
-            try await send(.journal(.chunk(id: id, offset: Int64(offset), bytes: data.subdata(in: offset..<end))))
+        while offset < sealed.count {
+            let end = min(offset + options.attachmentChunkSize, sealed.count)
+            try await send(.journal(.chunk(id: id, offset: Int64(offset), bytes: sealed.subdata(in: offset..<end))))
             offset = end
         }
         try await send(.journal(.commit(id: id)))

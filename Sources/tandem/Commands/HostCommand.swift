@@ -10,7 +10,8 @@ struct HostCommand: AsyncParsableCommand {
         abstract: "Start a watch-together session on FILE, print its invite, and take part.",
         discussion: """
             Runs a session server inside this process (or uses a standalone one given with --server), creates a \
-            session for FILE and prints an invite. Friends join with `tandem join INVITE THEIR-COPY`. Nobody starts \
+            session for FILE and prints an invite (and with --invite-file writes it to a file only you can read). \
+            Friends join with `tandem join --invite-file INVITE-FILE THEIR-COPY`. Nobody starts \
             until everyone's player has loaded; space (or `play` on stdin) starts the group.
 
             The session ends for everyone when the host leaves.
@@ -46,6 +47,11 @@ struct HostCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Host on a standalone server (`tandem serve`) instead: its address tandem://HOST:PORT, or a full invite to reuse.",
                                valueName: "INVITE-OR-URL"))
     var server: String?
+
+    @Option(name: .customLong("invite-file"), help: ArgumentHelp(
+        "Also write the invite to FILE, readable by you alone (mode 0600), to hand on without a command line.",
+        valueName: "FILE"))
+    var inviteFile: String?
 
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
@@ -121,12 +127,19 @@ struct HostCommand: AsyncParsableCommand {
                     throw CLIError(.failure, "could not set the session's activity: \(error)")
                 }
             }
+            if let inviteFile {
+                do { try Self.writeInvite(invite, to: inviteFile) } catch {
+                    await participant.leave()
+                    await embedded?.shutdown()
+                    throw error
+                }
+            }
             let console = await PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
             console.emit("invite", ["invite": .string(invite.description)])
             let header = [
                 "Hosting \(activity.summary)",
                 "Invite: \(invite)",
-                "Others join with: tandem join '\(invite)' \(activity.fileName)",
+                "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)",
             ]
             do {
                 try await console.run(header: header)
@@ -135,6 +148,28 @@ struct HostCommand: AsyncParsableCommand {
                 throw error
             }
             await embedded?.shutdown(reason: InvalidationReason(code: .hostLeft, message: "the host left"))
+        }
+    }
+
+    /// Writes `invite` and a newline to `path`, which only its owner may read or write (mode 0600, also when the
+    /// file existed before).
+    static func writeInvite(_ invite: Invite, to path: String) throws(CLIError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CLIError(.failure, "cannot write the invite to \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw CLIError(.failure, "cannot make \(path) private: \(String(cString: strerror(errno)))")
+        }
+        let bytes = Array((invite.description + "\n").utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            guard n > 0 else {
+                throw CLIError(.failure, "cannot write the invite to \(path): \(String(cString: strerror(errno)))")
+            }
+            written += n
         }
     }
 

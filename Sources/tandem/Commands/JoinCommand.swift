@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Tandem
 
-/// `tandem join INVITE [FILE]`: joins a session with one's own copy of the media.
+/// `tandem join [INVITE] [FILE]`: joins a session with one's own copy of the media.
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
@@ -12,15 +12,26 @@ struct JoinCommand: AsyncParsableCommand {
             everyone. Without FILE, a file in the current directory with the host's file name is used; without a \
             usable file, Tandem says where to get one (the host's --fallback-url) and exits.
 
+            The invite holds the session's secret. Keep it off the command line, where other users of this machine \
+            can read it: give it with --invite-file FILE, as - to read it from the first line of standard input \
+            (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
+            `tandem join --invite-file invite.txt movie.webm`.
+
             \(TandemExit.documentation)
             """
     )
 
-    @Argument(help: "The invite the host printed (tandem://HOST:PORT/SESSION#SECRET, or tandems:// for TLS).")
-    var invite: String
+    @Argument(help: ArgumentHelp(
+        "The invite the host printed (tandem://HOST:PORT/SESSION#SECRET, or tandems:// for TLS), or - to read it from standard input. Omit it to use --invite-file or $TANDEM_INVITE; an invite given here is visible to other users of this machine.",
+        valueName: "invite"))
+    var invite: String?
 
     @Argument(help: "Your copy of the media (default: the host's file name in the current directory).")
     var file: String?
+
+    @Option(name: .customLong("invite-file"), help: ArgumentHelp(
+        "Read the invite from FILE (its first line) instead of the command line.", valueName: "FILE"))
+    var inviteFile: String?
 
     @Option(name: .customLong("trust-roots"), help: ArgumentHelp(
         "PEM file of CA certificates to verify a TLS server against, when the invite carries no pin.",
@@ -33,8 +44,10 @@ struct JoinCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
+                                                       environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
             let parsed: Invite
-            do { parsed = try Invite(parsing: invite) } catch let error as InviteError { throw CLIError(error) }
+            do { parsed = try Invite(parsing: try Self.read(source)) } catch let error as InviteError { throw CLIError(error) }
             var options = TandemClient.Options()
             options.trustRootsPath = trustRoots
             let connection: TandemClientConnection
@@ -81,6 +94,65 @@ struct JoinCommand: AsyncParsableCommand {
                 console.warn("\(difference) — you may not be watching the same thing")
             }
             try await console.run(header: header)
+        }
+    }
+
+    /// Where the invite comes from.
+    enum InviteSource: Equatable {
+        case argument(String)
+        case file(String)
+        case standardInput
+        case environment(String)
+    }
+
+    /// Whether a positional argument is meant as the invite rather than the media file.
+    static func looksLikeInvite(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return text == "-" || lower.hasPrefix("tandem://") || lower.hasPrefix("tandems://")
+    }
+
+    /// Sorts the positional arguments into the invite's source and the media file: a lone positional argument that
+    /// does not look like an invite (tandem://, tandems:// or -) is the file.
+    static func inviteSource(argument: String?, file: String?, inviteFile: String?,
+                             environment: String?) throws(CLIError) -> (source: InviteSource, file: String?) {
+        let environment = environment.flatMap { $0.isEmpty ? nil : $0 }
+        var argument = argument
+        var file = file
+        if let lone = argument, file == nil, !looksLikeInvite(lone) {
+            file = lone
+            argument = nil
+        }
+        if let inviteFile {
+            guard argument == nil else {
+                throw CLIError(.usage, "give the invite one way: with --invite-file or as an argument, not both")
+            }
+            return (.file(inviteFile), file)
+        }
+        if let argument { return (argument == "-" ? .standardInput : .argument(argument), file) }
+        if let environment { return (.environment(environment), file) }
+        throw CLIError(.usage, "no invite given — use --invite-file FILE, - to read it from standard input, or the "
+            + "TANDEM_INVITE environment variable")
+    }
+
+    /// The invite's text from its source (a file's or standard input's first line).
+    static func read(_ source: InviteSource) throws(CLIError) -> String {
+        switch source {
+        case .argument(let text), .environment(let text):
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError(.badInvite, "cannot read the invite file \(path) — check the path and its permissions")
+            }
+            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let text = line.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { throw CLIError(.badInvite, "the invite file \(path) is empty") }
+            return text
+        case .standardInput:
+            // Read through the same buffered stdin as the scripted commands that follow it.
+            guard let line = readLine(strippingNewline: true), !line.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw CLIError(.badInvite, "no invite on the first line of standard input")
+            }
+            return line.trimmingCharacters(in: .whitespaces)
         }
     }
 

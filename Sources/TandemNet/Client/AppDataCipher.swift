@@ -1,0 +1,48 @@
+import Crypto
+import Foundation
+import TandemCore
+
+/// Seals app data (messenger payloads, journal attachments) end to end with a key derived from the invite.
+///
+/// - key = HKDF-SHA256(input key material: UTF-8 of the invite's secret, salt: UTF-8 of the session id,
+///   info: UTF-8 of "tandem app data v1"), 32 bytes;
+/// - box = nonce (12 random bytes) ‖ AES-256-GCM ciphertext ‖ tag (16 bytes), no associated data.
+///
+/// The server holds only SHA-256 of the secret (for the handshake), never the secret, so it cannot derive this key.
+/// The construction uses nothing WebCrypto lacks (HKDF, AES-GCM), so a browser can take part.
+///
+/// Sendable by hand: its one stored value, the key, is immutable after `init`.
+public struct AppDataCipher: PayloadCipher, @unchecked Sendable {
+    /// The HKDF `info` string.
+    public static let info = "tandem app data v1"
+    public static let nonceSize = 12
+    public static let tagSize = 16
+
+    private let key: SymmetricKey
+
+    /// The cipher every participant of `invite`'s session derives.
+    public init(invite: Invite) {
+        self.init(secret: invite.secret, session: invite.session)
+    }
+
+    public init(secret: String, session: String) {
+        key = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
+                                     salt: Data(session.utf8), info: Data(Self.info.utf8), outputByteCount: 32)
+    }
+
+    public var overhead: Int { Self.nonceSize + Self.tagSize }
+
+    public func seal(_ plaintext: Data) throws -> Data {
+        let box = try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce())
+        // A 12-byte nonce always has a combined form.
+        guard let combined = box.combined else { throw CryptoKitError.incorrectParameterSize }
+        return combined
+    }
+
+    public func open(_ box: Data) throws -> Data {
+        try AES.GCM.open(AES.GCM.SealedBox(combined: box), using: key)
+    }
+
+    /// The derived key's bytes, for known-answer tests.
+    var keyBytes: [UInt8] { key.withUnsafeBytes { Array($0) } }
+}
