@@ -36,14 +36,34 @@ public enum TextBounds {
     /// and some scripts need them) and line and paragraph separators (Zl, Zp) removed, surrounding whitespace
     /// trimmed, at most `maxNameBytes`; `defaultName` when nothing is left.
     public static func name(_ raw: String) -> String {
-        let bounded = truncated(printable(raw).trimmingCharacters(in: .whitespaces), maxBytes: maxNameBytes)
+        let bounded = truncated(printablePrefix(raw, maxBytes: maxNameBytes, skippingLeadingWhitespace: true),
+                                maxBytes: maxNameBytes)
             .trimmingCharacters(in: .whitespaces)
         return bounded.isEmpty ? defaultName : bounded
     }
 
     /// Text shown on one line (titles, notices, reasons): cleaned like a name, then truncated to `maxBytes`.
     public static func line(_ raw: String, maxBytes: Int) -> String {
-        truncated(printable(raw), maxBytes: maxBytes)
+        truncated(printablePrefix(raw, maxBytes: maxBytes, skippingLeadingWhitespace: false), maxBytes: maxBytes)
+    }
+
+    /// The printable scalars of `raw` up to a few more than `maxBytes` of them: every `Character` that can end
+    /// within `maxBytes` bytes lies in that prefix, so truncating it gives the same result as truncating all of
+    /// `raw`, without scanning (or breaking into Characters) a megabyte a peer sent.
+    static func printablePrefix(_ raw: String, maxBytes: Int, skippingLeadingWhitespace: Bool) -> String {
+        var scalars = String.UnicodeScalarView()
+        var count = 0
+        var skipping = skippingLeadingWhitespace
+        for scalar in raw.unicodeScalars where !isUnprintable(scalar) {
+            if skipping {
+                if scalar.properties.isWhitespace { continue }
+                skipping = false
+            }
+            scalars.append(scalar)
+            count += 1
+            if count > maxBytes + 8 { break }
+        }
+        return String(scalars)
     }
 
     /// `text` cut at the last `Character` boundary that keeps it within `maxBytes` UTF-8 bytes.
@@ -60,14 +80,7 @@ public enum TextBounds {
         return String(text[..<end])
     }
 
-    /// `text` without control, format (except ZWJ/ZWNJ) and line or paragraph separator characters.
-    public static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnprintable) else { return text }
-        var scalars = String.UnicodeScalarView()
-        scalars.append(contentsOf: text.unicodeScalars.lazy.filter { !isUnprintable($0) })
-        return String(scalars)
-    }
-
+    /// Control, format (except ZWJ/ZWNJ) and line or paragraph separator characters.
     static func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .control, .lineSeparator, .paragraphSeparator: return true
