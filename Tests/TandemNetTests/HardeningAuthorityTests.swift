@@ -8,6 +8,11 @@ import Testing
 /// activities.
 @Suite("Hardening: participants inside a session")
 struct HardeningAuthorityTests {
+    /// A test server with a handshake timeout generous enough for a loaded machine (these tests are not about it).
+    static func server() async throws -> SessionServer {
+        try await startTestServer(handshakeTimeout: 5_000_000_000)
+    }
+
     static func isHost(_ connection: TandemClientConnection) -> Bool {
         connection.welcome.participants.first { $0.participant.id == connection.localParticipantID }?.isHost ?? false
     }
@@ -38,7 +43,7 @@ struct HardeningAuthorityTests {
 
     @Test("a joiner's end is refused and the session goes on")
     func joinerCannotEnd() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "roles")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
@@ -54,7 +59,7 @@ struct HardeningAuthorityTests {
 
     @Test("a joiner removing the host's attachment is refused; the attachment stays")
     func joinerCannotRemoveTheHostsAttachment() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "journal")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
@@ -73,7 +78,7 @@ struct HardeningAuthorityTests {
 
     @Test("reconnectAs the host without its token gives a new identity and no host role")
     func reconnectWithoutToken() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "tokens")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         #expect(Self.isHost(host))
@@ -98,7 +103,7 @@ struct HardeningAuthorityTests {
 
     @Test("reconnectAs with the token from the welcome takes back the id and the host role after a drop")
     func reconnectWithTokenAfterADrop() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "tokens")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
@@ -117,7 +122,7 @@ struct HardeningAuthorityTests {
 
     @Test("reconnectAs with the token while the first connection is still open replaces it")
     func reconnectWithTokenWhileConnected() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "tokens")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
@@ -134,7 +139,7 @@ struct HardeningAuthorityTests {
 
     @Test("a name of one huge Character joins with a bounded name; the others and later joins are unaffected")
     func hugeName() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "names")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let hostStream = host.serverMessages()
@@ -163,7 +168,7 @@ struct HardeningAuthorityTests {
 
     @Test("a 1 MiB activity from the host is refused and later joins work")
     func hugeActivity() async throws {
-        let server = try await startTestServer()
+        let server = try await Self.server()
         let invite = try server.createSession(id: "activity")
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let guest = try await TandemClient.connect(invite: invite, name: "guest", options: clientOptions())
