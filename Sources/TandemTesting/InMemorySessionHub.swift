@@ -9,6 +9,8 @@ public actor InMemorySessionHub {
     private var authority: SessionAuthority
     private let clock: any MonotonicClock
     private var links: [ParticipantID: InMemorySessionLink] = [:]
+    /// Counts joins, for deterministic reconnect tokens (this hub is for tests; a real transport draws them at random).
+    private var joins = 0
     /// Why the session ended, once it has.
     public private(set) var endReason: InvalidationReason?
 
@@ -26,8 +28,9 @@ public actor InMemorySessionHub {
 
     /// Joins a new participant and returns its link. Throws the authority's refusal.
     public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0) throws -> InMemorySessionLink {
-        switch authority.join(name: name, reconnectAs: nil, prerollEstimate: prerollEstimate, isHost: isHost,
-                              now: clock.now()) {
+        joins += 1
+        switch authority.join(name: name, prerollEstimate: prerollEstimate, wantsHost: isHost,
+                              newReconnectToken: "in-memory-token-\(joins)", now: clock.now()) {
         case .refused(let reason):
             throw reason
         case .joined(let id, let actions):

@@ -320,8 +320,9 @@ public final class SessionSimulation {
             action(self)
         case .join(let p):
             let peer = peers[p]
-            switch authority.join(name: peer.setup.name, reconnectAs: nil, prerollEstimate: peer.setup.engine.prerollEstimate,
-                                  isHost: peer.setup.isHost, now: now) {
+            // A deterministic token: the simulation replays exactly (a real transport draws it at random).
+            switch authority.join(name: peer.setup.name, prerollEstimate: peer.setup.engine.prerollEstimate,
+                                  wantsHost: peer.setup.isHost, newReconnectToken: "simulated-token-\(p)", now: now) {
             case .joined(let id, let actions):
                 peer.id = id
                 peer.connected = true

@@ -71,7 +71,10 @@ struct AuthorityMessagingTests {
     }
 
     @Test func journalAttachmentsAreForwardedAndReplayedToLateJoiners() {
-        var h = AuthorityHarness()
+        // bob removes alice's attachment below, which this configuration allows.
+        var config = AuthorityConfiguration()
+        config.everyoneMayRemoveAttachments = true
+        var h = AuthorityHarness(configuration: config)
         let a = h.joinReady("alice", host: true)
         let b = h.joinReady("bob")
         // alice claims bob owns it; the authority stamps her as the owner.

@@ -35,8 +35,8 @@ struct AuthoritySessionTests {
         var h = AuthorityHarness(configuration: config)
         h.join("alice", host: true)
         h.join("bob")
-        guard case .refused(let reason) = h.authority.join(name: "carol", reconnectAs: nil, prerollEstimate: 0,
-                                                             isHost: false, now: h.now) else {
+        guard case .refused(let reason) = h.authority.join(name: "carol", prerollEstimate: 0, wantsHost: false,
+                                                             newReconnectToken: "t", now: h.now) else {
             Issue.record("a third participant was admitted")
             return
         }
@@ -46,7 +46,8 @@ struct AuthoritySessionTests {
     }
 
     @Test func endInvalidatesEveryoneNamingWhoEndedIt() {
-        var h = AuthorityHarness()
+        // bob is not the host: this configuration lets everyone end the session.
+        var h = AuthorityHarness(configuration: AuthorityConfiguration().withHostRolesForEveryone)
         let a = h.joinReady("alice", host: true)
         let b = h.joinReady("bob")
         let c = h.joinReady("carol")
@@ -58,8 +59,8 @@ struct AuthoritySessionTests {
         // Nothing happens after the end, and nobody can join.
         #expect(h.send(.timelineRequest(TimelineRequest(requestID: 1, command: .play, basedOnGeneration: 0,
                                                         requestedAtSessionTime: 0)), from: a).isEmpty)
-        guard case .refused(let reason) = h.authority.join(name: "dave", reconnectAs: nil, prerollEstimate: 0,
-                                                             isHost: false, now: h.now) else {
+        guard case .refused(let reason) = h.authority.join(name: "dave", prerollEstimate: 0, wantsHost: false,
+                                                             newReconnectToken: "t", now: h.now) else {
             Issue.record("joined an ended session")
             return
         }
@@ -113,7 +114,7 @@ struct AuthoritySessionTests {
         // Messages from a lost connection are ignored.
         #expect(h.send(.clockPing(ClockPing(sequence: 1, t1: 0)), from: b).isEmpty)
         h.advance(ms: 4_000)
-        let (again, actions) = h.join("bob", reconnectAs: b)
+        let (again, actions) = h.join("bob", reconnectAs: b, token: h.token(of: b))
         #expect(again == b)
         guard case .welcome(let snapshot)? = actions.messages(to: b).first else {
             Issue.record("no fresh snapshot")
@@ -150,7 +151,7 @@ struct AuthoritySessionTests {
         #expect(playing.isPlaying)
         h.advance(ms: 1_000)
         // bob comes back still loading: he catches up alone instead of pausing alice.
-        h.join("bob", reconnectAs: b)
+        h.join("bob", reconnectAs: b, token: h.token(of: b))
         #expect(h.authority.timeline == playing)
         h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
         #expect(h.authority.timeline == playing)
@@ -164,7 +165,7 @@ struct AuthoritySessionTests {
         let deadline = lost.wakeUps.first!
         h.now = deadline
         h.fireTimer()
-        let (newID, _) = h.join("bob", reconnectAs: b)
+        let (newID, _) = h.join("bob", reconnectAs: b, token: "token-2")
         #expect(newID != b)
         #expect(h.authority.participants.map(\.participant.id) == [a, newID])
     }

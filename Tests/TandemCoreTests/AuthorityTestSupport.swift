@@ -27,12 +27,17 @@ struct AuthorityHarness {
     /// Joins and expects to be admitted.
     @discardableResult
     mutating func join(_ name: String, preroll: Int64 = 0, host: Bool = false,
-                       reconnectAs: ParticipantID? = nil) -> (ParticipantID, [Action]) {
-        switch authority.join(name: name, reconnectAs: reconnectAs, prerollEstimate: preroll, isHost: host, now: now) {
+                       reconnectAs: ParticipantID? = nil, token: String? = nil) -> (ParticipantID, [Action]) {
+        nextToken += 1
+        switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: token, prerollEstimate: preroll,
+                              wantsHost: host, newReconnectToken: "token-\(nextToken)", now: now) {
         case .joined(let id, let actions): return (id, actions)
         case .refused(let reason): fatalError("join refused: \(reason)")
         }
     }
+
+    /// The reconnect token the authority gave `id` (its welcome carries it).
+    func token(of id: ParticipantID) -> String { authority.members[id]!.reconnectToken }
 
     /// Joins and reports ready with `info`.
     @discardableResult
@@ -49,6 +54,8 @@ struct AuthorityHarness {
     }
 
     private var nextRequestID: UInt64 = 1
+    /// Reconnect tokens handed out are "token-1", "token-2", … (one number per join call).
+    private var nextToken = 0
 
     @discardableResult
     mutating func request(_ command: TimelineRequest.Command, from id: ParticipantID) -> [Action] {
@@ -79,6 +86,17 @@ extension Array where Element == SessionAuthority.Action {
 
     func recipients(where matches: (ServerMessage) -> Bool) -> Set<ParticipantID> {
         Set(compactMap { if case .send(let message, let to) = $0, matches(message) { return to } else { return nil } })
+    }
+
+    /// The welcome snapshot sent to `id`, if any.
+    func welcome(to id: ParticipantID) -> SessionSnapshot? {
+        for case .welcome(let snapshot) in messages(to: id) { return snapshot }
+        return nil
+    }
+
+    /// Refusals sent to `id`.
+    func refusals(to id: ParticipantID) -> [String] {
+        messages(to: id).compactMap { if case .refused(let reason) = $0 { return reason } else { return nil } }
     }
 
     var wakeUps: [Int64] { compactMap { if case .wakeUp(let t) = $0 { return t } else { return nil } } }

@@ -247,7 +247,8 @@ struct AuthorityWaitingTests {
     }
 
     @Test func activityChangeWhilePlayingWaitsForEveryoneToLoadTheNewItem() {
-        var h = AuthorityHarness()
+        // bob is not the host: this configuration lets everyone change the activity.
+        var h = AuthorityHarness(configuration: AuthorityConfiguration().withHostRolesForEveryone)
         let a = h.joinReady("alice", host: true)
         let b = h.joinReady("bob")
         h.request(.play, from: a)

@@ -51,7 +51,8 @@ struct MovieNight: GroupActivity, Hashable {
     }
 
     @Test func endInvalidatesEveryoneWithAReason() async throws {
-        let hub = InMemorySessionHub(activity: nil)
+        // bob is not the host: this configuration lets everyone end the session.
+        let hub = InMemorySessionHub(activity: nil, configuration: AuthorityConfiguration().withHostRolesForEveryone)
         let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
         let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
         let carol = GroupSession<MovieNight>(link: try await hub.connect(name: "carol"))

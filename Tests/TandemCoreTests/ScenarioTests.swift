@@ -286,7 +286,8 @@ private let tolerance: Int64 = 5_000
     @Test(arguments: ScenarioTests.seeds) func whenAWaitedForPeerLeavesTheGroupGoesOnAndEndInvalidatesEveryone(seed: UInt64) {
         var setups = Self.peers()
         setups[3].engine.loadDelay = 20 * s
-        let sim = Self.simulation(seed: seed, peers: setups)
+        // peer1 (not the host) ends the session for everyone, which this configuration allows.
+        let sim = Self.simulation(seed: seed, peers: setups, configuration: AuthorityConfiguration().withHostRolesForEveryone)
         sim.at(1 * s) { $0.play(0) }
         sim.run(until: 3 * s)
         #expect(sim.peers[0].engine.movingRate(atTrue: sim.now) == 0)
@@ -315,7 +316,8 @@ private let tolerance: Int64 = 5_000
 
     // (9)
     @Test(arguments: ScenarioTests.seeds) func whenTheActivityChangesEveryoneLoadsTheNewItemAndStartsTogether(seed: UInt64) {
-        let sim = Self.simulation(seed: seed, peers: Self.peers())
+        // peer1 (not the host) changes the activity, which this configuration allows.
+        let sim = Self.simulation(seed: seed, peers: Self.peers(), configuration: AuthorityConfiguration().withHostRolesForEveryone)
         Self.startPlaying(sim)
         sim.at(6 * s) { $0.setActivity(1, Self.envelope("episode-2", title: "Episode 2")) }
         sim.run(until: 10 * s)

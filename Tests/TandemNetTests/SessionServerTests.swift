@@ -235,8 +235,10 @@ struct SessionServerTests {
         #expect(left != nil, "the others did not see the killed client leave within 3 s")
         #expect(ContinuousClock.now - killedAt < .seconds(3))
 
-        let back = try await TandemClient.connect(invite: invite, name: "victim",
-                                                  options: clientOptions(reconnectAs: victimID))
+        // A reconnect proves it is the same participant with the token from its welcome.
+        var options = clientOptions(reconnectAs: victimID)
+        options.reconnectToken = victim.welcome.reconnectToken
+        let back = try await TandemClient.connect(invite: invite, name: "victim", options: options)
         #expect(back.localParticipantID == victimID)
         #expect(back.welcome.participants.contains { $0.participant.id == victimID })
         // Both carry on talking.

@@ -27,6 +27,26 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var appMessageBurst: Int
     /// Largest journal attachment in bytes.
     public var maxAttachmentSize: Int64
+    /// Most journal bytes one participant may have announced (in progress and committed). Default 200 MB.
+    public var maxAttachmentBytesPerParticipant: Int64
+    /// Most journal attachments one participant may have announced (in progress and committed). Default 32.
+    public var maxAttachmentsPerParticipant: Int
+    /// Most journal bytes the whole session holds (in progress and committed). Default 500 MB.
+    public var maxAttachmentBytesPerSession: Int64
+    /// Most journal attachments the whole session holds (in progress and committed). Default 128.
+    public var maxAttachmentsPerSession: Int
+    /// Largest activity envelope (payload, metadata and identifiers, JSON-encoded) a participant may set.
+    /// Default 64 KiB, so a maximal activity leaves a welcome far below the 1 MiB frame limit.
+    public var maxActivitySize: Int
+    /// Whether any participant may end the session for everyone. Default false: only the host may (everyone
+    /// else leaves for themselves). SharePlay lets every participant end the activity for everyone.
+    public var everyoneMayEndSession: Bool
+    /// Whether any participant may change the activity. Default false: only the host may. SharePlay lets
+    /// every participant start a new activity.
+    public var everyoneMayChangeActivity: Bool
+    /// Whether any participant may remove journal attachments of others. Default false: the owner and the host
+    /// may. SharePlay's journal lets every participant remove attachments.
+    public var everyoneMayRemoveAttachments: Bool
     /// A participant whose item duration differs from the reference by more than this is flagged.
     public var mediaDurationTolerance: Int64
     /// Whether a participant that has not reported its readiness yet counts as loading (an implicit
@@ -47,7 +67,25 @@ public struct AuthorityConfiguration: Sendable, Hashable {
         appMessagesPerSecond = 100
         appMessageBurst = 200
         maxAttachmentSize = 100_000_000
+        maxAttachmentBytesPerParticipant = 200_000_000
+        maxAttachmentsPerParticipant = 32
+        maxAttachmentBytesPerSession = 500_000_000
+        maxAttachmentsPerSession = 128
+        maxActivitySize = 64 * 1024
+        everyoneMayEndSession = false
+        everyoneMayChangeActivity = false
+        everyoneMayRemoveAttachments = false
         mediaDurationTolerance = 1_500_000_000
         treatsUnreportedReadinessAsLoading = true
+    }
+
+    /// This configuration with the host's roles (ending the session, changing the activity, removing others'
+    /// attachments) given to every participant, as SharePlay does.
+    public var withHostRolesForEveryone: AuthorityConfiguration {
+        var copy = self
+        copy.everyoneMayEndSession = true
+        copy.everyoneMayChangeActivity = true
+        copy.everyoneMayRemoveAttachments = true
+        return copy
     }
 }

@@ -22,6 +22,8 @@ struct HeldSuspension: Hashable, Sendable {
 struct Member: Sendable {
     var participant: Participant
     var isHost: Bool
+    /// The secret a reconnect of this participant must present (see `SessionAuthority.join`).
+    var reconnectToken: String
     var prerollEstimate: Int64
     var joinedAt: Int64
     var oneWayDelay: Int64 = 0

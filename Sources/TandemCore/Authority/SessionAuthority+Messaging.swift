@@ -18,6 +18,10 @@ extension SessionAuthority {
         }
         let incoming = IncomingAppMessage(source: id, delivery: message.delivery, sequence: message.sequence,
                                           payload: message.payload)
+        if case .only(let chosen) = message.recipients, chosen.count > configuration.maxParticipants {
+            return [.send(.refused(reason: "a message for \(chosen.count) recipients; a session has at most "
+                                    + "\(configuration.maxParticipants) participants"), to: id)]
+        }
         let recipients: [ParticipantID]
         switch message.recipients {
         case .all: recipients = connectedIDs.filter { $0 != id }
@@ -46,6 +50,15 @@ extension SessionAuthority {
         switch entry {
         case .begin(var info):
             info.owner = id  // Nobody announces attachments on someone else's behalf.
+            info.name = TextBounds.line(info.name, maxBytes: TextBounds.maxAttachmentNameBytes)
+            guard info.id.utf8.count <= TextBounds.maxAttachmentIDBytes, !info.id.isEmpty else {
+                return [.send(.journal(.failed(id: Self.quoted(info.id), reason: "an attachment id must be 1 to "
+                    + "\(TextBounds.maxAttachmentIDBytes) bytes")), to: id)]
+            }
+            guard info.sha256.utf8.count <= TextBounds.maxChecksumBytes else {
+                return [.send(.journal(.failed(id: info.id, reason: "the checksum of '\(info.name)' is longer than "
+                    + "\(TextBounds.maxChecksumBytes) bytes")), to: id)]
+            }
             guard info.size >= 0, info.size <= configuration.maxAttachmentSize else {
                 return [.send(.journal(.failed(id: info.id, reason: "attachment '\(info.name)' is "
                     + "\(AuthorityText.bytes(info.size)); the limit is \(AuthorityText.bytes(configuration.maxAttachmentSize))")),
@@ -54,6 +67,9 @@ extension SessionAuthority {
             guard attachments[info.id] == nil else {
                 return [.send(.journal(.failed(id: info.id, reason: "an attachment with id '\(info.id)' already exists — "
                     + "use a new id")), to: id)]
+            }
+            if let problem = quotaProblem(announcing: info) {
+                return [.send(.journal(.failed(id: info.id, reason: problem)), to: id)]
             }
             attachments[info.id] = StoredAttachment(info: info)
             attachmentOrder.append(info.id)
@@ -66,7 +82,7 @@ extension SessionAuthority {
                 (owner: $0.info.owner, isCommitted: $0.isCommitted, received: $0.received, size: $0.info.size)
             }
             guard let progress, progress.owner == id, !progress.isCommitted else {
-                return [.send(.refused(reason: "no attachment '\(attachmentID)' of yours is being sent"), to: id)]
+                return [.send(.refused(reason: "no attachment '\(Self.quoted(attachmentID))' of yours is being sent"), to: id)]
             }
             guard offset == progress.received, progress.received + Int64(bytes.count) <= progress.size else {
                 return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(progress.received) "
@@ -78,7 +94,7 @@ extension SessionAuthority {
 
         case .commit(let attachmentID):
             guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
-                return [.send(.refused(reason: "no attachment '\(attachmentID)' of yours is being sent"), to: id)]
+                return [.send(.refused(reason: "no attachment '\(Self.quoted(attachmentID))' of yours is being sent"), to: id)]
             }
             guard stored.received == stored.info.size else {
                 return fail(attachmentID, reason: "only \(stored.received) of \(stored.info.size) bytes arrived")
@@ -88,14 +104,19 @@ extension SessionAuthority {
             return broadcast(.journal(entry), except: id)
 
         case .remove(let attachmentID):
-            guard attachments[attachmentID] != nil else { return [] }
+            guard let stored = attachments[attachmentID] else { return [] }
+            guard stored.info.owner == id || mayActAsHost(id, everyoneMay: configuration.everyoneMayRemoveAttachments) else {
+                return [.send(.refused(reason: "only the host can remove '\(stored.info.name)' of \(name(of: stored.info.owner)); "
+                    + "you can remove your own attachments"), to: id)]
+            }
             discardAttachment(attachmentID)
             return broadcast(.journal(entry), except: id)
 
-        case .failed(let attachmentID, _):
+        case .failed(let attachmentID, let reason):
             guard let stored = attachments[attachmentID], stored.info.owner == id else { return [] }
             discardAttachment(attachmentID)
-            return broadcast(.journal(entry), except: id)
+            let bounded = TextBounds.line(reason, maxBytes: TextBounds.maxNoticeBytes)
+            return broadcast(.journal(.failed(id: attachmentID, reason: bounded)), except: id)
         }
     }
 

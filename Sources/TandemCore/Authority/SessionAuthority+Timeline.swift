@@ -116,6 +116,7 @@ extension SessionAuthority {
     // MARK: Readiness, suspensions, activity
 
     mutating func updateReadiness(_ readiness: Readiness, of id: ParticipantID, now: Int64) -> [Action] {
+        let readiness = Self.bounded(readiness)
         members[id]?.readiness = readiness
         var actions: [Action] = []
         switch readiness {
@@ -136,7 +137,11 @@ extension SessionAuthority {
         switch update {
         case .begin(let suspensionID, let reason):
             guard !member.suspensions.contains(where: { $0.id == suspensionID }) else { return [] }
-            member.suspensions.append(HeldSuspension(id: suspensionID, reason: reason))
+            guard member.suspensions.count < TextBounds.maxSuspensionsPerParticipant else {
+                return [.send(.refused(reason: "too many suspensions: the limit is "
+                    + "\(TextBounds.maxSuspensionsPerParticipant) at once — end one first"), to: id)]
+            }
+            member.suspensions.append(HeldSuspension(id: suspensionID, reason: Self.bounded(reason)))
         case .end(let suspensionID, let proposedItemTime):
             guard member.suspensions.contains(where: { $0.id == suspensionID }) else { return [] }
             member.suspensions.removeAll { $0.id == suspensionID }

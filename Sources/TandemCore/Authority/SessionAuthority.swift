@@ -20,6 +20,12 @@
 ///   is ready; a client catching up alone should keep its suspension until it plays in step.
 /// - Changing the activity resets everyone to loading at item time 0. If the group was playing or waiting to
 ///   play, it waits for everyone to load the new item and then starts together; if it was paused it stays paused.
+/// - Roles: ending the session for everyone, changing the activity and removing others' journal attachments are
+///   the host's (unless `everyoneMayEndSession`, `everyoneMayChangeActivity`, `everyoneMayRemoveAttachments`);
+///   anyone else gets `.refused(reason:)` and nothing changes. The host role goes to the first participant that
+///   asks for it and comes back only with that participant's reconnect token.
+/// - Everything peers put into shared state is bounded (`TextBounds`, `maxActivitySize`, the journal quotas), so
+///   a full session's welcome stays far below the transport's 1 MiB frame limit.
 public struct SessionAuthority: Sendable {
     /// What the transport must do.
     public enum Action: Sendable, Hashable {
@@ -69,6 +75,8 @@ public struct SessionAuthority: Sendable {
     var attachments: [String: StoredAttachment] = [:]
     var attachmentOrder: [String] = []
     var scheduledWakeUp: Int64?
+    /// Whether someone has held the host role in this session (the role is given once).
+    var hasHadHost = false
 
     public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: Int64) {
         self.sessionID = sessionID
@@ -84,27 +92,51 @@ public struct SessionAuthority: Sendable {
         connectedIDs.compactMap { members[$0]?.state }
     }
 
+    /// Whether `owner` is sending attachment `id` (announced and accepted, not yet committed).
+    public func isReceivingAttachment(_ id: String, from owner: ParticipantID) -> Bool {
+        guard let stored = attachments[id] else { return false }
+        return stored.info.owner == owner && !stored.isCommitted
+    }
+
     /// Committed journal attachments, in the order they were announced.
     public var committedAttachments: [AttachmentInfo] {
         attachmentOrder.compactMap { attachments[$0] }.filter(\.isCommitted).map(\.info)
     }
 
-    /// Admits a participant, or takes back one reconnecting within the grace period (same id, fresh snapshot).
+    /// Admits a participant, or takes back one reconnecting with its token (same id and role, fresh snapshot).
     ///
-    /// `reconnectAs` is honoured only for a participant whose connection was reported lost (`connectionLost`) and
-    /// whose grace period has not run out; otherwise the joiner gets a new identity. Ids are "p1", "p2", … in
-    /// join order. Refused with `.sessionFull` when `maxParticipants` (connected or within their grace period)
-    /// are taken, and with the end reason once the session has ended.
-    public mutating func join(name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64, isHost: Bool,
+    /// - `name` is cleaned and bounded here (`TextBounds.name`), once for everyone.
+    /// - `newReconnectToken` is the secret a new participant will need to reconnect as itself. The transport draws
+    ///   it from a cryptographic random source (the authority reads no randomness, so it stays deterministic);
+    ///   it is sent in that participant's own welcome only, never in participant lists.
+    /// - `reconnectAs` is honoured only with the matching `reconnectToken` (`TextBounds.tokensMatch`), while the
+    ///   identity is connected or within its grace period. A connected identity is taken over: the transport
+    ///   closes the old connection (the authority sends nothing to it). A reconnect keeps the participant's id,
+    ///   host role and token (the token is not rotated, so it stays valid for later reconnects). Without the
+    ///   right token the joiner gets a new identity (and never the host role of the identity it named).
+    /// - `wantsHost` gives the host role only to the first participant to ask for it in this session's life; a
+    ///   later one joins as a normal participant.
+    ///
+    /// Ids are "p1", "p2", … in join order. Refused with `.sessionFull` when `maxParticipants` (connected or within
+    /// their grace period) are taken, and with the end reason once the session has ended.
+    public mutating func join(name rawName: String, reconnectAs: ParticipantID? = nil, reconnectToken: String? = nil,
+                              prerollEstimate: Int64, wantsHost: Bool, newReconnectToken: String,
                               now: Int64) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
+        let name = TextBounds.name(rawName)
         var actions: [Action] = []
         let id: ParticipantID
         let noticeText: String
-        if let previous = reconnectAs, var member = members[previous], !member.isConnected {
-            // Only an identity whose connection is known to be gone can be taken back, so a peer cannot take over
-            // someone who is still connected.
+        if let previous = reconnectAs, var member = members[previous], let reconnectToken,
+           TextBounds.tokensMatch(reconnectToken, member.reconnectToken) {
             id = previous
+            if member.isConnected {
+                // The old connection is replaced (the transport closes it): what it had in flight is gone.
+                member.prepared = nil
+                members[id] = member
+                actions += dropUnfinishedAttachments(of: id)
+                member = members[id]!
+            }
             member.participant.name = name
             member.isConnected = true
             member.disconnectedAt = nil
@@ -123,9 +155,11 @@ public struct SessionAuthority: Sendable {
             }
             id = ParticipantID("p\(nextParticipantNumber)")
             nextParticipantNumber += 1
+            let isHost = wantsHost && !hasHadHost
+            if isHost { hasHadHost = true }
             var member = Member(participant: Participant(id: id, name: name), isHost: isHost,
-                                prerollEstimate: max(0, prerollEstimate), joinedAt: now,
-                                messageTokens: Double(configuration.appMessageBurst))
+                                reconnectToken: newReconnectToken, prerollEstimate: max(0, prerollEstimate),
+                                joinedAt: now, messageTokens: Double(configuration.appMessageBurst))
             // A late joiner catches up with the running timeline instead of pausing everyone.
             member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
             members[id] = member
@@ -164,7 +198,13 @@ public struct SessionAuthority: Sendable {
         case .suspension(let update):
             actions = updateSuspension(update, of: id, now: now)
         case .setActivity(let envelope):
-            actions = changeActivity(to: envelope, by: id, now: now)
+            guard mayActAsHost(id, everyoneMay: configuration.everyoneMayChangeActivity) else {
+                return [.send(.refused(reason: "only the host can change the activity"), to: id)]
+            }
+            switch bounded(envelope) {
+            case .success(let envelope): actions = changeActivity(to: envelope, by: id, now: now)
+            case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
+            }
         case .appMessage(let outgoing):
             actions = relay(outgoing, from: id, now: now)
         case .journal(let entry):
@@ -176,6 +216,10 @@ public struct SessionAuthority: Sendable {
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:
+            guard mayActAsHost(id, everyoneMay: configuration.everyoneMayEndSession) else {
+                return [.send(.refused(reason: "only the host can end the session for everyone; leave with q instead"),
+                              to: id)]
+            }
             actions = endSession(InvalidationReason(code: .ended, message: "\(member.participant.name) ended the session"))
         }
         actions += scheduleWakeUp()
@@ -228,10 +272,20 @@ public struct SessionAuthority: Sendable {
 extension SessionAuthority {
     var connectedIDs: [ParticipantID] { memberOrder.filter { members[$0]?.isConnected == true } }
 
+    /// The welcome of `id`: the only message that carries its reconnect token.
     func snapshot(for id: ParticipantID) -> SessionSnapshot {
         SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
-                        timeline: timeline, participants: participants, attachments: committedAttachments)
+                        timeline: timeline, participants: participants, attachments: committedAttachments,
+                        reconnectToken: members[id]!.reconnectToken)
     }
+
+    /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.
+    func mayActAsHost(_ id: ParticipantID, everyoneMay: Bool) -> Bool {
+        everyoneMay || members[id]?.isHost == true
+    }
+
+    /// The cleaned, bounded name of a participant (nil for an unknown id).
+    public func participantName(_ id: ParticipantID) -> String? { members[id]?.participant.name }
 
     func broadcast(_ message: ServerMessage, except excluded: ParticipantID? = nil) -> [Action] {
         connectedIDs.filter { $0 != excluded }.map { .send(message, to: $0) }
@@ -240,7 +294,8 @@ extension SessionAuthority {
     func broadcastParticipants() -> [Action] { broadcast(.participants(participants)) }
 
     func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: Int64) -> ServerMessage {
-        .notice(Notice(kind: kind, participant: participant, text: text, sessionTime: now))
+        .notice(Notice(kind: kind, participant: participant,
+                       text: TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes), sessionTime: now))
     }
 
     func name(of id: ParticipantID) -> String { members[id]?.participant.name ?? id.rawValue }

@@ -20,7 +20,6 @@ final class HostedSession: @unchecked Sendable {
 
     private var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:]
-    private var hostParticipant: ParticipantID?
     /// Running SHA-256 of each attachment being uploaded, checked at its commit.
     private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
@@ -44,29 +43,46 @@ final class HostedSession: @unchecked Sendable {
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
-    func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, prerollEstimate: Int64,
-              wantsHost: Bool) {
+    ///
+    /// The authority decides the identity and the role: `reconnectAs` counts only with that participant's
+    /// `reconnectToken`, and `wantsHost` only for the first participant to ask in the session's life. A
+    /// reconnect that takes over a still-open connection closes the old one.
+    func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, reconnectToken: String?,
+              prerollEstimate: Int64, wantsHost: Bool) {
         loop.preconditionInEventLoop()
         guard !ended else {
             connection.close(.sessionEnded, "the session has ended")
             return
         }
-        let isHost = wantsHost && (hostParticipant == nil || (reconnectAs != nil && reconnectAs == hostParticipant))
-        switch authority.join(name: name, reconnectAs: reconnectAs, prerollEstimate: prerollEstimate, isHost: isHost,
-                              now: clock.now()) {
+        switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
+                              prerollEstimate: prerollEstimate, wantsHost: wantsHost,
+                              newReconnectToken: Self.newReconnectToken(), now: clock.now()) {
         case .refused(let reason):
             connection.close(WireErrorCode(reason.code), reason.message)
         case .joined(let participant, let actions):
-            logger.info("joined", metadata: ["session": "\(id)", "participant": "\(participant)", "name": "\(name)",
-                                             "host": "\(isHost)", "reconnect": "\(reconnectAs != nil)"])
-            if isHost { hostParticipant = participant }
+            let isHost = authority.participants.first { $0.participant.id == participant }?.isHost ?? false
+            // The authority has cleaned the name (no control characters, bounded), so it is safe in a log line.
+            logger.info("joined", metadata: ["session": "\(id)", "participant": "\(participant)",
+                                             "name": "\(authority.participantName(participant) ?? "")",
+                                             "host": "\(isHost)", "reconnect": "\(reconnectAs == participant)"])
             if let previous = connections[participant], previous !== connection {
+                uploads = uploads.filter { $0.value.owner != participant }
                 previous.close(.removed, "replaced by a newer connection of the same participant")
             }
             connections[participant] = connection
             connection.joined(as: participant, session: self)
             perform(actions)
         }
+    }
+
+    /// A fresh reconnect token: 16 bytes from the system's cryptographic random source, base64url without padding.
+    static func newReconnectToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     /// A session message from a joined participant.
@@ -81,6 +97,10 @@ final class HostedSession: @unchecked Sendable {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
         perform(authority.receive(message, from: participant, now: clock.now()))
+        if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
+           !authority.isReceivingAttachment(info.id, from: participant) {
+            uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
+        }
     }
 
     /// The connection of `participant` went away.

@@ -289,13 +289,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingJoin(let session, let wantsHost):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             let message = try SessionCodec.decodeClientMessage(frame)
-            guard case .join(let name, let reconnectAs, _, let preroll) = message else {
+            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             state = .joining(session, pending: [])
             let connection = self.connection!
+            // The authority cleans and bounds the name and checks the reconnect token.
             session.loop.execute {
-                session.join(connection, name: String(name.prefix(200)), reconnectAs: reconnectAs,
+                session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                              prerollEstimate: preroll, wantsHost: wantsHost)
             }
 

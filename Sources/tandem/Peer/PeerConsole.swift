@@ -154,6 +154,12 @@ final class PeerConsole: Sendable {
             await peer.leave()
             return true
         case .end:
+            // Only the host may end the session for everyone (the server refuses anyone else).
+            let welcome = peer.connection.welcome
+            guard welcome.participants.contains(where: { $0.participant.id == peer.id && $0.isHost }) else {
+                warn("only the host can end the session for everyone; leave with q instead")
+                return false
+            }
             ending.withLock { $0 = $0 ?? .endedHere }
             do {
                 try await peer.end()
