@@ -59,6 +59,16 @@ struct AppDataCipherTests {
         #expect(throws: (any Error).self) { try AppDataCipher(secret: "sesame!", session: "s1").open(box) }
     }
 
+    @Test("a long attachment name is bounded before sealing, so the authority never truncates a sealed name")
+    func longNamesFitSealed() throws {
+        let cipher = AppDataCipher(secret: "sesame", session: "s1")
+        let sealed = try cipher.sealName(String(repeating: "é", count: 1_000))
+        #expect(sealed.utf8.count <= TextBounds.maxAttachmentNameBytes)
+        let opened = try cipher.openName(sealed)
+        #expect(opened.utf8.count <= TextBounds.maxPlainAttachmentNameBytes && opened.utf8.count >= 250)
+        #expect(opened.allSatisfy { $0 == "é" })
+    }
+
     @Test("attachment records open however the sealed stream is cut; names are sealed")
     func records() throws {
         let cipher = AppDataCipher(secret: "sesame", session: "s1")

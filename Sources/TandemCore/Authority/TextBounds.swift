@@ -18,8 +18,11 @@ public enum TextBounds {
     /// Longest activity identifier, item id, activity type or fallback URL. These identify things, so a longer
     /// one is refused rather than truncated.
     public static let maxIdentifierBytes = 1024
-    /// Longest journal attachment name (longer ones are truncated).
-    public static let maxAttachmentNameBytes = 255
+    /// Longest journal attachment name as the authority sees it (longer ones are truncated). Names travel sealed
+    /// (base64 of a box: 4/3 × (name + 28) bytes), so this leaves room for a sealed `maxPlainAttachmentNameBytes`.
+    public static let maxAttachmentNameBytes = 512
+    /// Longest attachment name a participant seals (longer ones are truncated before sealing).
+    public static let maxPlainAttachmentNameBytes = 255
     /// Longest journal attachment id; a longer one is refused (chunks refer to the id, so it cannot be cut).
     public static let maxAttachmentIDBytes = 128
     /// Longest announced checksum (a SHA-256 in hex is 64).

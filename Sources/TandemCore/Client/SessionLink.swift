@@ -105,7 +105,9 @@ extension PayloadCipher {
 
     /// Seals an attachment's name: base64 of `seal(UTF-8 of the name)`.
     public func sealName(_ name: String) throws -> String {
-        try seal(Data(name.utf8)).base64EncodedString()
+        // Bounded before sealing: the authority would truncate a longer sealed name, which then could not open.
+        let bounded = TextBounds.truncated(name, maxBytes: TextBounds.maxPlainAttachmentNameBytes)
+        return try seal(Data(bounded.utf8)).base64EncodedString()
     }
 
     /// Opens a name sealed by `sealName`.

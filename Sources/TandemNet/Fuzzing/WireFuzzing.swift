@@ -79,8 +79,8 @@ package enum WireFuzzing {
         var authority = SessionAuthority(sessionID: "fuzz", activity: nil, configuration: AuthorityConfiguration(), now: 0)
         var joined: [ParticipantID] = []
         for (name, isHost) in [("host", true), ("guest", false)] {
-            if case .joined(let id, _) = authority.join(name: name, reconnectAs: nil, prerollEstimate: 0, isHost: isHost,
-                                                         now: 1_000) {
+            if case .joined(let id, _) = authority.join(name: name, prerollEstimate: 0, wantsHost: isHost,
+                                                         newReconnectToken: "token-\(name)", now: 1_000) {
                 joined.append(id)
             }
         }
