@@ -70,10 +70,13 @@ struct HardeningServerTests {
         let opened = try await Self.connectAndClose(port: server.port, count: 2_000, parallel: 25, timeout: 60)
         #expect(opened == 2_000)
         // Participants that joined and left (the session held their connections) are freed too.
+        // (One participant stays, or the session would end when everyone has left.)
+        let keeper = try await TandemClient.connect(invite: invite, name: "keeper", options: clientOptions())
         for i in 0..<20 {
             let client = try await TandemClient.connect(invite: invite, name: "p\(i)", options: clientOptions())
             await client.close()
         }
+        await keeper.close()
         let freed = await Self.eventually(within: 5) {
             server.liveConnectionObjects == 0 && server.connectionCount == 0
         }

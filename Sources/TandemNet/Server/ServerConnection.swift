@@ -578,7 +578,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func pumpOutbound() {
         guard let context else { return }
         var wrote = false
-        while !outbound.isEmpty, context.channel.isWritable || !wrote {
+        // Only while the socket takes it: what NIO holds stays under the high watermark (plus one frame), and
+        // the rest waits here, where it is counted and bounded.
+        while !outbound.isEmpty, context.channel.isWritable {
             let (item, cost) = outbound.removeFirst()
             adjustQueued(by: -cost)
             guard let frame = encodeChecked(item, context: context) else {
