@@ -67,7 +67,7 @@ struct HardeningServerTests {
     func connectionsAreFreed() async throws {
         let server = try await Self.startServer { $0.maxUnauthenticatedConnectionsPerAddress = 10_000 }
         let invite = try server.createSession(id: "leak")
-        let opened = try await Self.connectAndClose(port: server.port, count: 2_000, parallel: 25, timeout: 60)
+        let opened = try await Self.connectAndClose(port: server.port, count: 2_000, parallel: 10, timeout: 60)
         #expect(opened == 2_000)
         // Participants that joined and left (the session held their connections) are freed too.
         // (One participant stays, or the session would end when everyone has left.)
