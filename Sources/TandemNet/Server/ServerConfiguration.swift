@@ -34,7 +34,7 @@ public struct ServerConfiguration: Sendable {
     public var unjoinedSessionLifetime: Int64 = 60_000_000_000
     /// Bytes queued for one connection beyond what the socket takes. Over it, unreliable app messages are
     /// dropped first; if that is not enough the connection is closed with `slowConsumer`. Journal replay
-    /// (paced by the socket, its bytes shared with the journal) counts a fixed 256 bytes per message.
+    /// (paced by the socket, its bytes shared with the journal) counts a fixed 64 bytes per message.
     public var maxQueuedBytesPerConnection: Int = 8 << 20
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1

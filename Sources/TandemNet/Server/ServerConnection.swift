@@ -482,11 +482,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     // MARK: - Outbound queue, paced by writability and bounded
 
     /// What an item counts against `maxQueuedBytesPerConnection`. Journal messages share their bytes with the
-    /// journal and are encoded only when the socket can take them, so they count a fixed amount.
+    /// journal (itself bounded by the attachment limit) and are encoded only when the socket can take them, so
+    /// they count only their place in the queue.
+    static let queuedMessageCost = 64
+
     private static func cost(of item: Outbound) -> Int {
         switch item {
         case .frame(let frame): return frame.body.readableBytes + 5
-        case .message: return 256
+        case .message: return queuedMessageCost
         }
     }
 
