@@ -464,9 +464,19 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         let channel = context.channel
         let deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in deadline.cancel() }
+        let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) != nil
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
-            deadline.cancel()
-            channel.close(promise: nil)
+            guard !viaTLS else {
+                channel.close(promise: nil)
+                return
+            }
+            // Plain TCP: end our side after the last byte, so the peer reads everything before the end even if
+            // frames it sent are still unread here (a full close would then reset the connection and the peer
+            // could lose the reason). The channel closes when the peer closes too, or at the deadline.
+            let halfClosed = channel.eventLoop.makePromise(of: Void.self)
+            halfClosed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+            channel.close(mode: .output, promise: halfClosed)
         }
     }
 
