@@ -100,9 +100,10 @@ struct HardeningServerTests {
         let peers = try await (0..<5).asyncMap { _ in try await RawPeer.connect(port: server.port) }
         let start = ContinuousClock.now
         for peer in peers {
-            #expect(await peer.bytesUntilClosed(within: 3) != nil, "still open after the TLS handshake timeout")
+            #expect(await peer.bytesUntilClosed(within: 4) != nil, "still open after the TLS handshake timeout")
         }
-        #expect(ContinuousClock.now - start < .seconds(3))
+        // 1 s handshake timeout; the heartbeat timeout (30 s) cannot be what closed them.
+        #expect(ContinuousClock.now - start < .seconds(4))
         #expect(await Self.eventually(within: 3) { server.connectionCount == 0 && server.liveConnectionObjects == 0 })
         await server.shutdown()
     }
@@ -119,7 +120,7 @@ struct HardeningServerTests {
         let silent = try await (0..<4).asyncMap { _ in try await RawPeer.connect(port: server.port) }
         #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 4 })
         let fifth = try await RawPeer.connect(port: server.port)
-        let refused = await fifth.bytesUntilClosed(within: 2)
+        let refused = await fifth.bytesUntilClosed(within: 5)
         #expect(refused != nil && refused?.readableBytes == 0, "the fifth connection was not closed at once")
         // Another address is not affected, and authenticating frees a place.
         let other = try await RawPeer.connect(port: server.port, from: "127.0.0.2")
@@ -142,7 +143,7 @@ struct HardeningServerTests {
         let held = try await (0..<3).asyncMap { _ in try await RawPeer.connect(port: server.port) }
         #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 3 })
         let fourth = try await RawPeer.connect(port: server.port, from: "127.0.0.3")
-        #expect(await fourth.bytesUntilClosed(within: 2) != nil)
+        #expect(await fourth.bytesUntilClosed(within: 5) != nil)
         try await held[0].channel.close()
         #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 2 })
         let fifth = try await RawPeer.connect(port: server.port)
@@ -152,14 +153,15 @@ struct HardeningServerTests {
 
     @Test("a 1 MiB length prefix in a hello is refused at once with frameTooLarge")
     func largeHello() async throws {
-        let server = try await Self.startServer()
+        let server = try await Self.startServer { $0.handshakeTimeout = 20_000_000_000 }
         let peer = try await RawPeer.connect(port: server.port)
         let length = UInt32(1 << 20)
         try await peer.send([UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff),
                              UInt8(length & 0xff), FrameKind.hello.rawValue] + Array(repeating: 0x20, count: 1_000))
         let start = ContinuousClock.now
-        #expect(await peer.closingErrorCode(within: 1.5) == .frameTooLarge)
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Refused as soon as the length arrives, long before the handshake timeout.
+        #expect(await peer.closingErrorCode(within: 5) == .frameTooLarge)
+        #expect(ContinuousClock.now - start < .seconds(5))
         await server.shutdown()
     }
 
