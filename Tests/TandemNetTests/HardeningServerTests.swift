@@ -346,6 +346,23 @@ struct HardeningServerTests {
         await server.shutdown()
     }
 
+    @Test("a welcome over the frame limit closes that joiner with frameTooLarge, not the server")
+    func oversizedWelcome() async throws {
+        let server = try await Self.startServer { $0.maxFrameSize = 2_048 }
+        let activity = ActivityEnvelope(activityIdentifier: "Movie", metadata: GroupActivityMetadata(title: "m"),
+                                        payload: Data(repeating: 1, count: 4_096), itemID: "m")
+        let invite = try server.createSession(id: "huge", activity: activity)
+        await #expect {
+            _ = try await TandemClient.connect(invite: invite, name: "a", options: clientOptions())
+        } throws: { error in
+            if case TandemClientError.refused(let code, _) = error { return code == "frameTooLarge" }
+            return false
+        }
+        #expect(await Self.eventually(within: 3) { server.connectionCount == 0 })
+        #expect(server.sessionIDs == ["huge"])
+        await server.shutdown()
+    }
+
     // MARK: - 6. One answer
 
     @Test("an unknown session and a wrong secret get the same answer")
