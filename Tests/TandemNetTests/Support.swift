@@ -8,7 +8,7 @@ import Testing
 @testable import TandemNet
 
 /// A server on loopback with timings short enough for tests.
-func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeTimeout: Int64 = 500_000_000,
+func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeTimeout: Int64 = 1_500_000_000,
                      maxFramesPerSecond: Int = 20_000, remoteCreation: Bool = false,
                      tls: ServerTLSFiles? = nil) async throws -> SessionServer {
     var authority = AuthorityConfiguration()
@@ -93,9 +93,14 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         self.received = received
     }
 
-    static func connect(port: Int) async throws -> RawPeer {
+    /// Connects from `source` (another loopback address, e.g. 127.0.0.2) when given, with a small receive
+    /// buffer when `receiveBuffer` is given.
+    static func connect(port: Int, from source: String? = nil, receiveBuffer: Int? = nil) async throws -> RawPeer {
         let group = MultiThreadedEventLoopGroup.singleton
-        let channel = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
+        var bootstrap = ClientBootstrap(group: group)
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        if let receiveBuffer { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer)) }
+        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
         let peer = RawPeer(channel: channel, received: channel.eventLoop.makePromise())
         try await channel.pipeline.addHandler(peer).get()
         return peer

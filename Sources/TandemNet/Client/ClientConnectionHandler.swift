@@ -109,7 +109,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                                           clientNonce: clientNonce)
             let body = AuthProof(clientNonce: clientNonce, proof: proof,
                                  sessionKey: options.createSession ? key.withUnsafeBytes { Data($0) } : nil,
-                                 host: options.asHost ? true : nil)
+                                 host: options.asHost ? true : nil,
+                                 createToken: options.createSession ? options.createToken : nil)
             state = .awaitingAccepted
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.authProof, body, allocator: context.channel.allocator)),
                                   promise: nil)

@@ -15,6 +15,9 @@ public enum TandemClient {
         public var asHost = false
         /// Create the session on the server if it does not exist (standalone relays that allow it).
         public var createSession = false
+        /// The server's creation token, for servers that require one to create sessions (`tandem serve
+        /// --create-token-file`).
+        public var createToken: String?
         /// Rejoin as this participant (within the server's grace period the identity is kept).
         public var reconnectAs: ParticipantID?
         /// The token the welcome gave `reconnectAs`; without it the server gives the joiner a new identity.

@@ -27,6 +27,8 @@ final class HostedSession: @unchecked Sendable {
     private(set) var ended = false
     /// Messages dropped because their recipient could not keep up (unreliable only).
     private(set) var droppedUnreliable = 0
+    /// Whether anyone has joined (a remotely created session nobody joins expires).
+    private(set) var hasBeenJoined = false
 
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
          clock: any MonotonicClock, activity: ActivityEnvelope? = nil, logger: Logger,
@@ -129,6 +131,20 @@ final class HostedSession: @unchecked Sendable {
     }
 
     var participantCount: Int { connections.count }
+
+    /// Records that a participant has joined (called by the connection the session admitted).
+    func noteJoined() {
+        loop.preconditionInEventLoop()
+        hasBeenJoined = true
+    }
+
+    /// Ends the session if nobody has joined it yet; returns whether it did.
+    func expireIfUnjoined() -> Bool {
+        loop.preconditionInEventLoop()
+        guard !hasBeenJoined, !ended else { return false }
+        shutdown(reason: InvalidationReason(code: .ended, message: "nobody joined the session in time"))
+        return true
+    }
 
     // MARK: - Actions
 

@@ -12,13 +12,30 @@ public struct ServerConfiguration: Sendable {
     public var heartbeatInterval: Int64 = 500_000_000
     /// Silence after which a peer is considered gone (ns). Keep well under 3 s.
     public var heartbeatTimeout: Int64 = 2_000_000_000
-    /// A connection that has not finished authenticating after this long is closed (ns).
+    /// A connection that has not finished authenticating (TLS handshake included) after this long is closed (ns).
     public var handshakeTimeout: Int64 = 3_000_000_000
     /// Frames per second a connection may send before it is closed as a flood.
     public var maxFramesPerSecond: Int = 2_000
     /// Whether clients may create sessions themselves (`hello.create`). Off for embedded servers, where the
     /// hosting process creates its session in-process; on for a standalone relay.
     public var allowsRemoteSessionCreation: Bool = false
+    /// Largest frame a peer may send before it has authenticated (hello, proof); bigger ones are refused with
+    /// `frameTooLarge` before anything is buffered. `maxFrameSize` applies once the server has sent `accepted`.
+    public var maxUnauthenticatedFrameSize: Int = 4 * 1024
+    /// Connections that have not authenticated yet, in all; one more is closed at once (before TLS).
+    public var maxUnauthenticatedConnections: Int = 512
+    /// Connections from one source address that have not authenticated yet; one more is closed at once.
+    public var maxUnauthenticatedConnectionsPerAddress: Int = 16
+    /// When set, a client creating a session must present this token (`authProof.createToken`).
+    public var createToken: String?
+    /// Sessions one source address may create per minute (remote creation only).
+    public var sessionCreationsPerMinute: Int = 10
+    /// A remotely created session that nobody has joined after this long is removed (ns).
+    public var unjoinedSessionLifetime: Int64 = 60_000_000_000
+    /// Bytes queued for one connection beyond what the socket takes. Over it, unreliable app messages are
+    /// dropped first; if that is not enough the connection is closed with `slowConsumer`. Journal replay
+    /// (paced by the socket, its bytes shared with the journal) counts a fixed 64 bytes per message.
+    public var maxQueuedBytesPerConnection: Int = 8 << 20
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1
 

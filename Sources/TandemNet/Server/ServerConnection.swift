@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import NIOCore
+import NIOSSL
 import TandemCore
 
 /// A session's handle on one participant's connection; safe to use from the session's loop.
@@ -49,6 +50,7 @@ final class ServerConnection: Sendable {
     }
 
     func joined(as participant: ParticipantID, session: HostedSession) {
+        session.noteJoined()
         let handler = self.handler
         // Directly when possible, so the handler knows its id before the welcome (queued next) goes out.
         if channel.eventLoop.inEventLoop {
@@ -60,8 +62,12 @@ final class ServerConnection: Sendable {
 
 }
 
-/// Runs one server-side connection: handshake, heartbeats, clock pongs, flood control, and hand-off of
-/// session messages to the session's loop.
+/// The one answer to a proof that does not open a session: the same for an unknown session and a wrong secret,
+/// so that session names cannot be probed.
+let authenticationRefusedText = "the server refused the invite; check it or ask the host for a fresh one"
+
+/// Runs one server-side connection: handshake, heartbeats, clock pongs, flood control, the outbound queue and
+/// its bound, and hand-off of session messages to the session's loop.
 final class ServerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = Frame
     typealias OutboundOut = Frame
@@ -75,10 +81,22 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case closed
     }
 
+    /// Lets timers reach the handler without keeping it alive.
+    private final class WeakHandler {
+        weak var value: ServerConnectionHandler?
+        init(_ value: ServerConnectionHandler) { self.value = value }
+    }
+
     private let server: SessionServer
     private let configuration: ServerConfiguration
     private let clock: any MonotonicClock
     private let logger: Logger
+    /// The peer's address (for the per-address bounds and the logs).
+    private let address: String
+    /// The decoder's limit, raised from the unauthenticated limit to `maxFrameSize` at `accepted`.
+    private let frameLimit: FrameSizeLimit
+    /// This connection's place among the unauthenticated ones, given back at `accepted` or close.
+    private var admission: AdmissionSlot?
     private var state = State.awaitingHello
     private var context: ChannelHandlerContext?
     private var connection: ServerConnection?
@@ -87,19 +105,32 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private var handshakeTimer: Scheduled<Void>?
     private var floodWindowStart: Int64 = 0
     private var floodWindowCount = 0
-    /// Outbound traffic waiting for the socket, in order.
-    private var outbound = CircularBuffer<Outbound>()
+    /// Outbound traffic waiting for the socket, in order, with what each item counts against the bound.
+    private var outbound = CircularBuffer<(item: Outbound, cost: Int)>()
+    /// Bytes counted in `outbound`.
+    private(set) var queuedBytes = 0
+    /// Whether the welcome (the first session frame after the join) has gone out.
+    private var welcomeSent = false
 
     enum Outbound {
         case frame(Frame)
         case message(ServerMessage)
     }
 
-    init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger) {
+    init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger,
+         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: AdmissionSlot? = nil) {
         self.server = server
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
+        self.address = address
+        self.frameLimit = frameLimit ?? FrameSizeLimit(configuration.maxFrameSize)
+        self.admission = admission
+        server.connectionObjectCreated()
+    }
+
+    deinit {
+        server.connectionObjectFreed()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -109,33 +140,57 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         if context.channel.isActive { start(context: context) }
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stopTimers()
+        releaseQueue()
+        self.context = nil
+        connection = nil
+    }
+
     func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()
     }
 
+    /// Starts the handshake timer (it covers the TLS handshake too: it starts when the socket does) and the
+    /// heartbeat. Neither keeps the handler alive.
     private func start(context: ChannelHandlerContext) {
         guard handshakeTimer == nil else { return }
-        let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
+        if case .closed = state { return }
+        let weakSelf = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
         handshakeTimer = context.eventLoop.scheduleTask(in: .nanoseconds(configuration.handshakeTimeout)) {
-            let handler = loopBoundSelf.value
+            guard let handler = weakSelf.value.value else { return }
             switch handler.state {
             case .awaitingHello, .awaitingProof:
-                handler.closeAfterSending(.helloTimeout, "no hello and authentication within \(Nanos.toSeconds(handler.configuration.handshakeTimeout)) s")
+                handler.closeAfterSending(.helloTimeout,
+                                          "no hello and authentication within \(Nanos.toSeconds(handler.configuration.handshakeTimeout)) s",
+                                          immediately: true)
             default: break
             }
         }
         let interval = TimeAmount.nanoseconds(configuration.heartbeatInterval)
-        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-            loopBoundSelf.value.heartbeatTick()
+        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
+            guard let handler = weakSelf.value.value else {
+                task.cancel()
+                return
+            }
+            handler.heartbeatTick()
         }
+    }
+
+    private func stopTimers() {
+        heartbeat?.cancel()
+        heartbeat = nil
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
     }
 
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
         if clock.now() - lastReceived > configuration.heartbeatTimeout {
-            closeAfterSending(.heartbeatTimeout, "nothing heard for \(Nanos.toSeconds(configuration.heartbeatTimeout)) s")
+            closeAfterSending(.heartbeatTimeout, "nothing heard for \(Nanos.toSeconds(configuration.heartbeatTimeout)) s",
+                              immediately: true)
             return
         }
         context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
@@ -157,23 +212,27 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        heartbeat?.cancel()
-        handshakeTimer?.cancel()
-        notifySessionOfLoss()
+        stopTimers()
+        if case .closed = state {} else { notifySessionOfLoss() }
         state = .closed
-        outbound.removeAll()
+        releaseQueue()
+        admission?.release()
+        admission = nil
+        // The session may still hold the `ServerConnection` for a moment; it must not keep this handler (and
+        // through it the channel) alive.
+        connection = nil
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let frameError = error as? FrameError {
             logger.debug("bad frame", metadata: ["error": "\(frameError)"])
-            closeAfterSending(frameError.code, frameError.description)
+            closeAfterSending(frameError.code, frameError.description, immediately: true)
         } else if case .closed = state {
             return
         } else {
             logger.debug("connection error", metadata: ["error": "\(error)"])
-            context.close(promise: nil)
+            closeAfterSending(.internalError, "connection error", immediately: true)
         }
     }
 
@@ -183,15 +242,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         lastReceived = frame.receivedAt
         // Journal chunks are bounded by the attachment size limit instead, so a large upload is not a flood.
         if frame.kind != .journalChunk, floodExceeded(now: frame.receivedAt) {
-            closeAfterSending(.flood, "more than \(configuration.maxFramesPerSecond) frames per second")
+            closeAfterSending(.flood, "more than \(configuration.maxFramesPerSecond) frames per second", immediately: true)
             return
         }
         do {
             try handle(frame, context: context)
         } catch let error as FrameError {
-            closeAfterSending(error.code, error.description)
+            closeAfterSending(error.code, error.description, immediately: true)
         } catch {
-            closeAfterSending(.malformedFrame, "\(error)")
+            closeAfterSending(.malformedFrame, "\(error)", immediately: true)
         }
     }
 
@@ -247,7 +306,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 return
             }
             guard Invite.isValidSessionID(hello.session) else {
-                closeAfterSending(.noSuchSession, "\"\(hello.session)\" is not a valid session name")
+                closeAfterSending(.noSuchSession, "\"\(hello.session.prefix(80))\" is not a valid session name")
                 return
             }
             let nonce = SessionAuth.nonce()
@@ -258,28 +317,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingProof(let sessionID, let create, let nonce):
             guard frame.kind == .authProof else { throw unexpected(frame) }
             let proof = try FrameCodec.decode(AuthProof.self, from: frame)
-            guard proof.clientNonce.count >= 16 else {
-                closeAfterSending(.authenticationFailed, "client nonce too short")
-                return
-            }
-            let session: HostedSession?
-            switch findOrCreateSession(sessionID, create: create, key: proof.sessionKey) {
-            case .success(let found): session = found
-            case .failure(let refusal):
-                closeAfterSending(refusal.code, refusal.message)
-                return
-            }
-            guard let session else {
-                closeAfterSending(.noSuchSession, "no session \(sessionID) on this server (it may have ended)")
-                return
-            }
-            guard SessionAuth.verify(proof: proof.proof, key: session.key, serverNonce: nonce, session: sessionID,
-                                     clientNonce: proof.clientNonce) else {
-                closeAfterSending(.authenticationFailed, "wrong secret for session \(sessionID); check the invite")
-                return
-            }
+            guard let session = authenticate(proof, session: sessionID, create: create, nonce: nonce) else { return }
             handshakeTimer?.cancel()
+            handshakeTimer = nil
             state = .awaitingJoin(session, wantsHost: proof.host ?? false)
+            // Authenticated: no longer counted against the unauthenticated bounds, and full-size frames allowed.
+            admission?.release()
+            admission = nil
+            frameLimit.value = configuration.maxFrameSize
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize)
@@ -292,8 +337,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             guard case .join(let name, let reconnectAs, let reconnectToken, let preroll) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
+            guard let connection = self.connection else { return }
             state = .joining(session, pending: [])
-            let connection = self.connection!
             // The authority cleans and bounds the name and checks the reconnect token.
             session.loop.execute {
                 session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
@@ -311,7 +356,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             if case .join = message {
                 throw FrameError.malformedBody(kind: .session, detail: "already joined")
             }
-            let connection = self.connection!
+            guard let connection = self.connection else { return }
             session.loop.execute { session.receive(message, from: participant, via: connection) }
 
         case .closed:
@@ -319,24 +364,64 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private struct Refusal: Error {
-        var code: WireErrorCode
-        var message: String
-    }
-
-    private func findOrCreateSession(_ id: String, create: Bool, key: Data?) -> Result<HostedSession?, Refusal> {
-        if let existing = server.session(named: id) { return .success(existing) }
-        guard create, let key else { return .success(nil) }
-        guard configuration.allowsRemoteSessionCreation else {
-            return .failure(Refusal(code: .noSuchSession, message: "this server does not let clients create sessions"))
+    /// Checks a proof; returns the session it opens, or refuses (and closes) and returns nil.
+    ///
+    /// An unknown session and a wrong secret get the same answer after the same work. A session is created
+    /// only after its creator has proved the key it supplies, presented the server's creation token (when one
+    /// is required) and stayed within its address's creation quota.
+    private func authenticate(_ proof: AuthProof, session sessionID: String, create: Bool, nonce: Data) -> HostedSession? {
+        func verify(_ key: SymmetricKey) -> Bool {
+            proof.clientNonce.count >= 16
+                && SessionAuth.verify(proof: proof.proof, key: key, serverNonce: nonce, session: sessionID,
+                                      clientNonce: proof.clientNonce)
+        }
+        func refuseAuthentication(_ why: String) {
+            server.logRefusal(address: address, why)
+            closeAfterSending(.authenticationFailed, authenticationRefusedText)
+        }
+        if let existing = server.session(named: sessionID) {
+            guard verify(existing.key) else {
+                refuseAuthentication("authentication failed")
+                return nil
+            }
+            return existing
+        }
+        guard create, configuration.allowsRemoteSessionCreation, let keyData = proof.sessionKey, keyData.count == 32 else {
+            // Same work as a real check, against a key nobody has.
+            _ = verify(SymmetricKey(size: .bits256))
+            refuseAuthentication("authentication failed")
+            return nil
+        }
+        let key = SymmetricKey(data: keyData)
+        guard verify(key) else {
+            refuseAuthentication("session creation: wrong proof")
+            return nil
+        }
+        if let required = configuration.createToken {
+            let presented = Data(SHA256.hash(data: Data((proof.createToken ?? "").utf8)))
+            guard presented.constantTimeEquals(Data(SHA256.hash(data: Data(required.utf8)))) else {
+                server.logRefusal(address: address, proof.createToken == nil ? "session creation: no token" : "session creation: wrong token")
+                closeAfterSending(.creationRefused,
+                                  "this server requires a creation token to create sessions (tandem host --create-token-file)")
+                return nil
+            }
+        }
+        guard server.mayCreateSession(from: address) else {
+            server.logRefusal(address: address, "session creation: quota")
+            closeAfterSending(.creationRefused,
+                              "more than \(configuration.sessionCreationsPerMinute) sessions created from this address in a minute; try again later")
+            return nil
         }
         do {
-            return .success(try server.createSession(id: id, key: SymmetricKey(data: key)))
+            return try server.createRemoteSession(id: sessionID, key: key, address: address)
         } catch {
+            server.logRefusal(address: address, "session creation: \(error)")
             switch error {
-            case .serverFull: return .failure(Refusal(code: .serverFull, message: error.description))
-            default: return .failure(Refusal(code: .sessionExists, message: error.description))
+            case .serverFull: closeAfterSending(.serverFull, error.description)
+            case .sessionExists: closeAfterSending(.sessionExists, error.description)
+            default: closeAfterSending(.serverShutdown, error.description)
             }
+            return nil
         }
     }
 
@@ -346,43 +431,127 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     /// Called (on this loop) once the session has admitted the connection.
     func didJoin(as participant: ParticipantID) {
-        guard case .joining(let session, let pending) = state else { return }
+        guard case .joining(let session, let pending) = state, let connection else { return }
         state = .joined(session, participant)
-        let connection = self.connection!
         for message in pending {
             session.loop.execute { session.receive(message, from: participant, via: connection) }
         }
     }
 
     /// Sends an error (or close) frame, then closes. Safe to call more than once.
-    func closeAfterSending(_ code: WireErrorCode, _ message: String, kind: FrameKind = .error) {
+    ///
+    /// `immediately` (timeouts, abuse, a slow consumer) closes at once without waiting for anything to be
+    /// written: the error frame goes out only if the socket takes it now, and queued traffic is dropped.
+    /// Otherwise what was queued goes out first and the close waits for the writes at most 2 s.
+    func closeAfterSending(_ code: WireErrorCode, _ message: String, kind: FrameKind = .error, immediately: Bool = false) {
         guard let context else { return }
         if case .closed = state { return }
         notifySessionOfLoss()
         state = .closed
-        heartbeat?.cancel()
-        handshakeTimer?.cancel()
+        stopTimers()
+        let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
+        if immediately {
+            releaseQueue()
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            closeBelowTLS(context)
+            return
+        }
         // What was queued before the close still goes out first (e.g. the invalidation that explains it).
-        while let item = outbound.popFirst() {
-            switch item {
-            case .frame(let frame): context.write(wrapOutboundOut(frame), promise: nil)
-            case .message(let message):
-                if let frame = try? SessionCodec.encode(message, allocator: context.channel.allocator) {
-                    context.write(wrapOutboundOut(frame), promise: nil)
-                }
+        while let entry = outbound.popFirst() {
+            adjustQueued(by: -entry.cost)
+            if let frame = encodeChecked(entry.item, context: context) {
+                context.write(wrapOutboundOut(frame), promise: nil)
             }
         }
-        let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        let deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in deadline.cancel() }
+        let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) != nil
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+            guard !viaTLS else {
+                channel.close(promise: nil)
+                return
+            }
+            // Plain TCP: end our side after the last byte, so the peer reads everything before the end even if
+            // frames it sent are still unread here (a full close would then reset the connection and the peer
+            // could lose the reason). The channel closes when the peer closes too, or at the deadline.
+            let halfClosed = channel.eventLoop.makePromise(of: Void.self)
+            halfClosed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+            channel.close(mode: .output, promise: halfClosed)
+        }
     }
 
-    // MARK: - Outbound queue, paced by writability
+    /// Closes the socket without going through TLS's orderly shutdown (which would wait for the peer).
+    private func closeBelowTLS(_ context: ChannelHandlerContext) {
+        if let tls = try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self) {
+            tls.close(promise: nil)
+        } else {
+            context.close(promise: nil)
+        }
+    }
 
-    /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability.
+    // MARK: - Outbound queue, paced by writability and bounded
+
+    /// What an item counts against `maxQueuedBytesPerConnection`. Journal messages share their bytes with the
+    /// journal (itself bounded by the attachment limit) and are encoded only when the socket can take them, so
+    /// they count only their place in the queue.
+    static let queuedMessageCost = 64
+
+    private static func cost(of item: Outbound) -> Int {
+        switch item {
+        case .frame(let frame): return frame.body.readableBytes + 5
+        case .message: return queuedMessageCost
+        }
+    }
+
+    private func adjustQueued(by delta: Int) {
+        guard delta != 0 else { return }
+        queuedBytes += delta
+        server.queuedBytesChanged(by: delta, connectionTotal: queuedBytes)
+    }
+
+    private func releaseQueue() {
+        outbound.removeAll()
+        adjustQueued(by: -queuedBytes)
+    }
+
+    /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability. Over the
+    /// bound, unreliable app messages are dropped first, then the connection is closed as a slow consumer.
     func enqueue(_ item: Outbound) {
         if case .closed = state { return }
-        outbound.append(item)
+        let cost = Self.cost(of: item)
+        outbound.append((item, cost))
+        adjustQueued(by: cost)
         pumpOutbound()
+        if queuedBytes > configuration.maxQueuedBytesPerConnection { shed() }
+    }
+
+    private func shed() {
+        let before = outbound.count
+        var kept = CircularBuffer<(item: Outbound, cost: Int)>(initialCapacity: outbound.count)
+        var freed = 0
+        for entry in outbound {
+            if case .frame(let frame) = entry.item, frame.kind == .appMessage,
+               frame.body.getInteger(at: frame.body.readerIndex, as: UInt8.self) == 1 {
+                freed += entry.cost
+            } else {
+                kept.append(entry)
+            }
+        }
+        outbound = kept
+        adjustQueued(by: -freed)
+        server.noteDroppedUnreliable(before - kept.count)
+        guard queuedBytes > configuration.maxQueuedBytesPerConnection else { return }
+        var metadata: Logger.Metadata = ["address": "\(address)", "queued": "\(queuedBytes)"]
+        if case .joined(let session, let participant) = state {
+            metadata["session"] = "\(session.id)"
+            metadata["participant"] = "\(participant)"
+        }
+        logger.info("slow consumer disconnected", metadata: metadata)
+        server.noteSlowConsumer()
+        closeAfterSending(.slowConsumer,
+                          "could not keep up: more than \(configuration.maxQueuedBytesPerConnection) bytes waiting to be sent",
+                          immediately: true)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -390,16 +559,47 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    /// The frame for `item`, or nil when it cannot be encoded or exceeds the frame limit (then it is dropped
+    /// and logged; a welcome that is too large closes this joiner instead).
+    private func encodeChecked(_ item: Outbound, context: ChannelHandlerContext) -> Frame? {
+        let frame: Frame
+        switch item {
+        case .frame(let f): frame = f
+        case .message(let message):
+            guard let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { return nil }
+            frame = f
+        }
+        let isWelcome: Bool
+        if case .joined = state, !welcomeSent, frame.kind == .session {
+            welcomeSent = true
+            isWelcome = true
+        } else {
+            isWelcome = false
+        }
+        guard frame.body.readableBytes + 1 <= configuration.maxFrameSize else {
+            logger.warning("dropped an outgoing frame over the frame limit",
+                           metadata: ["kind": "\(frame.kind)", "size": "\(frame.body.readableBytes + 1)",
+                                      "limit": "\(configuration.maxFrameSize)", "welcome": "\(isWelcome)"])
+            if isWelcome {
+                closeAfterSending(.frameTooLarge,
+                                  "the session's state is larger than the \(configuration.maxFrameSize)-byte frame limit; it cannot be sent to you")
+            }
+            return nil
+        }
+        return frame
+    }
+
     private func pumpOutbound() {
         guard let context else { return }
         var wrote = false
-        while !outbound.isEmpty, context.channel.isWritable || !wrote {
-            let frame: Frame
-            switch outbound.removeFirst() {
-            case .frame(let f): frame = f
-            case .message(let message):
-                guard let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { continue }
-                frame = f
+        // Only while the socket takes it: what NIO holds stays under the high watermark (plus one frame), and
+        // the rest waits here, where it is counted and bounded.
+        while !outbound.isEmpty, context.channel.isWritable {
+            let (item, cost) = outbound.removeFirst()
+            adjustQueued(by: -cost)
+            guard let frame = encodeChecked(item, context: context) else {
+                if case .closed = state { return }
+                continue
             }
             context.write(wrapOutboundOut(frame), promise: nil)
             wrote = true

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 import TandemCore
 
 /// Hosts sessions over TCP (optionally TLS): embedded in a hosting peer, or standalone as a relay.
@@ -30,6 +31,27 @@ public final class SessionServer: Sendable {
     private let nextLoop = NIOLockedValueBox(0)
     private let clock: any MonotonicClock
     private let logger: Logger
+    /// Live `ServerConnectionHandler` objects (a leak shows as a count that does not return to 0).
+    private let liveHandlers = Atomic<Int>(0)
+    /// Unauthenticated connections, in all and per source address.
+    private let unauthenticated = NIOLockedValueBox(UnauthenticatedCount())
+    /// Recent session creations per source address (monotonic ns), for the per-minute quota.
+    private let creations = NIOLockedValueBox<[String: [Int64]]>([:])
+    private let refusals = NIOLockedValueBox<[String: RefusalLogState]>([:])
+    private let queuedBytes = Atomic<Int>(0)
+    private let peakQueuedBytes = Atomic<Int>(0)
+    private let droppedUnreliableCount = Atomic<Int>(0)
+    private let slowConsumerCount = Atomic<Int>(0)
+
+    private struct UnauthenticatedCount {
+        var total = 0
+        var perAddress: [String: Int] = [:]
+    }
+
+    private struct RefusalLogState {
+        var lastLogged: Int64
+        var suppressed: Int
+    }
 
     /// Starts a server listening on `host:port` (port 0 picks a free one; read `port` afterwards).
     public static func start(host: String = "0.0.0.0", port: Int = Invite.defaultPort, tls: ServerTLSFiles? = nil,
@@ -64,15 +86,23 @@ public final class SessionServer: Sendable {
                 guard let server = holder.server.withLockedValue({ $0 }) else {
                     return channel.close()
                 }
+                let address = channel.remoteAddress?.ipAddress ?? "unknown"
+                // Over a bound on unauthenticated connections: closed at once, before TLS or any buffering.
+                guard let admission = server.admitUnauthenticated(from: address) else {
+                    return channel.close()
+                }
+                channel.closeFuture.whenComplete { _ in admission.release() }
                 return channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
+                    let limit = FrameSizeLimit(min(configuration.maxUnauthenticatedFrameSize, configuration.maxFrameSize))
                     try channel.pipeline.syncOperations.addHandlers([
-                        ByteToMessageHandler(FrameDecoder(maxFrameSize: configuration.maxFrameSize, clock: clock)),
+                        ByteToMessageHandler(FrameDecoder(limit: limit, clock: clock)),
                         MessageToByteHandler(FrameEncoder()),
                         ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
-                                                logger: logger),
+                                                logger: logger, address: address, frameLimit: limit,
+                                                admission: admission),
                     ])
                     server.track(channel)
                 }
@@ -133,6 +163,22 @@ public final class SessionServer: Sendable {
     /// Connections currently open (authenticated or not).
     public var connectionCount: Int { connections.withLockedValue { $0.count } }
 
+    /// Connection handler objects alive (open connections, plus any not yet freed after closing).
+    public var liveConnectionObjects: Int { liveHandlers.load(ordering: .relaxed) }
+
+    /// Connections that have not authenticated yet.
+    public var unauthenticatedConnectionCount: Int { unauthenticated.withLockedValue { $0.total } }
+
+    /// Bytes queued for all connections beyond what their sockets took.
+    public var queuedOutboundBytes: Int { queuedBytes.load(ordering: .relaxed) }
+
+    /// The most bytes ever queued for one connection.
+    public var peakQueuedBytesPerConnection: Int { peakQueuedBytes.load(ordering: .relaxed) }
+
+    /// Connections closed as slow consumers, and unreliable messages dropped for them.
+    public var slowConsumersDisconnected: Int { slowConsumerCount.load(ordering: .relaxed) }
+    public var unreliableMessagesShed: Int { droppedUnreliableCount.load(ordering: .relaxed) }
+
     /// Returns once the server has stopped listening (after `shutdown`); a standalone server's main task waits here.
     public func waitUntilStopped() async {
         try? await listener.closeFuture.get()
@@ -165,7 +211,13 @@ public final class SessionServer: Sendable {
             channel.eventLoop.execute {
                 let frame = FrameCodec.error(WireErrorCode(reason.code), reason.message, kind: .close,
                                              allocator: channel.allocator)
-                channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+                // A write that never completes (a peer that does not read, or a TLS handshake that never
+                // happened) must not hold the shutdown: close after 1 s regardless.
+                let deadline = channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+                channel.writeAndFlush(frame).whenComplete { _ in
+                    deadline.cancel()
+                    channel.close(promise: nil)
+                }
             }
         }
         for channel in open { try? await channel.closeFuture.get() }
@@ -199,6 +251,97 @@ public final class SessionServer: Sendable {
         return session
     }
 
+    /// A session created by a client that proved its key; it expires if nobody joins it in time.
+    func createRemoteSession(id: String, key: SymmetricKey, address: String) throws(SessionServerError) -> HostedSession {
+        let session = try createSession(id: id, key: key)
+        let now = clock.now()
+        creations.withLockedValue { creations in
+            if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < 60_000_000_000 } } }
+            creations[address, default: []].append(now)
+        }
+        logger.info("session created", metadata: ["session": "\(id)", "address": "\(address)"])
+        let logger = self.logger
+        session.loop.scheduleTask(in: .nanoseconds(configuration.unjoinedSessionLifetime)) { [weak session] in
+            guard let session, session.expireIfUnjoined() else { return }
+            logger.info("session expired: nobody joined", metadata: ["session": "\(session.id)"])
+        }
+        return session
+    }
+
+    /// Whether `address` is within its session-creation quota (creations in the last minute).
+    func mayCreateSession(from address: String) -> Bool {
+        let now = clock.now()
+        return creations.withLockedValue { creations in
+            let recent = (creations[address] ?? []).filter { now - $0 < 60_000_000_000 }
+            creations[address] = recent.isEmpty ? nil : recent
+            return recent.count < configuration.sessionCreationsPerMinute
+        }
+    }
+
+    /// Takes a place among the unauthenticated connections, or nil when a bound is reached.
+    func admitUnauthenticated(from address: String) -> AdmissionSlot? {
+        let admitted = unauthenticated.withLockedValue { count -> Bool in
+            guard count.total < configuration.maxUnauthenticatedConnections,
+                  count.perAddress[address, default: 0] < configuration.maxUnauthenticatedConnectionsPerAddress else {
+                return false
+            }
+            count.total += 1
+            count.perAddress[address, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            logRefusal(address: address, "too many unauthenticated connections")
+            return nil
+        }
+        return AdmissionSlot { [weak self] in
+            self?.unauthenticated.withLockedValue { count in
+                count.total -= 1
+                let left = count.perAddress[address, default: 1] - 1
+                count.perAddress[address] = left > 0 ? left : nil
+            }
+        }
+    }
+
+    /// Logs a refusal at info level, at most one line per address per second (later lines count the ones
+    /// left out). Never logs a secret, key or token.
+    func logRefusal(address: String, _ what: String) {
+        let now = clock.now()
+        let suppressed: Int? = refusals.withLockedValue { refusals in
+            if refusals.count > 4_096 { refusals.removeAll() }
+            if let state = refusals[address], now - state.lastLogged < 1_000_000_000 {
+                refusals[address]?.suppressed += 1
+                return nil
+            }
+            let skipped = refusals[address]?.suppressed ?? 0
+            refusals[address] = RefusalLogState(lastLogged: now, suppressed: 0)
+            return skipped
+        }
+        guard let suppressed else { return }
+        var metadata: Logger.Metadata = ["address": "\(address)", "reason": "\(what)"]
+        if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+        logger.info("refused", metadata: metadata)
+    }
+
+    func connectionObjectCreated() { liveHandlers.add(1, ordering: .relaxed) }
+    func connectionObjectFreed() { liveHandlers.subtract(1, ordering: .relaxed) }
+
+    func queuedBytesChanged(by delta: Int, connectionTotal: Int) {
+        queuedBytes.add(delta, ordering: .relaxed)
+        var peak = peakQueuedBytes.load(ordering: .relaxed)
+        while connectionTotal > peak {
+            let (exchanged, original) = peakQueuedBytes.compareExchange(expected: peak, desired: connectionTotal,
+                                                                        ordering: .relaxed)
+            if exchanged { break }
+            peak = original
+        }
+    }
+
+    func noteDroppedUnreliable(_ count: Int) {
+        if count > 0 { droppedUnreliableCount.add(count, ordering: .relaxed) }
+    }
+
+    func noteSlowConsumer() { slowConsumerCount.add(1, ordering: .relaxed) }
+
     private func nextEventLoop() -> any EventLoop {
         let loops = Array(group.makeIterator())
         let index = nextLoop.withLockedValue { i -> Int in
@@ -214,6 +357,20 @@ public final class SessionServer: Sendable {
         channel.closeFuture.whenComplete { [weak self] _ in
             self?.connections.withLockedValue { _ = $0.removeValue(forKey: key) }
         }
+    }
+}
+
+/// A connection's place among the unauthenticated ones; given back once (at authentication or close).
+final class AdmissionSlot: Sendable {
+    private let released = Atomic<Bool>(false)
+    private let onRelease: @Sendable () -> Void
+
+    init(onRelease: @escaping @Sendable () -> Void) {
+        self.onRelease = onRelease
+    }
+
+    func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { onRelease() }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOFoundationCompat
+import Synchronization
 import TandemCore
 
 /// The protocol version this build speaks (sent in `hello`; see docs/PROTOCOL.md).
@@ -82,21 +83,44 @@ public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Splits the byte stream into frames. Checks the announced length against `maxFrameSize` before reading
+/// The largest frame a decoder currently accepts, shared with the handler that may raise it (a server accepts
+/// only small frames until the peer has authenticated).
+public final class FrameSizeLimit: Sendable {
+    private let storage: Atomic<Int>
+
+    public init(_ value: Int) {
+        storage = Atomic(value)
+    }
+
+    public var value: Int {
+        get { storage.load(ordering: .relaxed) }
+        set { storage.store(newValue, ordering: .relaxed) }
+    }
+}
+
+/// Splits the byte stream into frames. Checks the announced length against the current limit before reading
 /// (or allocating) anything of the body, and stamps each frame with the time its last bytes arrived.
 public struct FrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = Frame
-    let maxFrameSize: Int
+    let limit: FrameSizeLimit
     let clock: any MonotonicClock
 
     public init(maxFrameSize: Int, clock: any MonotonicClock = SystemMonotonicClock()) {
-        self.maxFrameSize = maxFrameSize
+        self.init(limit: FrameSizeLimit(maxFrameSize), clock: clock)
+    }
+
+    /// A decoder whose limit is read from `limit` for each frame.
+    public init(limit: FrameSizeLimit, clock: any MonotonicClock = SystemMonotonicClock()) {
+        self.limit = limit
         self.clock = clock
     }
+
+    var maxFrameSize: Int { limit.value }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
         guard length >= 1 else { throw FrameError.emptyFrame }
+        let maxFrameSize = limit.value
         guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
         if let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self),
            FrameKind(rawValue: kindByte) == nil {
@@ -143,6 +167,10 @@ public enum WireErrorCode: String, Codable, Sendable {
     case protocolVersion, authenticationFailed, noSuchSession, sessionExists, sessionFull, serverFull
     case sessionEnded, helloTimeout, heartbeatTimeout, flood, serverShutdown, internalError
     case left, removed, hostLeft, ended, connectionLost, protocolError
+    /// The server closed a participant that did not read what it was sent fast enough.
+    case slowConsumer
+    /// The server refused to create a session (missing or wrong creation token, or the creation quota).
+    case creationRefused
 
     /// The code that carries an authority's invalidation reason.
     init(_ code: InvalidationReason.Code) {
@@ -184,6 +212,8 @@ struct AuthProof: Codable, Sendable {
     var sessionKey: Data?
     /// Asks to join as the session's host.
     var host: Bool?
+    /// When creating a session on a server that requires it: the server's creation token.
+    var createToken: String?
 }
 
 /// Body of `accepted`.

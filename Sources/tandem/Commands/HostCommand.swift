@@ -53,6 +53,11 @@ struct HostCommand: AsyncParsableCommand {
         valueName: "FILE"))
     var inviteFile: String?
 
+    @Option(name: .customLong("create-token-file"),
+            help: ArgumentHelp("With --server: a file holding the server's creation token (for servers started with --create-token-file).",
+                               valueName: "FILE"))
+    var createTokenFile: String?
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -64,6 +69,12 @@ struct HostCommand: AsyncParsableCommand {
             guard let url = URL(string: fallbackURL), url.scheme != nil else {
                 throw ValidationError("--fallback-url must be a full URL, e.g. https://example.com/movie.webm")
             }
+        }
+        if createTokenFile != nil, server == nil {
+            throw ValidationError("--create-token-file goes with --server (an embedded server needs no token)")
+        }
+        if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
+            throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
         }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
@@ -89,6 +100,9 @@ struct HostCommand: AsyncParsableCommand {
             if let server {
                 invite = try Self.sessionInvite(onServer: server)
                 options.createSession = true
+                if let createTokenFile {
+                    options.createToken = try readCreateToken(createTokenFile)
+                }
                 dial = invite
             } else {
                 let started: SessionServer

@@ -27,12 +27,38 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-participants"), help: "Participants per session.")
     var maxParticipants = 32
 
+    @Option(name: .customLong("max-unauthenticated"),
+            help: "Connections that have not authenticated yet, in all; more are closed at once.")
+    var maxUnauthenticated = 512
+
+    @Option(name: .customLong("max-unauthenticated-per-address"),
+            help: "Connections from one address that have not authenticated yet; more are closed at once.")
+    var maxUnauthenticatedPerAddress = 16
+
+    @Option(name: .customLong("create-token-file"),
+            help: ArgumentHelp("A file whose content (trimmed) is a token hosts must present to create sessions (tandem host --server URL --create-token-file FILE).",
+                               valueName: "FILE"))
+    var createTokenFile: String?
+
+    @Option(name: .customLong("creations-per-minute"), help: "Sessions one address may create per minute.")
+    var creationsPerMinute = 10
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
     func validate() throws {
         guard maxSessions >= 1 else { throw ValidationError("--max-sessions must be at least 1") }
         guard maxParticipants >= 2 else { throw ValidationError("--max-participants must be at least 2") }
+        guard maxUnauthenticated >= 1 else { throw ValidationError("--max-unauthenticated must be at least 1") }
+        guard maxUnauthenticatedPerAddress >= 1 else {
+            throw ValidationError("--max-unauthenticated-per-address must be at least 1")
+        }
+        guard creationsPerMinute >= 1 else { throw ValidationError("--creations-per-minute must be at least 1") }
+        if let createTokenFile {
+            guard FileManager.default.isReadableFile(atPath: createTokenFile) else {
+                throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
+            }
+        }
     }
 
     func run() async throws {
@@ -44,6 +70,12 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = ServerConfiguration(authority: authority)
             configuration.maxSessions = maxSessions
             configuration.allowsRemoteSessionCreation = true
+            configuration.maxUnauthenticatedConnections = maxUnauthenticated
+            configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
+            configuration.sessionCreationsPerMinute = creationsPerMinute
+            if let createTokenFile {
+                configuration.createToken = try readCreateToken(createTokenFile)
+            }
             let server: SessionServer
             do {
                 server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
@@ -85,4 +117,14 @@ struct ServerService: Service {
         // The listener closes first; wait until every session has been told and the loops are down.
         await server.shutdown()
     }
+}
+
+/// The creation token in `path`: its content, trimmed; an empty file is an error.
+func readCreateToken(_ path: String) throws(CLIError) -> String {
+    guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+        throw CLIError(.usage, "--create-token-file: cannot read \(path)")
+    }
+    let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !token.isEmpty else { throw CLIError(.usage, "--create-token-file: \(path) is empty") }
+    return token
 }

@@ -11,7 +11,8 @@ enum TandemExit: Int32, CaseIterable {
     case badMedia = 3
     /// The server cannot be reached.
     case unreachable = 4
-    /// The invite's secret was refused.
+    /// The invite was refused: a wrong secret, or a session the server does not have (the server gives both the
+    /// same answer, so that session names cannot be probed).
     case wrongSecret = 5
     /// The invite is malformed.
     case badInvite = 6
@@ -27,7 +28,7 @@ enum TandemExit: Int32, CaseIterable {
     static let documentation = """
         Exit codes:
           0 ok · 1 internal failure · 3 bad media file · 4 server unreachable
-          5 wrong secret · 6 malformed invite · 7 session full
+          5 invite refused · 6 malformed invite · 7 session full
           8 session ended · 9 port in use · 64 bad usage
         """
 }
