@@ -134,7 +134,7 @@ import Testing
             h.send(.journal(.commit(id: id)), from: owner)
         }
         let refused = h.send(.journal(.remove(id: "ha")), from: b)
-        #expect(refused.refusals(to: b) == ["only the host can remove 'ha.txt' of alice; you can remove your own attachments"])
+        #expect(refused.refusals(to: b) == ["only the host can remove alice's attachment; you can remove your own attachments"])
         #expect(refused.messages(to: a).isEmpty && refused.messages(to: c).isEmpty)
         #expect(h.authority.committedAttachments.map(\.id) == ["ha", "hb", "bb"])
         // The owner removes its own; the host removes anyone's.

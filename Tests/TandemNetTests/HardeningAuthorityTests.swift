@@ -38,7 +38,8 @@ struct HardeningAuthorityTests {
     static func stillConnected(_ sender: TandemClientConnection, _ receiver: TandemClientConnection) async throws -> Bool {
         let stream = receiver.serverMessages()
         try await sender.sendAppMessage(Data("still here".utf8))
-        return await collectAppMessages(stream, count: 1, within: 3).first?.payload == Data("still here".utf8)
+        return await collectAppMessages(stream, count: 1, within: 3, opening: receiver).first?.payload
+            == Data("still here".utf8)
     }
 
     @Test("a joiner's end is refused and the session goes on")
@@ -69,7 +70,7 @@ struct HardeningAuthorityTests {
         #expect(await firstMessage(in: guestStream, within: 3) { $0 == .journal(.commit(id: "poster")) } != nil)
         try await guest.removeAttachment(id: "poster")
         #expect(await Self.refusal(in: guestStream)
-            == "only the host can remove 'poster.txt' of host; you can remove your own attachments")
+            == "only the host can remove host's attachment; you can remove your own attachments")
         #expect(await firstMessage(in: hostStream, within: 0.5) { $0 == .journal(.remove(id: "poster")) } == nil)
         let later = try await TandemClient.connect(invite: invite, name: "later", options: clientOptions())
         #expect(later.welcome.attachments.map(\.id) == ["poster"])

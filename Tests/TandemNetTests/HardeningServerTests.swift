@@ -174,7 +174,7 @@ struct HardeningServerTests {
         let stream = b.serverMessages()
         let payload = Data(repeating: 7, count: 200 * 1024)
         try await a.sendAppMessage(payload)
-        #expect(await collectAppMessages(stream, count: 1, within: 5).first?.payload.count == payload.count)
+        #expect(await collectAppMessages(stream, count: 1, within: 5, opening: b).first?.payload == payload)
         await server.shutdown()
     }
 
@@ -311,8 +311,9 @@ struct HardeningServerTests {
         // The others still talk.
         let after = carol.serverMessages()
         try await sender.sendAppMessage(Data("after".utf8))
+        let cipher = carol.payloadCipher
         let got = await firstMessage(in: after, within: 5) { message in
-            if case .appMessage(let app) = message { return app.payload == Data("after".utf8) }
+            if case .appMessage(let app) = message { return (try? cipher?.open(app.payload)) == Data("after".utf8) }
             return false
         }
         #expect(got != nil)

@@ -100,10 +100,15 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         var bootstrap = ClientBootstrap(group: group)
         if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
         if let receiveBuffer { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer)) }
-        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
-        let peer = RawPeer(channel: channel, received: channel.eventLoop.makePromise())
-        try await channel.pipeline.addHandler(peer).get()
-        return peer
+        // The handler goes in before the connection is up, so a server that closes at once is seen closing.
+        let made = NIOLockedValueBox<RawPeer?>(nil)
+        bootstrap = bootstrap.channelInitializer { channel in
+            let peer = RawPeer(channel: channel, received: channel.eventLoop.makePromise())
+            made.withLockedValue { $0 = peer }
+            return channel.pipeline.addHandler(peer)
+        }
+        _ = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        return made.withLockedValue { $0! }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

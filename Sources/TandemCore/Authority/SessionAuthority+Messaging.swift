@@ -106,7 +106,8 @@ extension SessionAuthority {
         case .remove(let attachmentID):
             guard let stored = attachments[attachmentID] else { return [] }
             guard stored.info.owner == id || mayActAsHost(id, everyoneMay: configuration.everyoneMayRemoveAttachments) else {
-                return [.send(.refused(reason: "only the host can remove '\(stored.info.name)' of \(name(of: stored.info.owner)); "
+                // Not quoting the attachment's name: it travels sealed, so the authority only has a box.
+                return [.send(.refused(reason: "only the host can remove \(name(of: stored.info.owner))'s attachment; "
                     + "you can remove your own attachments"), to: id)]
             }
             discardAttachment(attachmentID)
