@@ -20,7 +20,7 @@ def string(s):
     raw = s.encode()
     return struct.pack(">H", len(raw)) + raw
 
-hello = js({"protocolVersion": 1, "session": "movie-night", "create": False})
+hello = js({"protocolVersion": 2, "session": "movie-night", "create": False})
 proof = js({"clientNonce": b64(bytes(range(32))), "proof": b64(bytes(32)), "host": True})
 join = js({"join": {"name": "ann", "prerollEstimate": 300000000}})
 app_client = struct.pack(">BQH", 0, 7, 0xFFFF) + b"hello"
