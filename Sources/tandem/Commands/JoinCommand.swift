@@ -35,7 +35,7 @@ struct JoinCommand: AsyncParsableCommand {
         try await reportingErrors {
             let parsed: Invite
             do { parsed = try Invite(parsing: invite) } catch let error as InviteError { throw CLIError(error) }
-            var options = TandemClient.Options()
+            var options = peer.applying(to: TandemClient.Options())
             options.trustRootsPath = trustRoots
             let connection: TandemClientConnection
             do {

@@ -89,9 +89,12 @@ final class PeerConsole: Sendable {
             say(UserCommand.keyHelp)
         }
         let events = peer.coordinator.events
+        let linkEvents = peer.connection.linkEvents()
         let signals = self.signals
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in events { await self.show(event) } }
+            // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
+            group.addTask { for await event in linkEvents { self.show(event) } }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
             group.addTask {
@@ -201,6 +204,15 @@ final class PeerConsole: Sendable {
     }
 
     // MARK: Events
+
+    private func show(_ event: LinkEvent) {
+        switch event {
+        case .reconnecting(let reason):
+            emit("reconnecting", ["reason": .string(reason)])
+        case .reconnected(let after):
+            emit("reconnected", ["afterMs": .milliseconds(after), "participant": .string(peer.id.rawValue)])
+        }
+    }
 
     private func show(_ event: CoordinatorEvent) async {
         switch event {
