@@ -44,6 +44,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private let resuming: Bool
     /// Whether this channel got its welcome; only then does losing it concern the connection.
     private var joined = false
+    /// The last silence longer than the heartbeat timeout: when it began and when a frame ended it. After this
+    /// process was stopped, the frames that waited for it are read first and the loss shows only then.
+    private var lastSilence: (from: Int64, until: Int64)?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
          welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
@@ -83,6 +86,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if frame.receivedAt - lastReceived > heartbeatTimeout { lastSilence = (lastReceived, frame.receivedAt) }
         lastReceived = frame.receivedAt
         do {
             try handle(frame, context: context)
@@ -199,7 +203,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// pending connect fails.
     private func endLink(_ reason: InvalidationReason, final: Bool) {
         guard joined else { return }
-        shared.linkEnded(epoch: epoch, reason, final: final, silentSince: lastReceived)
+        var silentSince = lastReceived
+        if let silence = lastSilence, clock.now() - silence.until < heartbeatTimeout { silentSince = silence.from }
+        shared.linkEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
     }
 
     /// Leaves a session joined by mistake (another identity than the one to take back) and closes.
