@@ -86,6 +86,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        // A channel given up on (its goodbye may still be on its way out) has nothing more to say: in particular a
+        // late close frame must not end a connection that has moved on to a new channel.
+        if case .closed = state { return }
         if frame.receivedAt - lastReceived > heartbeatTimeout { lastSilence = (lastReceived, frame.receivedAt) }
         lastReceived = frame.receivedAt
         do {
@@ -203,6 +206,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// pending connect fails.
     private func endLink(_ reason: InvalidationReason, final: Bool) {
         guard joined else { return }
+        joined = false  // reported once
         var silentSince = lastReceived
         if let silence = lastSilence, clock.now() - silence.until < heartbeatTimeout { silentSince = silence.from }
         shared.linkEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
