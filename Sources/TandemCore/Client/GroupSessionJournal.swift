@@ -71,6 +71,9 @@ public final class GroupSessionJournal: Sendable {
         let upstream = link.serverMessages()
         let task = Task { [locked, hasher] in
             for await message in upstream {
+                if case .welcome(let snapshot) = message, let list = Self.resync(to: snapshot, locked) {
+                    updates.send(list)
+                }
                 guard case .journal(let entry) = message else { continue }
                 if let list = Self.apply(entry, to: locked, hasher: hasher) { updates.send(list) }
             }
@@ -92,6 +95,18 @@ public final class GroupSessionJournal: Sendable {
     /// Why incoming attachments were dropped (bad checksum, failed upload), in arrival order.
     public var failures: [String] { locked.mutex.withLock { $0.failures } }
 
+    /// A reconnect's fresh snapshot: forgets attachments removed while the link was down and half-received ones (the
+    /// authority replays the rest); returns the new list when it changed.
+    private static func resync(to snapshot: SessionSnapshot, _ locked: Locked) -> [Attachment]? {
+        let kept = Set(snapshot.attachments.map(\.id))
+        return locked.mutex.withLock { s -> [Attachment]? in
+            s.incoming.removeAll()
+            let before = s.complete.count
+            s.complete.removeAll { !kept.contains($0.id) }
+            return s.complete.count == before ? nil : s.complete
+        }
+    }
+
     /// Applies one journal message; returns the new list when it changed.
     private static func apply(_ entry: JournalMessage, to locked: Locked, hasher: Hasher?) -> [Attachment]? {
         locked.mutex.withLock { s -> [Attachment]? in
@@ -112,6 +127,8 @@ public final class GroupSessionJournal: Sendable {
                     s.failures.append("attachment '\(done.info.name)' arrived incomplete and was dropped")
                     return nil
                 }
+                // After a reconnect the authority replays every attachment: one already here stays where it is.
+                if s.complete.contains(where: { $0.id == id }) { return nil }
                 s.complete.append(Attachment(info: done.info, data: done.data))
                 return s.complete
             case .remove(let id):
