@@ -100,6 +100,27 @@ struct ReconnectProcessTests {
         #expect(await bob.exitCode(within: 10) == 8)
     }
 
+    @Test("when the grace runs out (the host is gone), a joiner exits 4 and says why")
+    func graceRunsOut() async throws {
+        let host = try P.host()
+        defer { host.stop() }
+        let invite = try await P.invite(of: host)
+        let bob = try TandemProcess(["join", invite, P.sample, "--headless", "--json", "--name", "bob",
+                                     "--reconnect-grace", "2"])
+        defer { bob.stop() }
+        #expect(await bob.wait(for: 30) { P.seesReady($0, ["ann"]) }, "bob stderr: \(bob.stderr)")
+        host.signal(SIGKILL)
+        let killedAt = Date()
+        let code = await bob.exitCode(within: 15)
+        let elapsed = Date().timeIntervalSince(killedAt)
+        #expect(code == 4, "bob stderr: \(bob.stderr)")
+        #expect(elapsed > 1.5 && elapsed < 10, "exited \(elapsed) s after the host was killed")
+        #expect(bob.events("reconnecting").count == 1)
+        #expect(bob.events("reconnected").isEmpty)
+        #expect(bob.events("ended").first?["code"]?.string == "connectionLost")
+        #expect(bob.stderr.contains("could not reconnect within 2 s"), "\(bob.stderr)")
+    }
+
     @Test("--reconnect-grace is documented and validated")
     func reconnectGraceOption() throws {
         for help in [JoinCommand.helpMessage(), HostCommand.helpMessage()] {
