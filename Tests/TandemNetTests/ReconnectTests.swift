@@ -218,6 +218,26 @@ struct ReconnectTests {
         await server.shutdown()
     }
 
+    @Test("a journal keeps one copy of each attachment across a reconnect (the server replays them all)")
+    func journalAcrossAReconnect() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: reconnectingOptions(grace: 10))
+        let journal = GroupSessionJournal(link: bob)
+        let links = bob.linkEvents()
+        let first = try await host.uploadAttachment(Data(repeating: 1, count: 100_000), name: "one")
+        #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id] })
+        await bob.dropLink()
+        #expect(await firstLinkEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } } != nil)
+        let second = try await host.uploadAttachment(Data(repeating: 2, count: 1_000), name: "two")
+        #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id, second.id] },
+                "attachments: \(journal.attachments.map(\.info.name))")
+        await bob.close()
+        await host.close()
+        await server.shutdown()
+    }
+
     @Test("a server that ends the session is not reconnected to")
     func serverShutdownIsFinal() async throws {
         let server = try await startTestServer()
@@ -235,4 +255,14 @@ struct ReconnectTests {
         #expect(reason.code == .serverShutdown)
         #expect(!bob.isReconnecting)
     }
+}
+
+/// Polls `condition` every 20 ms for up to `timeout` seconds.
+func waitUntil(_ timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 20_000_000)
+    }
+    return condition()
 }
