@@ -334,7 +334,9 @@ final class PeerConsole: Sendable {
             }
             parts.append("waiting for " + list.joined(separator: ", "))
         }
-        if let bound = status.errorBound, let offset = status.clockOffset {
+        if status.reconnecting {
+            parts.append("reconnecting…")
+        } else if let bound = status.errorBound, let offset = status.clockOffset {
             var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", Double(bound) / 1e6, Double(offset) / 1e6)
             if let rtt = status.roundTrip { clock += String(format: ", rtt %.1f ms", Double(rtt) / 1e6) }
             parts.append(clock)
