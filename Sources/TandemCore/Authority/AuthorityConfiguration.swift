@@ -62,7 +62,7 @@ public struct AuthorityConfiguration: Sendable, Hashable {
         lateJoinersPauseGroup = false
         maxParticipants = 32
         endsWhenHostLeaves = true
-        reconnectGracePeriod = 10_000_000_000
+        reconnectGracePeriod = 35_000_000_000
         maxAppMessageSize = 256 * 1024
         appMessagesPerSecond = 100
         appMessageBurst = 200

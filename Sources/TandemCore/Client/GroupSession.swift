@@ -58,6 +58,10 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         let task = Task { [stateBox, participantsBox, activityBox, noticesBox] in
             for await message in upstream {
                 switch message {
+                case .welcome(let snapshot):
+                    // A reconnected link's fresh snapshot: catch up with what changed while it was down.
+                    participantsBox.send(Set(snapshot.participants.map(\.participant)))
+                    if let envelope = snapshot.activity, envelope != activityBox.current { activityBox.send(envelope) }
                 case .participants(let states):
                     participantsBox.send(Set(states.map(\.participant)))
                 case .activity(let envelope):

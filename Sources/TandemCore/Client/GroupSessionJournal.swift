@@ -80,6 +80,9 @@ public final class GroupSessionJournal: Sendable {
         let upstream = link.serverMessages()
         let task = Task { [locked, hasher] in
             for await message in upstream {
+                if case .welcome(let snapshot) = message, let list = Self.resync(to: snapshot, locked) {
+                    updates.send(list)
+                }
                 guard case .journal(let entry) = message else { continue }
                 if let list = Self.apply(entry, to: locked, hasher: hasher, cipher: cipher) { updates.send(list) }
             }
@@ -132,12 +135,28 @@ public final class GroupSessionJournal: Sendable {
 
     private struct FailureText: Error { var text: String }
 
+    /// A reconnect's fresh snapshot: forgets attachments removed while the link was down and half-received ones (the
+    /// authority replays the rest); returns the new list when it changed.
+    private static func resync(to snapshot: SessionSnapshot, _ locked: Locked) -> [Attachment]? {
+        let kept = Set(snapshot.attachments.map(\.id))
+        return locked.mutex.withLock { s -> [Attachment]? in
+            s.incoming.removeAll()
+            let before = s.complete.count
+            s.complete.removeAll { !kept.contains($0.id) }
+            return s.complete.count == before ? nil : s.complete
+        }
+    }
+
     /// Applies one journal message; returns the new list when it changed.
     private static func apply(_ entry: JournalMessage, to locked: Locked, hasher: Hasher?,
                               cipher: (any PayloadCipher)?) -> [Attachment]? {
         if case .commit(let id) = entry {
             // Hashing and opening a large attachment happen outside the lock.
-            guard let done = locked.mutex.withLock({ $0.incoming.removeValue(forKey: id) }) else { return nil }
+            // After a reconnect the authority replays every attachment: one already here stays where it is.
+            guard let done = locked.mutex.withLock({ s -> Incoming? in
+                let done = s.incoming.removeValue(forKey: id)
+                return s.complete.contains(where: { $0.id == id }) ? nil : done
+            }) else { return nil }
             let outcome = finish(done, hasher: hasher, cipher: cipher)
             return locked.mutex.withLock { s -> [Attachment]? in
                 switch outcome {

@@ -4,7 +4,8 @@ import Foundation
 /// journal, PlaybackCoordinator) see it. TandemNet implements it over TCP; TandemTesting over a simulated network.
 ///
 /// Each call to `serverMessages()` returns a new stream that receives every later `ServerMessage`, so several
-/// parts of a peer can listen independently.
+/// parts of a peer can listen independently. A link that reconnects after a lost connection keeps its streams
+/// and delivers the new `.welcome` snapshot on them; consumers resynchronise from it.
 public protocol SessionLink: AnyObject, Sendable {
     /// This peer's identity in the session.
     var localParticipantID: ParticipantID { get }
@@ -16,7 +17,7 @@ public protocol SessionLink: AnyObject, Sendable {
     func clockMapping() -> ClockMapping?
     /// The current clock-sync error bound and smallest round trip (ns), nil before the first exchange.
     func clockQuality() -> (errorBound: Int64, roundTrip: Int64)?
-    /// The snapshot received when joining.
+    /// The snapshot received when joining (or when the link last reconnected).
     var welcome: SessionSnapshot { get }
     /// Leaves (others go on) and closes the link.
     func close() async

@@ -148,12 +148,16 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         guard invalidation == nil else { return actions }
         switch message {
         case .welcome(let snapshot):
+            // A second welcome comes from a reconnect: the authority kept the identity but forgot this peer's
+            // suspensions and preroll acknowledgement with the lost connection, so they are reported again.
+            let rejoining = localParticipantID != nil
             localParticipantID = snapshot.localParticipant.id
-            if let env = snapshot.activity {
+            if let env = snapshot.activity, !rejoining || env != activity {
                 activity = env
                 actions.append(.event(.activityChanged(env)))
             }
             updateParticipants(snapshot.participants, into: &actions)
+            if rejoining { reannounce(into: &actions) }
             if let tl = snapshot.timeline { accept(tl, into: &actions) }
         case .timeline(let tl):
             accept(tl, into: &actions)
@@ -178,6 +182,22 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         }
         reconcile(now: now, into: &actions)
         return actions
+    }
+
+    /// After a reconnect: tells the authority again where this peer stands (readiness, the suspensions that make
+    /// the group wait); the next reconcile acknowledges the current generation's preroll again.
+    private mutating func reannounce(into actions: inout [Action]) {
+        if loadingItemID != nil {
+            actions.append(.send(.readiness(.loading(progress: nil))))
+        } else if loadedItemID != nil, let info = mediaInfo {
+            actions.append(.send(.readiness(.ready(info))))
+        }
+        for (id, reason) in suspensions.sorted(by: { $0.key < $1.key })
+        where reason != .loading && configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
+            actions.append(.send(.suspension(.begin(id: id, reason: reason))))
+        }
+        reportedPreparedGeneration = nil
+        lastLinkReport = nil
     }
 
     private mutating func accept(_ tl: Timeline, into actions: inout [Action]) {

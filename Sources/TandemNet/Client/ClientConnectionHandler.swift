@@ -38,15 +38,27 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var linkReportTimer: RepeatedTask?
     private var writabilityWaiters: [EventLoopPromise<Void>] = []
     private var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
+    /// Which of the connection's successive channels this is (a reconnect opens the next one).
+    private let epoch: Int
+    /// This channel takes the place of a lost one: its welcome must keep the participant's identity.
+    private let resuming: Bool
+    /// Whether this channel got its welcome; only then does losing it concern the connection.
+    private var joined = false
+    /// The last silence longer than the heartbeat timeout: when it began and when a frame ended it. After this
+    /// process was stopped, the frames that waited for it are read first and the loss shows only then.
+    private var lastSilence: (from: Int64, until: Int64)?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
-         welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock) {
+         welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
+         resuming: Bool = false) {
         self.invite = invite
         self.name = name
         self.options = options
         self.shared = shared
         self.welcomePromise = welcome
         self.clock = clock
+        self.epoch = epoch
+        self.resuming = resuming
         self.estimator = ClockSyncEstimator(configuration: options.clockSync)
     }
 
@@ -74,6 +86,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        // A channel given up on (its goodbye may still be on its way out) has nothing more to say: in particular a
+        // late close frame must not end a connection that has moved on to a new channel.
+        if case .closed = state { return }
+        if frame.receivedAt - lastReceived > heartbeatTimeout { lastSilence = (lastReceived, frame.receivedAt) }
         lastReceived = frame.receivedAt
         do {
             try handle(frame, context: context)
@@ -97,7 +113,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             let reason = InvalidationReason(wire: body.code, message: body.message)
             welcomePromise.fail(TandemClientError(code: body.code, message: body.message))
             state = .closed
-            shared.finish(reason, announce: true)
+            // The server timing us out is a lost link (a reconnect may follow); any other close is its decision.
+            endLink(reason, final: body.code != .heartbeatTimeout && body.code != .connectionLost)
             stopTimers()
             context.close(promise: nil)
         case .challenge:
@@ -133,6 +150,23 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                     throw FrameError.malformedBody(kind: .session, detail: "expected welcome first")
                 }
                 state = .joined
+                if resuming {
+                    // Taking the place of a lost channel: only as the same participant, and only while the
+                    // connection still wants it (it may have been closed meanwhile).
+                    let kept = snapshot.localParticipant.id == options.reconnectAs
+                    guard kept, shared.resume(epoch: epoch, welcome: snapshot, channel: context.channel,
+                                              handler: NIOLoopBound(self, eventLoop: context.eventLoop)) else {
+                        state = .closed
+                        stopTimers()
+                        let error: any Error = kept
+                            ? TandemClientError.closed(InvalidationReason(code: .left, message: "closed meanwhile"))
+                            : ReconnectIdentityLost(givenID: snapshot.localParticipant.id)
+                        welcomePromise.fail(error)
+                        leaveQuietly(context: context)
+                        return
+                    }
+                }
+                joined = true
                 welcomePromise.succeed(snapshot)
                 startClockSync(context: context)
             case .joined:
@@ -164,8 +198,28 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func deliver(_ message: ServerMessage) {
         shared.deliver(message)
         if case .invalidated(let reason) = message {
-            shared.finish(reason, announce: false)
+            shared.linkEnded(epoch: epoch, reason, final: true, announce: false)
         }
+    }
+
+    /// This channel is gone. Once joined, the connection hears of it: a `final` end (the server's decision)
+    /// closes the session for this peer; any other may be followed by a reconnect. Before the welcome only the
+    /// pending connect fails.
+    private func endLink(_ reason: InvalidationReason, final: Bool) {
+        guard joined else { return }
+        joined = false  // reported once
+        var silentSince = lastReceived
+        if let silence = lastSilence, clock.now() - silence.until < heartbeatTimeout { silentSince = silence.from }
+        shared.linkEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
+    }
+
+    /// Leaves a session joined by mistake (another identity than the one to take back) and closes.
+    private func leaveQuietly(context: ChannelHandlerContext) {
+        if let leave = try? FrameCodec.json(.session, ClientMessage.leave, allocator: context.channel.allocator) {
+            context.write(wrapOutboundOut(leave), promise: nil)
+        }
+        let frame = FrameCodec.error(.left, "left", kind: .close, allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
     }
 
     /// Verifies journal attachments as they arrive; a bad checksum turns the commit into `failed`.
@@ -205,7 +259,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             fail(.closed(InvalidationReason(code: .connectionLost, message: "lost the server")),
                  reason: InvalidationReason(code: .connectionLost,
                                             message: "nothing heard from the server for \(Nanos.toSeconds(heartbeatTimeout)) s"),
-                 sendCode: .heartbeatTimeout)
+                 sendCode: .heartbeatTimeout, final: false)
             return
         }
         context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
@@ -291,13 +345,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
     }
 
-    private func fail(_ error: TandemClientError, reason: InvalidationReason, sendCode: WireErrorCode) {
+    private func fail(_ error: TandemClientError, reason: InvalidationReason, sendCode: WireErrorCode,
+                      final: Bool = true) {
         guard let context else { return }
         if case .closed = state { return }
         state = .closed
         stopTimers()
         welcomePromise.fail(error)
-        shared.finish(reason, announce: true)
+        endLink(reason, final: final)
         let frame = FrameCodec.error(sendCode, reason.message, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
     }
@@ -307,7 +362,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         let tlsFailure = error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError
         let clientError: TandemClientError = tlsFailure ? .tls("\(error)") : .unreachable("\(error)")
         fail(clientError, reason: InvalidationReason(code: .connectionLost, message: "connection failed: \(error)"),
-             sendCode: .malformedFrame)
+             sendCode: .malformedFrame, final: false)
         context.close(promise: nil)
     }
 
@@ -316,9 +371,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             state = .closed
             stopTimers()
             welcomePromise.fail(TandemClientError.unreachable("the server closed the connection during the handshake"))
-            shared.finish(InvalidationReason(code: .connectionLost, message: "the connection to the server was lost"),
-                          announce: true)
+            endLink(InvalidationReason(code: .connectionLost, message: "the connection to the server was lost"),
+                    final: false)
         }
         context.fireChannelInactive()
     }
+}
+
+/// A reconnect's welcome named another participant: the server no longer knew the one to take back.
+struct ReconnectIdentityLost: Error {
+    let givenID: ParticipantID
 }

@@ -29,6 +29,18 @@ public enum TandemClient {
         public var trustRootsPath: String?
         /// Give up connecting and authenticating after this long (ns).
         public var connectTimeout: Int64 = 5_000_000_000
+        /// After the link is lost without the server ending the session (silence past the heartbeat timeout, a
+        /// reset, an unannounced close), keep reconnecting as the same participant for this long (ns) before the
+        /// session ends for this peer with `connectionLost`; 0 ends it at once. While reconnecting, subscribers
+        /// keep their streams (a notice says what happens, and a fresh `.welcome` follows the reconnect), reliable
+        /// sends wait for the new link and unreliable app messages are dropped (see `send(_:)`).
+        public var reconnectGracePeriod: Int64 = 0
+        /// The pause before the first reconnect attempt (ns); it doubles after every failed attempt…
+        public var reconnectFirstDelay: Int64 = 250_000_000
+        /// …up to this (ns).
+        public var reconnectMaxDelay: Int64 = 2_000_000_000
+        /// Most sends that may wait for a reconnect at once; beyond it `send` throws `reconnecting`.
+        public var maxSendsWaitingForReconnect = 1024
         /// Clock-sync schedule.
         public var clockSync = ClockSyncEstimator.Configuration()
         /// How often the link report (one-way delay, clock error) goes to the authority (ns).
@@ -84,6 +96,8 @@ public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertibl
     case rateLimited(limit: Int)
     case attachmentTooLarge(size: Int, limit: Int64)
     case closed(InvalidationReason)
+    /// The link is being re-established and too many sends already wait for it.
+    case reconnecting
 
     public var description: String {
         switch self {
@@ -101,6 +115,7 @@ public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case .rateLimited(let limit): return "more than \(limit) messages per second; slow down"
         case .attachmentTooLarge(let size, let limit): return "attachment of \(size) bytes exceeds the \(limit)-byte limit"
         case .closed(let r): return "the connection is closed: \(r.message)"
+        case .reconnecting: return "the connection to the server is being re-established and too many messages wait for it; try again shortly"
         }
     }
 
@@ -144,12 +159,17 @@ private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 ///
 /// Clock sync runs inside it (pings answered by the server on its event loop); `clockMapping()` gives the
 /// current local → session time estimate.
+///
+/// With `Options.reconnectGracePeriod` > 0 a lost link does not end it: it reconnects as the same participant (see
+/// `LinkEvent`), swapping in a new channel, and delivers the new welcome to its subscribers.
 public final class TandemClientConnection: SessionLink {
     public let localParticipantID: ParticipantID
-    public let welcome: SessionSnapshot
+    /// The snapshot of the latest join (a reconnect brings a fresh one).
+    public var welcome: SessionSnapshot { link.withLockedValue { $0.welcome } }
     public let invite: Invite
-    let channel: any Channel
-    private let handler: NIOLoopBound<ClientConnectionHandler>
+    /// The current channel (a reconnect replaces it).
+    var channel: any Channel { link.withLockedValue { $0.channel } }
+    private var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
     private let shared: ClientShared
     private let options: TandemClient.Options
     private let sendTimes = NIOLockedValueBox<[Int64]>([])
@@ -157,20 +177,61 @@ public final class TandemClientConnection: SessionLink {
     /// Seals app data end to end with the key derived from the invite.
     private let appDataCipher: AppDataCipher
     private var clock: any MonotonicClock { options.clock }
+    private let name: String
+    private let link: NIOLockedValueBox<Link>
+    private let phase = NIOLockedValueBox<Phase>(.connected)
+    private let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let lastEpoch = NIOLockedValueBox<Int>(0)
 
-    fileprivate init(invite: Invite, welcome: SessionSnapshot, channel: any Channel,
+    /// The channel in use and what its join brought.
+    private struct Link {
+        var channel: any Channel
+        var handler: NIOLoopBound<ClientConnectionHandler>
+        var welcome: SessionSnapshot
+    }
+
+    private enum Phase {
+        case connected
+        /// The link was lost at `since` (local clock); it was last heard from at `silentSince`.
+        case reconnecting(since: Int64, silentSince: Int64)
+        /// Closed (or closing) by its owner: no reconnecting any more.
+        case closing
+    }
+
+    fileprivate init(invite: Invite, name: String, welcome: SessionSnapshot, channel: any Channel,
                      handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
         self.invite = invite
-        self.welcome = welcome
+        self.name = name
+        self.link = NIOLockedValueBox(Link(channel: channel, handler: handler, welcome: welcome))
         self.localParticipantID = welcome.localParticipant.id
-        self.channel = channel
-        self.handler = handler
         self.shared = shared
         self.options = options
         self.appDataCipher = AppDataCipher(invite: invite)
     }
 
     static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
+        let shared = ClientShared()
+        let (channel, bound, welcome) = try await establish(invite: invite, name: name, options: options, shared: shared)
+        let connection = TandemClientConnection(invite: invite, name: name, welcome: welcome, channel: channel,
+                                                handler: bound, shared: shared, options: options)
+        if options.reconnectGracePeriod > 0 {
+            shared.hooks.withLockedValue { hooks in
+                hooks = ClientShared.LinkHooks(
+                    lost: { [weak connection] reason, silentSince in
+                        connection?.linkLost(reason, silentSince: silentSince)
+                    },
+                    resumed: { [weak connection] epoch, welcome, channel, handler in
+                        connection?.resumed(epoch: epoch, welcome: welcome, channel: channel, handler: handler) ?? false
+                    })
+            }
+        }
+        return connection
+    }
+
+    /// Opens a channel, authenticates and joins; returns once the welcome has arrived.
+    private static func establish(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
+                                  epoch: Int = 0, resuming: Bool = false)
+        async throws -> (any Channel, NIOLoopBound<ClientConnectionHandler>, SessionSnapshot) {
         let group = options.eventLoopGroup ?? sharedClientGroup
         var sslContext: NIOSSLContext?
         if invite.tls {
@@ -182,12 +243,11 @@ public final class TandemClientConnection: SessionLink {
             }
             sslContext = try NIOSSLContext(configuration: config)
         }
-        let shared = ClientShared()
         let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
         let clock = options.clock
         let impairment = options.impairment
         let handler = ClientConnectionHandler(invite: invite, name: name, options: options, shared: shared,
-                                              welcome: welcomePromise, clock: clock)
+                                              welcome: welcomePromise, clock: clock, epoch: epoch, resuming: resuming)
         let pin = invite.pinnedCertificateSHA256
         let serverHostname = invite.host.first(where: { $0 == ":" || $0.isLetter }) == nil
             || invite.host.contains(":") ? nil : invite.host
@@ -243,15 +303,160 @@ public final class TandemClientConnection: SessionLink {
         let bound = try await channel.pipeline.handler(type: ClientConnectionHandler.self).map { handler in
             NIOLoopBound(handler, eventLoop: channel.eventLoop)
         }.get()
-        let connection = TandemClientConnection(invite: invite, welcome: welcome, channel: channel, handler: bound,
-                                                shared: shared, options: options)
-        return connection
+        return (channel, bound, welcome)
+    }
+
+    // MARK: Reconnecting
+
+    /// The current channel was lost without the server ending the session (called on its event loop).
+    private func linkLost(_ reason: InvalidationReason, silentSince: Int64) {
+        let now = clock.now()
+        let start = phase.withLockedValue { phase -> Bool? in
+            switch phase {
+            case .connected:
+                phase = .reconnecting(since: now, silentSince: silentSince)
+                return true
+            case .reconnecting: return false
+            case .closing: return nil
+            }
+        }
+        guard let start else {
+            // Its owner closed (or aborted) it: the loss is the end.
+            shared.finish(reason, announce: true)
+            return
+        }
+        guard start else { return }
+        shared.beginGap()
+        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
+                                      text: "lost the connection to the server (\(reason.message)); reconnecting…",
+                                      sessionTime: sessionNow())))
+        shared.deliver(LinkEvent.reconnecting(reason: reason.message))
+        let task = Task { await self.reconnect(lostAt: now, reason: reason) }
+        reconnectTask.withLockedValue { $0 = task }
+    }
+
+    /// Tries to open a new channel as the same participant until it works or the grace period runs out.
+    ///
+    /// Clock sync starts afresh on the new channel (the previous estimate serves until its first exchange): a
+    /// suspended machine's monotonic clock may have stopped meanwhile, so old samples cannot be trusted.
+    private func reconnect(lostAt: Int64, reason: InvalidationReason) async {
+        let deadline = lostAt + options.reconnectGracePeriod
+        var delay = max(0, options.reconnectFirstDelay)
+        var lastProblem = reason.message
+        while true {
+            let wait = min(delay, deadline - clock.now())
+            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
+            guard isReconnecting else { return }
+            let left = deadline - clock.now()
+            if left <= 0 { break }
+            let epoch = lastEpoch.withLockedValue { value in
+                value += 1
+                return value
+            }
+            var attempt = options
+            attempt.reconnectAs = localParticipantID
+            attempt.reconnectToken = welcome.reconnectToken ?? options.reconnectToken
+            attempt.createSession = false  // it exists: this peer joined it
+            attempt.connectTimeout = max(min(options.connectTimeout, left), 200_000_000)
+            do {
+                // On success the new channel's handler has already swapped itself in (`resumed`).
+                _ = try await Self.establish(invite: invite, name: name, options: attempt, shared: shared, epoch: epoch,
+                                             resuming: true)
+                return
+            } catch let lost as ReconnectIdentityLost {
+                giveUp(InvalidationReason(code: .connectionLost, message:
+                    "the server no longer knows this participant (it answered as \(lost.givenID)) — join again"))
+                return
+            } catch let error as TandemClientError {
+                if let final = Self.finalReason(error) {
+                    giveUp(final)
+                    return
+                }
+                lastProblem = error.description
+            } catch {
+                lastProblem = "\(error)"
+            }
+            delay = min(max(delay * 2, 1), max(options.reconnectMaxDelay, 1))
+        }
+        let grace = String(format: "%g", Double(options.reconnectGracePeriod) / 1e9)
+        giveUp(InvalidationReason(code: .connectionLost,
+                                  message: "lost the server and could not reconnect within \(grace) s (\(lastProblem))"))
+    }
+
+    private func giveUp(_ reason: InvalidationReason) {
+        let stillTrying = phase.withLockedValue { phase -> Bool in
+            guard case .reconnecting = phase else { return false }
+            phase = .closing
+            return true
+        }
+        if stillTrying { shared.finish(reason, announce: true) }
+    }
+
+    /// Errors after which another attempt cannot help.
+    private static func finalReason(_ error: TandemClientError) -> InvalidationReason? {
+        switch error {
+        case .wrongSecret: return InvalidationReason(code: .authenticationFailed, message: error.description)
+        case .noSuchSession, .protocolVersion: return InvalidationReason(code: .ended, message: error.description)
+        case .sessionFull: return InvalidationReason(code: .sessionFull, message: error.description)
+        case .sessionEnded(let reason), .closed(let reason): return reason
+        default: return nil
+        }
+    }
+
+    /// A reconnect's channel got its welcome as this participant (called on that channel's event loop): it becomes
+    /// the connection's channel. False when the connection no longer wants it (closed meanwhile).
+    private func resumed(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
+                         handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
+        let silentSince = phase.withLockedValue { phase -> Int64? in
+            guard case .reconnecting(_, let silentSince) = phase else { return nil }
+            phase = .connected
+            return silentSince
+        }
+        guard let silentSince else { return false }
+        link.withLockedValue { $0 = Link(channel: channel, handler: handler, welcome: welcome) }
+        shared.makeCurrent(epoch: epoch)
+        // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
+        // the server forgot with the old channel (readiness, suspensions).
+        shared.deliver(.welcome(welcome))
+        let after = max(0, clock.now() - silentSince)
+        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
+                                      text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
+                                      sessionTime: sessionNow())))
+        shared.deliver(LinkEvent.reconnected(after: after))
+        shared.endGap()
+        return true
+    }
+
+    private func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now()) ?? 0 }
+
+    /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
+    /// `reconnected` when that worked. The stream ends when the connection closes.
+    public func linkEvents() -> AsyncStream<LinkEvent> {
+        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        shared.subscribeLinkEvents(continuation)
+        return stream
+    }
+
+    /// Whether the connection is between a lost link and a reconnect.
+    public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
+
+    /// Drops the current channel as a network failure would, leaving the connection to reconnect (tests).
+    func dropLink() async {
+        try? await channel.close()
     }
 
     // MARK: SessionLink
 
+    /// While the connection reconnects, reliable messages wait for the new link (at most
+    /// `Options.maxSendsWaitingForReconnect` at once; beyond that this throws `TandemClientError.reconnecting`) and
+    /// go out after it, in the order their senders resumed; unreliable app messages are dropped. When the grace
+    /// period runs out, waiting sends throw the `InvalidationReason`. What the lost channel had not yet written to
+    /// the network when it died is lost with it.
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
+        if case .appMessage(let app) = message, app.delivery == .unreliable, isReconnecting { return }
+        try await shared.waitForLink(limit: options.maxSendsWaitingForReconnect)
+        let channel = self.channel
         if case .appMessage(let app) = message {
             // Payloads arrive here sealed: the limit is on the plaintext, the box adds the cipher's overhead.
             guard app.payload.count <= options.maxMessageSize + appDataCipher.overhead else {
@@ -310,6 +515,16 @@ public final class TandemClientConnection: SessionLink {
     }
 
     public func close() async {
+        let wasReconnecting = phase.withLockedValue { phase -> Bool in
+            defer { phase = .closing }
+            if case .reconnecting = phase { return true }
+            return false
+        }
+        if wasReconnecting {
+            reconnectTask.withLockedValue { $0 }?.cancel()
+            shared.finish(InvalidationReason(code: .left, message: "left the session"), announce: true)
+            return
+        }
         if shared.closedReason == nil {
             try? await send(.leave)
             let handler = self.handler
@@ -325,9 +540,12 @@ public final class TandemClientConnection: SessionLink {
     /// Why the link closed, or nil while it is open.
     public var closedReason: InvalidationReason? { shared.closedReason }
 
-    /// Closes the socket abruptly, without a goodbye (tests and fault drills).
+    /// Closes the socket abruptly, without a goodbye (tests and fault drills); no reconnect follows.
     public func abort() async {
+        phase.withLockedValue { $0 = .closing }
+        reconnectTask.withLockedValue { $0 }?.cancel()
         try? await channel.close()
+        shared.finish(InvalidationReason(code: .connectionLost, message: "the connection was aborted"), announce: true)
     }
 
     /// The next per-sender sequence number for app messages.
@@ -403,8 +621,38 @@ final class AppMessageTap: Sendable {
     init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
 }
 
+/// What happens to a connection's link (`TandemClientConnection.linkEvents()`).
+public enum LinkEvent: Sendable, Hashable {
+    /// The link was lost (why, in words); the connection tries to reconnect as the same participant.
+    case reconnecting(reason: String)
+    /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
+    /// `serverMessages()` subscribers.
+    case reconnected(after: Int64)
+}
+
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {
+    /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
+    struct LinkHooks: Sendable {
+        /// A non-final loss of the current channel: why, and when it was last heard from.
+        var lost: @Sendable (InvalidationReason, Int64) -> Void
+        /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
+        var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
+    }
+    /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
+    let hooks = NIOLockedValueBox<LinkHooks?>(nil)
+    /// The epoch of the channel in use; what older channels report is ignored.
+    private let epoch = NIOLockedValueBox<Int>(0)
+
+    /// Sends that wait for a reconnect.
+    private struct Gap {
+        var open = false
+        var closed: InvalidationReason?
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+    }
+    private let gap = NIOLockedValueBox(Gap())
+    /// Link-event subscribers; nil once the link has closed.
+    private let linkSubscribers = NIOLockedValueBox<[AsyncStream<LinkEvent>.Continuation]?>([])
     struct ClockState {
         var mapping: ClockMapping?
         var errorBound: Int64?
@@ -434,6 +682,70 @@ final class ClientShared: Sendable {
     }
 
     var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
+
+    // MARK: Losing and resuming the link
+
+    /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
+    /// otherwise the connection may reconnect.
+    func linkEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
+                   silentSince: Int64 = 0) {
+        guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
+        if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
+            lost(reason, silentSince)
+            return
+        }
+        finish(reason, announce: announce)
+    }
+
+    /// A reconnect's channel (of `epoch`) joined as the same participant; true when the connection took it.
+    func resume(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
+                handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
+        guard closedReason == nil, let resumed = hooks.withLockedValue({ $0?.resumed }) else { return false }
+        return resumed(epoch, welcome, channel, handler)
+    }
+
+    func makeCurrent(epoch: Int) { self.epoch.withLockedValue { $0 = epoch } }
+
+    /// From now on sends wait for `endGap()` (or the end).
+    func beginGap() { gap.withLockedValue { $0.open = true } }
+
+    /// The link is back: waiting sends go on, in the order they started waiting.
+    func endGap() {
+        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+            gap.open = false
+            defer { gap.waiters.removeAll() }
+            return gap.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
+    func waitForLink(limit: Int) async throws {
+        guard gap.withLockedValue({ $0.open }) else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let now: Result<Void, any Error>? = gap.withLockedValue { gap in
+                if let reason = gap.closed { return .failure(reason) }
+                guard gap.open else { return .success(()) }
+                guard gap.waiters.count < limit else { return .failure(TandemClientError.reconnecting) }
+                gap.waiters.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(with: now) }
+        }
+    }
+
+    func subscribeLinkEvents(_ continuation: AsyncStream<LinkEvent>.Continuation) {
+        let open = linkSubscribers.withLockedValue { subs -> Bool in
+            guard subs != nil else { return false }
+            subs!.append(continuation)
+            return true
+        }
+        if !open { continuation.finish() }
+    }
+
+    func deliver(_ event: LinkEvent) {
+        linkSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(event) } }
+    }
 
     func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
         // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
@@ -478,6 +790,15 @@ final class ClientShared: Sendable {
         for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
             continuation.finish()
         }
+        for continuation in linkSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
+            continuation.finish()
+        }
+        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+            gap.closed = reason
+            defer { gap.waiters.removeAll() }
+            return gap.waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: reason) }
         for continuation in subs {
             if announce { continuation.yield(.invalidated(reason)) }
             continuation.finish()

@@ -92,7 +92,7 @@ struct HostCommand: AsyncParsableCommand {
             do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
             let player = try makePlayer(peer.playerConfiguration)
 
-            var options = TandemClient.Options()
+            var options = peer.applying(to: TandemClient.Options())
             options.asHost = true
             let invite: Invite
             let dial: Invite

@@ -48,7 +48,7 @@ struct JoinCommand: AsyncParsableCommand {
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
             let parsed: Invite
             do { parsed = try Invite(parsing: try Self.read(source)) } catch let error as InviteError { throw CLIError(error) }
-            var options = TandemClient.Options()
+            var options = peer.applying(to: TandemClient.Options())
             options.trustRootsPath = trustRoots
             let connection: TandemClientConnection
             do {

@@ -13,7 +13,7 @@ extension CLIError {
     /// A session that could not be reached or joined.
     init(_ error: TandemClientError) {
         switch error {
-        case .unreachable, .timedOut, .tls:
+        case .unreachable, .timedOut, .tls, .reconnecting:
             self.init(.unreachable, error.description)
         case .wrongSecret:
             self.init(.wrongSecret, error.description)

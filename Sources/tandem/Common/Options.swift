@@ -25,11 +25,19 @@ struct PeerOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Debug logging on standard error.")
     var verbose = false
 
+    @Option(name: .customLong("reconnect-grace"), help: ArgumentHelp(
+        "After a lost link (a sleeping laptop, a Wi-Fi drop), keep reconnecting for this long before giving up with exit code 4; 0 gives up at once.",
+        valueName: "SECONDS"))
+    var reconnectGrace: Double = 30
+
     func validate() throws {
         if let name {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 40 else {
                 throw ValidationError("--name must be 1 to 40 characters")
             }
+        }
+        guard reconnectGrace.isFinite, (0...3600).contains(reconnectGrace) else {
+            throw ValidationError("--reconnect-grace must be 0 to 3600 seconds (0 disables reconnecting)")
         }
         if headless, videoSink != nil || audioSink != nil {
             throw ValidationError("--headless renders into nothing; leave out --video-sink and --audio-sink, or drop --headless")
@@ -41,6 +49,13 @@ struct PeerOptions: ParsableArguments {
         if let name { return name.trimmingCharacters(in: .whitespaces) }
         let user = ProcessInfo.processInfo.environment["USER"] ?? ""
         return user.isEmpty || user == "root" ? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "guest" : user
+    }
+
+    /// `options` with this participant's reconnect grace period.
+    func applying(to options: TandemClient.Options) -> TandemClient.Options {
+        var options = options
+        options.reconnectGracePeriod = Int64((reconnectGrace * 1e9).rounded())
+        return options
     }
 
     var playerConfiguration: GStreamerPlayer.Configuration {

@@ -74,7 +74,8 @@ final class LocalPeer: Sendable {
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime(), expected: expected,
             duration: player.mediaInfo?.duration, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: now), errorBound: quality?.errorBound, roundTrip: quality?.roundTrip)
+            clockOffset: mapping?.offset(atLocal: now), errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
+            reconnecting: connection.isReconnecting)
     }
 
     // MARK: User requests
@@ -142,6 +143,8 @@ struct PeerStatus: Sendable {
     var clockOffset: Int64?
     var errorBound: Int64?
     var roundTrip: Int64?
+    /// The link was lost and the peer is reconnecting.
+    var reconnecting = false
 
     /// How far the engine is from the timeline (ns), while playing.
     var positionError: Int64? {

@@ -89,9 +89,12 @@ final class PeerConsole: Sendable {
             say(UserCommand.keyHelp)
         }
         let events = peer.coordinator.events
+        let linkEvents = peer.connection.linkEvents()
         let signals = self.signals
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in events { await self.show(event) } }
+            // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
+            group.addTask { for await event in linkEvents { self.show(event) } }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
             group.addTask {
@@ -207,6 +210,15 @@ final class PeerConsole: Sendable {
     }
 
     // MARK: Events
+
+    private func show(_ event: LinkEvent) {
+        switch event {
+        case .reconnecting(let reason):
+            emit("reconnecting", ["reason": .string(reason)])
+        case .reconnected(let after):
+            emit("reconnected", ["afterMs": .milliseconds(after), "participant": .string(peer.id.rawValue)])
+        }
+    }
 
     private func show(_ event: CoordinatorEvent) async {
         switch event {
@@ -328,7 +340,9 @@ final class PeerConsole: Sendable {
             }
             parts.append("waiting for " + list.joined(separator: ", "))
         }
-        if let bound = status.errorBound, let offset = status.clockOffset {
+        if status.reconnecting {
+            parts.append("reconnecting…")
+        } else if let bound = status.errorBound, let offset = status.clockOffset {
             var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", Double(bound) / 1e6, Double(offset) / 1e6)
             if let rtt = status.roundTrip { clock += String(format: ", rtt %.1f ms", Double(rtt) / 1e6) }
             parts.append(clock)
