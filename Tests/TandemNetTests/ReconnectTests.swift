@@ -137,9 +137,9 @@ struct ReconnectTests {
         #expect(snapshot.localParticipant.id == bobID)
         #expect(snapshot.participants.contains { $0.participant.id == bobID })
         try await host.sendAppMessage(Data("after the reconnect".utf8))
-        let got = await collectAppMessages(messages, count: 1, within: 3)
+        let got = await collectAppMessages(messages, count: 1, within: 3, opening: bob)
         #expect(got.first?.payload == Data("after the reconnect".utf8))
-        let fromBob = await collectAppMessages(hostMessages, count: 1, within: 3)
+        let fromBob = await collectAppMessages(hostMessages, count: 1, within: 3, opening: host)
         #expect(fromBob.first?.payload == Data("sent during the gap".utf8))
         #expect(fromBob.first?.source == bobID)
 
