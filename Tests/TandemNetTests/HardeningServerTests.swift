@@ -302,7 +302,9 @@ struct HardeningServerTests {
         }
         #expect(await Self.eventually(within: 5) { server.slowConsumersDisconnected == 1 }, "bob was not dropped after \(sent) messages")
         let notice = await firstMessage(in: notices, within: 10) { message in
-            if case .notice(let notice) = message { return notice.text.contains("bob") && notice.kind == .left }
+            if case .notice(let notice) = message {
+                return notice.text == "bob could not keep up and was disconnected" && notice.kind == .left
+            }
             return false
         }
         #expect(notice != nil, "carol was not told that bob left")

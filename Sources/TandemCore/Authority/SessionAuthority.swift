@@ -228,7 +228,8 @@ public struct SessionAuthority: Sendable {
 
     /// The participant's connection dropped: it keeps its identity for the grace period, but its suspensions are
     /// released and the group stops waiting for it at once.
-    public mutating func connectionLost(_ id: ParticipantID, now: Int64) -> [Action] {
+    /// `what` says what happened, for the others' notice ("lost connection" when nil).
+    public mutating func connectionLost(_ id: ParticipantID, now: Int64, what: String? = nil) -> [Action] {
         guard endReason == nil, var member = members[id], member.isConnected else { return [] }
         member.isConnected = false
         member.disconnectedAt = now
@@ -237,7 +238,7 @@ public struct SessionAuthority: Sendable {
         members[id] = member
         var actions = dropUnfinishedAttachments(of: id)
         actions += broadcastParticipants()
-        actions += broadcast(notice(.left, id, "\(member.participant.name) lost connection", now))
+        actions += broadcast(notice(.left, id, "\(member.participant.name) \(what ?? "lost connection")", now))
         actions += reconcile(now: now)
         actions += scheduleWakeUp()
         return actions

@@ -106,20 +106,21 @@ final class HostedSession: @unchecked Sendable {
     }
 
     /// The connection of `participant` went away.
-    func connectionLost(_ participant: ParticipantID, via connection: ServerConnection) {
+    /// `what` says what happened, for the others' notice (nil: "lost connection").
+    func connectionLost(_ participant: ParticipantID, via connection: ServerConnection, what: String? = nil) {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         connections[participant] = nil
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
-        perform(authority.connectionLost(participant, now: clock.now()))
+        perform(authority.connectionLost(participant, now: clock.now(), what: what))
     }
 
     /// A connection closed while its join was being processed.
-    func connectionLostDuringJoin(_ connection: ServerConnection) {
+    func connectionLostDuringJoin(_ connection: ServerConnection, what: String? = nil) {
         loop.preconditionInEventLoop()
         guard let participant = connections.first(where: { $0.value === connection })?.key else { return }
-        connectionLost(participant, via: connection)
+        connectionLost(participant, via: connection, what: what)
     }
 
     /// Ends the session for everyone with `reason`.

@@ -198,14 +198,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Tells the session this participant's connection is gone (at most once: callers then set `.closed`).
-    private func notifySessionOfLoss() {
+    private func notifySessionOfLoss(what: String? = nil) {
         guard let connection else { return }
         switch state {
         case .joined(let session, let participant):
-            session.loop.execute { session.connectionLost(participant, via: connection) }
+            session.loop.execute { session.connectionLost(participant, via: connection, what: what) }
         case .joining(let session, _):
             // The join is queued on the session's loop before this, so the session finds the connection.
-            session.loop.execute { session.connectionLostDuringJoin(connection) }
+            session.loop.execute { session.connectionLostDuringJoin(connection, what: what) }
         default:
             break
         }
@@ -446,7 +446,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func closeAfterSending(_ code: WireErrorCode, _ message: String, kind: FrameKind = .error, immediately: Bool = false) {
         guard let context else { return }
         if case .closed = state { return }
-        notifySessionOfLoss()
+        notifySessionOfLoss(what: code == .slowConsumer ? "could not keep up and was disconnected" : nil)
         state = .closed
         stopTimers()
         let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
