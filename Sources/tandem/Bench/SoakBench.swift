@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Synchronization
 import Tandem
+import TandemTesting
 
 /// `tandem bench soak`: a standalone server under churn (joins, leaves, kills, reconnects) while reliable messages
 /// flow; counts lost, duplicated and reordered messages and watches the server's memory and file descriptors.
@@ -206,7 +207,7 @@ struct Soak: Sendable {
             // Churners.
             for index in 0..<churners {
                 group.addTask {
-                    var rng = SoakRandom(seed: seed &+ UInt64(index) &* 7919)
+                    var rng = SeededRandom(seed: seed &+ UInt64(index) &* 7919)
                     var incarnation = 0
                     while ContinuousClock.now < deadline {
                         incarnation += 1
@@ -320,12 +321,7 @@ struct Soak: Sendable {
 
 /// Reads another process's memory and open files from /proc.
 enum ProcessProbe {
-    static func residentMemory(_ pid: Int32) -> Int64? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = Int64(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
-        return kb * 1024
-    }
+    static func residentMemory(_ pid: Int32) -> Int64? { RelayBenchmark.processMemory(pid)?.0 }
 
     static func openFiles(_ pid: Int32) -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
@@ -340,18 +336,5 @@ enum ProcessProbe {
             kinds[kind, default: 0] += 1
         }
         return kinds
-    }
-}
-
-/// A small deterministic generator for the churn schedule.
-struct SoakRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
