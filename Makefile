@@ -32,14 +32,14 @@ demo: build
 	$(TANDEM) demo
 
 ## libFuzzer over everything decoded from the network (frames, session messages, the authority, invites), in a
-## build of its own with AddressSanitizer. FUZZ_RUNS inputs (10⁷ for the published figure); new corpus entries go to
+## optimised build of its own with AddressSanitizer. FUZZ_RUNS inputs (10⁷ for the published figure); new corpus entries go to
 ## .build-fuzz/corpus, a crash to .build-fuzz/crash-* (replay it with .build/debug/tandem-fuzz FILE).
 FUZZ_RUNS ?= 1000000
 FUZZ_FLAGS := -Xswiftc -sanitize=fuzzer,address -Xswiftc -DTANDEM_LIBFUZZER
 fuzz: deps
-	swift build --scratch-path .build-fuzz --product tandem-fuzz $(FUZZ_FLAGS)
+	swift build -c release --scratch-path .build-fuzz --product tandem-fuzz $(FUZZ_FLAGS)
 	mkdir -p .build-fuzz/corpus
-	.build-fuzz/debug/tandem-fuzz -runs=$(FUZZ_RUNS) -max_len=4096 -print_final_stats=1 \
+	.build-fuzz/release/tandem-fuzz -runs=$(FUZZ_RUNS) -max_len=4096 -print_final_stats=1 \
 	  -artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus
 
 ## Rewrites the fuzzer's seed corpus (deterministic).
