@@ -79,79 +79,6 @@ public enum TandemClient {
     }
 }
 
-/// Why connecting or sending failed, and what the user can do about it.
-public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertible {
-    case unreachable(String)
-    case wrongSecret
-    case noSuchSession(String)
-    case sessionFull(String)
-    case serverFull(String)
-    case sessionEnded(InvalidationReason)
-    case protocolVersion(String)
-    case tls(String)
-    case timedOut
-    /// The server refused for another reason (code and text from its error frame).
-    case refused(code: String, message: String)
-    case messageTooLarge(size: Int, limit: Int)
-    case rateLimited(limit: Int)
-    case attachmentTooLarge(size: Int, limit: Int64)
-    case closed(InvalidationReason)
-    /// The link is being re-established and too many sends already wait for it.
-    case reconnecting
-
-    public var description: String {
-        switch self {
-        case .unreachable(let s): return "cannot reach the server (\(s)); check the host and port, and that it is running"
-        case .wrongSecret: return "the server refused the invite's secret; ask the host for a fresh invite"
-        case .noSuchSession(let s): return "no such session: \(s)"
-        case .sessionFull(let s): return "the session is full: \(s)"
-        case .serverFull(let s): return "the server is full: \(s)"
-        case .sessionEnded(let r): return "the session has ended: \(r.message)"
-        case .protocolVersion(let s): return "protocol version mismatch: \(s)"
-        case .tls(let s): return "TLS failed: \(s) (check the invite's pin or the trust roots)"
-        case .timedOut: return "the server did not complete the handshake in time"
-        case .refused(let code, let message): return "the server refused (\(code)): \(message)"
-        case .messageTooLarge(let size, let limit): return "message of \(size) bytes exceeds the \(limit)-byte limit; send it as a journal attachment"
-        case .rateLimited(let limit): return "more than \(limit) messages per second; slow down"
-        case .attachmentTooLarge(let size, let limit): return "attachment of \(size) bytes exceeds the \(limit)-byte limit"
-        case .closed(let r): return "the connection is closed: \(r.message)"
-        case .reconnecting: return "the connection to the server is being re-established and too many messages wait for it; try again shortly"
-        }
-    }
-
-    init(code: WireErrorCode, message: String) {
-        switch code {
-        case .authenticationFailed: self = .wrongSecret
-        case .noSuchSession: self = .noSuchSession(message)
-        case .sessionFull: self = .sessionFull(message)
-        case .serverFull: self = .serverFull(message)
-        case .protocolVersion: self = .protocolVersion(message)
-        case .sessionEnded, .ended, .hostLeft, .serverShutdown:
-            self = .sessionEnded(InvalidationReason(wire: code, message: message))
-        default: self = .refused(code: code.rawValue, message: message)
-        }
-    }
-}
-
-extension InvalidationReason {
-    /// The reason a close or error frame carries.
-    init(wire code: WireErrorCode, message: String) {
-        let mapped: InvalidationReason.Code
-        switch code {
-        case .ended, .sessionEnded: mapped = .ended
-        case .hostLeft: mapped = .hostLeft
-        case .serverShutdown: mapped = .serverShutdown
-        case .removed: mapped = .removed
-        case .sessionFull, .serverFull: mapped = .sessionFull
-        case .authenticationFailed: mapped = .authenticationFailed
-        case .left: mapped = .left
-        case .connectionLost, .heartbeatTimeout: mapped = .connectionLost
-        default: mapped = .protocolError
-        }
-        self.init(code: mapped, message: message)
-    }
-}
-
 /// A shared loop group for clients that bring none.
 private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
@@ -169,28 +96,28 @@ public final class TandemClientConnection: SessionLink {
     public let invite: Invite
     /// The current channel (a reconnect replaces it).
     var channel: any Channel { link.withLockedValue { $0.channel } }
-    private var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
-    private let shared: ClientShared
-    private let options: TandemClient.Options
-    private let sendTimes = NIOLockedValueBox<[Int64]>([])
-    private let sequence = NIOLockedValueBox<UInt64>(0)
+    var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
+    let shared: ClientShared
+    let options: TandemClient.Options
+    let sendTimes = NIOLockedValueBox<[Int64]>([])
+    let sequence = NIOLockedValueBox<UInt64>(0)
     /// Seals app data end to end with the key derived from the invite.
-    private let appDataCipher: AppDataCipher
-    private var clock: any MonotonicClock { options.clock }
-    private let name: String
-    private let link: NIOLockedValueBox<Link>
-    private let phase = NIOLockedValueBox<Phase>(.connected)
-    private let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
-    private let lastEpoch = NIOLockedValueBox<Int>(0)
+    let appDataCipher: AppDataCipher
+    var clock: any MonotonicClock { options.clock }
+    let name: String
+    let link: NIOLockedValueBox<Link>
+    let phase = NIOLockedValueBox<Phase>(.connected)
+    let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    let lastEpoch = NIOLockedValueBox<Int>(0)
 
     /// The channel in use and what its join brought.
-    private struct Link {
+    struct Link {
         var channel: any Channel
         var handler: NIOLoopBound<ClientConnectionHandler>
         var welcome: SessionSnapshot
     }
 
-    private enum Phase {
+    enum Phase {
         case connected
         /// The link was lost at `since` (local clock); it was last heard from at `silentSince`.
         case reconnecting(since: Int64, silentSince: Int64)
@@ -229,7 +156,7 @@ public final class TandemClientConnection: SessionLink {
     }
 
     /// Opens a channel, authenticates and joins; returns once the welcome has arrived.
-    private static func establish(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
+    static func establish(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
                                   epoch: Int = 0, resuming: Bool = false)
         async throws -> (any Channel, NIOLoopBound<ClientConnectionHandler>, SessionSnapshot) {
         let group = options.eventLoopGroup ?? sharedClientGroup
@@ -304,145 +231,6 @@ public final class TandemClientConnection: SessionLink {
             NIOLoopBound(handler, eventLoop: channel.eventLoop)
         }.get()
         return (channel, bound, welcome)
-    }
-
-    // MARK: Reconnecting
-
-    /// The current channel was lost without the server ending the session (called on its event loop).
-    private func linkLost(_ reason: InvalidationReason, silentSince: Int64) {
-        let now = clock.now()
-        let start = phase.withLockedValue { phase -> Bool? in
-            switch phase {
-            case .connected:
-                phase = .reconnecting(since: now, silentSince: silentSince)
-                return true
-            case .reconnecting: return false
-            case .closing: return nil
-            }
-        }
-        guard let start else {
-            // Its owner closed (or aborted) it: the loss is the end.
-            shared.finish(reason, announce: true)
-            return
-        }
-        guard start else { return }
-        shared.beginGap()
-        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
-                                      text: "lost the connection to the server (\(reason.message)); reconnecting…",
-                                      sessionTime: sessionNow())))
-        shared.deliver(LinkEvent.reconnecting(reason: reason.message))
-        let task = Task { await self.reconnect(lostAt: now, reason: reason) }
-        reconnectTask.withLockedValue { $0 = task }
-    }
-
-    /// Tries to open a new channel as the same participant until it works or the grace period runs out.
-    ///
-    /// Clock sync starts afresh on the new channel (the previous estimate serves until its first exchange): a
-    /// suspended machine's monotonic clock may have stopped meanwhile, so old samples cannot be trusted.
-    private func reconnect(lostAt: Int64, reason: InvalidationReason) async {
-        let deadline = lostAt + options.reconnectGracePeriod
-        var delay = max(0, options.reconnectFirstDelay)
-        var lastProblem = reason.message
-        while true {
-            let wait = min(delay, deadline - clock.now())
-            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
-            guard isReconnecting else { return }
-            let left = deadline - clock.now()
-            if left <= 0 { break }
-            let epoch = lastEpoch.withLockedValue { value in
-                value += 1
-                return value
-            }
-            var attempt = options
-            attempt.reconnectAs = localParticipantID
-            attempt.reconnectToken = welcome.reconnectToken ?? options.reconnectToken
-            attempt.createSession = false  // it exists: this peer joined it
-            attempt.connectTimeout = max(min(options.connectTimeout, left), 200_000_000)
-            do {
-                // On success the new channel's handler has already swapped itself in (`resumed`).
-                _ = try await Self.establish(invite: invite, name: name, options: attempt, shared: shared, epoch: epoch,
-                                             resuming: true)
-                return
-            } catch let lost as ReconnectIdentityLost {
-                giveUp(InvalidationReason(code: .connectionLost, message:
-                    "the server no longer knows this participant (it answered as \(lost.givenID)) — join again"))
-                return
-            } catch let error as TandemClientError {
-                if let final = Self.finalReason(error) {
-                    giveUp(final)
-                    return
-                }
-                lastProblem = error.description
-            } catch {
-                lastProblem = "\(error)"
-            }
-            delay = min(max(delay * 2, 1), max(options.reconnectMaxDelay, 1))
-        }
-        let grace = String(format: "%g", Double(options.reconnectGracePeriod) / 1e9)
-        giveUp(InvalidationReason(code: .connectionLost,
-                                  message: "lost the server and could not reconnect within \(grace) s (\(lastProblem))"))
-    }
-
-    private func giveUp(_ reason: InvalidationReason) {
-        let stillTrying = phase.withLockedValue { phase -> Bool in
-            guard case .reconnecting = phase else { return false }
-            phase = .closing
-            return true
-        }
-        if stillTrying { shared.finish(reason, announce: true) }
-    }
-
-    /// Errors after which another attempt cannot help.
-    private static func finalReason(_ error: TandemClientError) -> InvalidationReason? {
-        switch error {
-        case .wrongSecret: return InvalidationReason(code: .authenticationFailed, message: error.description)
-        case .noSuchSession, .protocolVersion: return InvalidationReason(code: .ended, message: error.description)
-        case .sessionFull: return InvalidationReason(code: .sessionFull, message: error.description)
-        case .sessionEnded(let reason), .closed(let reason): return reason
-        default: return nil
-        }
-    }
-
-    /// A reconnect's channel got its welcome as this participant (called on that channel's event loop): it becomes
-    /// the connection's channel. False when the connection no longer wants it (closed meanwhile).
-    private func resumed(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
-                         handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
-        let silentSince = phase.withLockedValue { phase -> Int64? in
-            guard case .reconnecting(_, let silentSince) = phase else { return nil }
-            phase = .connected
-            return silentSince
-        }
-        guard let silentSince else { return false }
-        link.withLockedValue { $0 = Link(channel: channel, handler: handler, welcome: welcome) }
-        shared.makeCurrent(epoch: epoch)
-        // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
-        // the server forgot with the old channel (readiness, suspensions).
-        shared.deliver(.welcome(welcome))
-        let after = max(0, clock.now() - silentSince)
-        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
-                                      text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
-                                      sessionTime: sessionNow())))
-        shared.deliver(LinkEvent.reconnected(after: after))
-        shared.endGap()
-        return true
-    }
-
-    private func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now()) ?? 0 }
-
-    /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
-    /// `reconnected` when that worked. The stream ends when the connection closes.
-    public func linkEvents() -> AsyncStream<LinkEvent> {
-        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        shared.subscribeLinkEvents(continuation)
-        return stream
-    }
-
-    /// Whether the connection is between a lost link and a reconnect.
-    public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
-
-    /// Drops the current channel as a network failure would, leaving the connection to reconnect (tests).
-    func dropLink() async {
-        try? await channel.close()
     }
 
     // MARK: SessionLink
@@ -612,196 +400,5 @@ public final class TandemClientConnection: SessionLink {
     /// Removes an attachment this peer owns, for everyone.
     public func removeAttachment(id: String) async throws {
         try await send(.journal(.remove(id: id)))
-    }
-}
-
-/// Where a load generator's app messages go instead of the subscribers.
-final class AppMessageTap: Sendable {
-    let handler: @Sendable (IncomingAppMessage, Int64) -> Void
-    init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
-}
-
-/// What happens to a connection's link (`TandemClientConnection.linkEvents()`).
-public enum LinkEvent: Sendable, Hashable {
-    /// The link was lost (why, in words); the connection tries to reconnect as the same participant.
-    case reconnecting(reason: String)
-    /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
-    /// `serverMessages()` subscribers.
-    case reconnected(after: Int64)
-}
-
-/// State the connection object and its channel handler share across threads.
-final class ClientShared: Sendable {
-    /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
-    struct LinkHooks: Sendable {
-        /// A non-final loss of the current channel: why, and when it was last heard from.
-        var lost: @Sendable (InvalidationReason, Int64) -> Void
-        /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
-        var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
-    }
-    /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
-    let hooks = NIOLockedValueBox<LinkHooks?>(nil)
-    /// The epoch of the channel in use; what older channels report is ignored.
-    private let epoch = NIOLockedValueBox<Int>(0)
-
-    /// Sends that wait for a reconnect.
-    private struct Gap {
-        var open = false
-        var closed: InvalidationReason?
-        var waiters: [CheckedContinuation<Void, any Error>] = []
-    }
-    private let gap = NIOLockedValueBox(Gap())
-    /// Link-event subscribers; nil once the link has closed.
-    private let linkSubscribers = NIOLockedValueBox<[AsyncStream<LinkEvent>.Continuation]?>([])
-    struct ClockState {
-        var mapping: ClockMapping?
-        var errorBound: Int64?
-        var roundTrip: Int64?
-    }
-    let clock = NIOLockedValueBox(ClockState())
-    private let subscribers = NIOLockedValueBox<[AsyncStream<ServerMessage>.Continuation]>([])
-    /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
-    private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
-    private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
-    /// Receives app messages instead of the subscribers, when set (load generators).
-    let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
-    /// Clock-sample subscribers; nil once the link has closed.
-    private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
-
-    func subscribeSamples(_ continuation: AsyncStream<ClockSample>.Continuation) {
-        let open = sampleSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
-
-    func deliver(_ sample: ClockSample) {
-        sampleSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(sample) } }
-    }
-
-    var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
-
-    // MARK: Losing and resuming the link
-
-    /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
-    /// otherwise the connection may reconnect.
-    func linkEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
-                   silentSince: Int64 = 0) {
-        guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
-        if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
-            lost(reason, silentSince)
-            return
-        }
-        finish(reason, announce: announce)
-    }
-
-    /// A reconnect's channel (of `epoch`) joined as the same participant; true when the connection took it.
-    func resume(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
-                handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
-        guard closedReason == nil, let resumed = hooks.withLockedValue({ $0?.resumed }) else { return false }
-        return resumed(epoch, welcome, channel, handler)
-    }
-
-    func makeCurrent(epoch: Int) { self.epoch.withLockedValue { $0 = epoch } }
-
-    /// From now on sends wait for `endGap()` (or the end).
-    func beginGap() { gap.withLockedValue { $0.open = true } }
-
-    /// The link is back: waiting sends go on, in the order they started waiting.
-    func endGap() {
-        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
-            gap.open = false
-            defer { gap.waiters.removeAll() }
-            return gap.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
-    func waitForLink(limit: Int) async throws {
-        guard gap.withLockedValue({ $0.open }) else { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let now: Result<Void, any Error>? = gap.withLockedValue { gap in
-                if let reason = gap.closed { return .failure(reason) }
-                guard gap.open else { return .success(()) }
-                guard gap.waiters.count < limit else { return .failure(TandemClientError.reconnecting) }
-                gap.waiters.append(continuation)
-                return nil
-            }
-            if let now { continuation.resume(with: now) }
-        }
-    }
-
-    func subscribeLinkEvents(_ continuation: AsyncStream<LinkEvent>.Continuation) {
-        let open = linkSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
-
-    func deliver(_ event: LinkEvent) {
-        linkSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(event) } }
-    }
-
-    func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
-        // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
-        subscribers.withLockedValue { subs in
-            if let early = backlog.withLockedValue({ b -> [ServerMessage]? in
-                defer { b = nil }
-                return b
-            }) {
-                for message in early { continuation.yield(message) }
-            }
-            if let reason = closed.withLockedValue({ $0 }) {
-                continuation.yield(.invalidated(reason))
-                continuation.finish()
-                return
-            }
-            subs.append(continuation)
-        }
-    }
-
-    func deliver(_ message: ServerMessage) {
-        subscribers.withLockedValue { subs in
-            if subs.isEmpty, backlog.withLockedValue({ b -> Bool in
-                b?.append(message)
-                return b != nil
-            }) { return }
-            for continuation in subs { continuation.yield(message) }
-        }
-    }
-
-    /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
-    func finish(_ reason: InvalidationReason, announce: Bool) {
-        let subs: [AsyncStream<ServerMessage>.Continuation]? = subscribers.withLockedValue { subs in
-            let already = closed.withLockedValue { c -> Bool in
-                defer { if c == nil { c = reason } }
-                return c != nil
-            }
-            if already { return nil }
-            defer { subs.removeAll() }
-            return subs
-        }
-        guard let subs else { return }
-        for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
-        for continuation in linkSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
-        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
-            gap.closed = reason
-            defer { gap.waiters.removeAll() }
-            return gap.waiters
-        }
-        for waiter in waiters { waiter.resume(throwing: reason) }
-        for continuation in subs {
-            if announce { continuation.yield(.invalidated(reason)) }
-            continuation.finish()
-        }
     }
 }

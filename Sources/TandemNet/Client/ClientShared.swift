@@ -1,0 +1,195 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import TandemCore
+
+/// Where a load generator's app messages go instead of the subscribers.
+final class AppMessageTap: Sendable {
+    let handler: @Sendable (IncomingAppMessage, Int64) -> Void
+    init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
+}
+
+/// What happens to a connection's link (`TandemClientConnection.linkEvents()`).
+public enum LinkEvent: Sendable, Hashable {
+    /// The link was lost (why, in words); the connection tries to reconnect as the same participant.
+    case reconnecting(reason: String)
+    /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
+    /// `serverMessages()` subscribers.
+    case reconnected(after: Int64)
+}
+
+/// State the connection object and its channel handler share across threads.
+final class ClientShared: Sendable {
+    /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
+    struct LinkHooks: Sendable {
+        /// A non-final loss of the current channel: why, and when it was last heard from.
+        var lost: @Sendable (InvalidationReason, Int64) -> Void
+        /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
+        var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
+    }
+    /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
+    let hooks = NIOLockedValueBox<LinkHooks?>(nil)
+    /// The epoch of the channel in use; what older channels report is ignored.
+    private let epoch = NIOLockedValueBox<Int>(0)
+
+    /// Sends that wait for a reconnect.
+    private struct Gap {
+        var open = false
+        var closed: InvalidationReason?
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+    }
+    private let gap = NIOLockedValueBox(Gap())
+    /// Link-event subscribers; nil once the link has closed.
+    private let linkSubscribers = NIOLockedValueBox<[AsyncStream<LinkEvent>.Continuation]?>([])
+    struct ClockState {
+        var mapping: ClockMapping?
+        var errorBound: Int64?
+        var roundTrip: Int64?
+    }
+    let clock = NIOLockedValueBox(ClockState())
+    private let subscribers = NIOLockedValueBox<[AsyncStream<ServerMessage>.Continuation]>([])
+    /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
+    private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
+    private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
+    /// Receives app messages instead of the subscribers, when set (load generators).
+    let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
+    /// Clock-sample subscribers; nil once the link has closed.
+    private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
+
+    func subscribeSamples(_ continuation: AsyncStream<ClockSample>.Continuation) {
+        let open = sampleSubscribers.withLockedValue { subs -> Bool in
+            guard subs != nil else { return false }
+            subs!.append(continuation)
+            return true
+        }
+        if !open { continuation.finish() }
+    }
+
+    func deliver(_ sample: ClockSample) {
+        sampleSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(sample) } }
+    }
+
+    var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
+
+    // MARK: Losing and resuming the link
+
+    /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
+    /// otherwise the connection may reconnect.
+    func linkEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
+                   silentSince: Int64 = 0) {
+        guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
+        if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
+            lost(reason, silentSince)
+            return
+        }
+        finish(reason, announce: announce)
+    }
+
+    /// A reconnect's channel (of `epoch`) joined as the same participant; true when the connection took it.
+    func resume(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
+                handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
+        guard closedReason == nil, let resumed = hooks.withLockedValue({ $0?.resumed }) else { return false }
+        return resumed(epoch, welcome, channel, handler)
+    }
+
+    func makeCurrent(epoch: Int) { self.epoch.withLockedValue { $0 = epoch } }
+
+    /// From now on sends wait for `endGap()` (or the end).
+    func beginGap() { gap.withLockedValue { $0.open = true } }
+
+    /// The link is back: waiting sends go on, in the order they started waiting.
+    func endGap() {
+        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+            gap.open = false
+            defer { gap.waiters.removeAll() }
+            return gap.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
+    func waitForLink(limit: Int) async throws {
+        guard gap.withLockedValue({ $0.open }) else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let now: Result<Void, any Error>? = gap.withLockedValue { gap in
+                if let reason = gap.closed { return .failure(reason) }
+                guard gap.open else { return .success(()) }
+                guard gap.waiters.count < limit else { return .failure(TandemClientError.reconnecting) }
+                gap.waiters.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(with: now) }
+        }
+    }
+
+    func subscribeLinkEvents(_ continuation: AsyncStream<LinkEvent>.Continuation) {
+        let open = linkSubscribers.withLockedValue { subs -> Bool in
+            guard subs != nil else { return false }
+            subs!.append(continuation)
+            return true
+        }
+        if !open { continuation.finish() }
+    }
+
+    func deliver(_ event: LinkEvent) {
+        linkSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(event) } }
+    }
+
+    func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
+        // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
+        subscribers.withLockedValue { subs in
+            if let early = backlog.withLockedValue({ b -> [ServerMessage]? in
+                defer { b = nil }
+                return b
+            }) {
+                for message in early { continuation.yield(message) }
+            }
+            if let reason = closed.withLockedValue({ $0 }) {
+                continuation.yield(.invalidated(reason))
+                continuation.finish()
+                return
+            }
+            subs.append(continuation)
+        }
+    }
+
+    func deliver(_ message: ServerMessage) {
+        subscribers.withLockedValue { subs in
+            if subs.isEmpty, backlog.withLockedValue({ b -> Bool in
+                b?.append(message)
+                return b != nil
+            }) { return }
+            for continuation in subs { continuation.yield(message) }
+        }
+    }
+
+    /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
+    func finish(_ reason: InvalidationReason, announce: Bool) {
+        let subs: [AsyncStream<ServerMessage>.Continuation]? = subscribers.withLockedValue { subs in
+            let already = closed.withLockedValue { c -> Bool in
+                defer { if c == nil { c = reason } }
+                return c != nil
+            }
+            if already { return nil }
+            defer { subs.removeAll() }
+            return subs
+        }
+        guard let subs else { return }
+        for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
+            continuation.finish()
+        }
+        for continuation in linkSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
+            continuation.finish()
+        }
+        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+            gap.closed = reason
+            defer { gap.waiters.removeAll() }
+            return gap.waiters
+        }
+        for waiter in waiters { waiter.resume(throwing: reason) }
+        for continuation in subs {
+            if announce { continuation.yield(.invalidated(reason)) }
+            continuation.finish()
+        }
+    }
+}

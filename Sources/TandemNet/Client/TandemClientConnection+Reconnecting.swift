@@ -1,0 +1,150 @@
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import TandemCore
+
+// Losing the link and coming back as the same participant (`TandemClient.Options.reconnectGracePeriod`).
+extension TandemClientConnection {
+    // MARK: Reconnecting
+
+    /// The current channel was lost without the server ending the session (called on its event loop).
+    func linkLost(_ reason: InvalidationReason, silentSince: Int64) {
+        let now = clock.now()
+        let start = phase.withLockedValue { phase -> Bool? in
+            switch phase {
+            case .connected:
+                phase = .reconnecting(since: now, silentSince: silentSince)
+                return true
+            case .reconnecting: return false
+            case .closing: return nil
+            }
+        }
+        guard let start else {
+            // Its owner closed (or aborted) it: the loss is the end.
+            shared.finish(reason, announce: true)
+            return
+        }
+        guard start else { return }
+        shared.beginGap()
+        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
+                                      text: "lost the connection to the server (\(reason.message)); reconnecting…",
+                                      sessionTime: sessionNow())))
+        shared.deliver(LinkEvent.reconnecting(reason: reason.message))
+        let task = Task { await self.reconnect(lostAt: now, reason: reason) }
+        reconnectTask.withLockedValue { $0 = task }
+    }
+
+    /// Tries to open a new channel as the same participant until it works or the grace period runs out.
+    ///
+    /// Clock sync starts afresh on the new channel (the previous estimate serves until its first exchange): a
+    /// suspended machine's monotonic clock may have stopped meanwhile, so old samples cannot be trusted.
+    func reconnect(lostAt: Int64, reason: InvalidationReason) async {
+        let deadline = lostAt + options.reconnectGracePeriod
+        var delay = max(0, options.reconnectFirstDelay)
+        var lastProblem = reason.message
+        while true {
+            let wait = min(delay, deadline - clock.now())
+            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
+            guard isReconnecting else { return }
+            let left = deadline - clock.now()
+            if left <= 0 { break }
+            let epoch = lastEpoch.withLockedValue { value in
+                value += 1
+                return value
+            }
+            var attempt = options
+            attempt.reconnectAs = localParticipantID
+            attempt.reconnectToken = welcome.reconnectToken ?? options.reconnectToken
+            attempt.createSession = false  // it exists: this peer joined it
+            attempt.connectTimeout = max(min(options.connectTimeout, left), 200_000_000)
+            do {
+                // On success the new channel's handler has already swapped itself in (`resumed`).
+                _ = try await Self.establish(invite: invite, name: name, options: attempt, shared: shared, epoch: epoch,
+                                             resuming: true)
+                return
+            } catch let lost as ReconnectIdentityLost {
+                giveUp(InvalidationReason(code: .connectionLost, message:
+                    "the server no longer knows this participant (it answered as \(lost.givenID)) — join again"))
+                return
+            } catch let error as TandemClientError {
+                if let final = Self.finalReason(error) {
+                    giveUp(final)
+                    return
+                }
+                lastProblem = error.description
+            } catch {
+                lastProblem = "\(error)"
+            }
+            delay = min(max(delay * 2, 1), max(options.reconnectMaxDelay, 1))
+        }
+        let grace = String(format: "%g", Double(options.reconnectGracePeriod) / 1e9)
+        giveUp(InvalidationReason(code: .connectionLost,
+                                  message: "lost the server and could not reconnect within \(grace) s (\(lastProblem))"))
+    }
+
+    func giveUp(_ reason: InvalidationReason) {
+        let stillTrying = phase.withLockedValue { phase -> Bool in
+            guard case .reconnecting = phase else { return false }
+            phase = .closing
+            return true
+        }
+        if stillTrying { shared.finish(reason, announce: true) }
+    }
+
+    /// Errors after which another attempt cannot help.
+    static func finalReason(_ error: TandemClientError) -> InvalidationReason? {
+        switch error {
+        case .wrongSecret: return InvalidationReason(code: .authenticationFailed, message: error.description)
+        case .noSuchSession, .protocolVersion: return InvalidationReason(code: .ended, message: error.description)
+        case .sessionFull: return InvalidationReason(code: .sessionFull, message: error.description)
+        case .sessionEnded(let reason), .closed(let reason): return reason
+        default: return nil
+        }
+    }
+
+    /// A reconnect's channel got its welcome as this participant (called on that channel's event loop): it becomes
+    /// the connection's channel. False when the connection no longer wants it (closed meanwhile).
+    func resumed(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
+                         handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
+        let silentSince = phase.withLockedValue { phase -> Int64? in
+            guard case .reconnecting(_, let silentSince) = phase else { return nil }
+            phase = .connected
+            return silentSince
+        }
+        guard let silentSince else { return false }
+        link.withLockedValue { $0 = Link(channel: channel, handler: handler, welcome: welcome) }
+        shared.makeCurrent(epoch: epoch)
+        // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
+        // the server forgot with the old channel (readiness, suspensions).
+        shared.deliver(.welcome(welcome))
+        let after = max(0, clock.now() - silentSince)
+        shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
+                                      text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
+                                      sessionTime: sessionNow())))
+        shared.deliver(LinkEvent.reconnected(after: after))
+        shared.endGap()
+        return true
+    }
+
+    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now()) ?? 0 }
+
+    /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
+    /// `reconnected` when that worked. The stream ends when the connection closes.
+    public func linkEvents() -> AsyncStream<LinkEvent> {
+        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        shared.subscribeLinkEvents(continuation)
+        return stream
+    }
+
+    /// Whether the connection is between a lost link and a reconnect.
+    public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
+
+    /// Drops the current channel as a network failure would, leaving the connection to reconnect (tests).
+    func dropLink() async {
+        try? await channel.close()
+    }
+}

@@ -1,0 +1,125 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import TandemCore
+
+extension ServerConnectionHandler {
+    // MARK: - Outbound queue, paced by writability and bounded
+
+    /// What an item counts against `maxQueuedBytesPerConnection`. Journal messages share their bytes with the
+    /// journal (itself bounded by the attachment limit) and are encoded only when the socket can take them, so
+    /// they count only their place in the queue.
+    static let queuedMessageCost = 64
+
+    static func cost(of item: Outbound) -> Int {
+        switch item {
+        case .frame(let frame): return frame.body.readableBytes + 5
+        case .message: return queuedMessageCost
+        }
+    }
+
+    func adjustQueued(by delta: Int) {
+        guard delta != 0 else { return }
+        queuedBytes += delta
+        server.queuedBytesChanged(by: delta, connectionTotal: queuedBytes)
+    }
+
+    func releaseQueue() {
+        outbound.removeAll()
+        adjustQueued(by: -queuedBytes)
+    }
+
+    /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability. Over the
+    /// bound, unreliable app messages are dropped first, then the connection is closed as a slow consumer.
+    func enqueue(_ item: Outbound) {
+        if case .closed = state { return }
+        let cost = Self.cost(of: item)
+        outbound.append((item, cost))
+        adjustQueued(by: cost)
+        pumpOutbound()
+        if queuedBytes > configuration.maxQueuedBytesPerConnection { shed() }
+    }
+
+    func shed() {
+        let before = outbound.count
+        var kept = CircularBuffer<(item: Outbound, cost: Int)>(initialCapacity: outbound.count)
+        var freed = 0
+        for entry in outbound {
+            if case .frame(let frame) = entry.item, frame.kind == .appMessage,
+               frame.body.getInteger(at: frame.body.readerIndex, as: UInt8.self) == 1 {
+                freed += entry.cost
+            } else {
+                kept.append(entry)
+            }
+        }
+        outbound = kept
+        adjustQueued(by: -freed)
+        server.noteDroppedUnreliable(before - kept.count)
+        guard queuedBytes > configuration.maxQueuedBytesPerConnection else { return }
+        var metadata: Logger.Metadata = ["address": "\(address)", "queued": "\(queuedBytes)"]
+        if case .joined(let session, let participant) = state {
+            metadata["session"] = "\(session.id)"
+            metadata["participant"] = "\(participant)"
+        }
+        logger.info("slow consumer disconnected", metadata: metadata)
+        server.noteSlowConsumer()
+        closeAfterSending(.slowConsumer,
+                          "could not keep up: more than \(configuration.maxQueuedBytesPerConnection) bytes waiting to be sent",
+                          immediately: true)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { pumpOutbound() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// The frame for `item`, or nil when it cannot be encoded or exceeds the frame limit (then it is dropped
+    /// and logged; a welcome that is too large closes this joiner instead).
+    func encodeChecked(_ item: Outbound, context: ChannelHandlerContext) -> Frame? {
+        let frame: Frame
+        switch item {
+        case .frame(let f): frame = f
+        case .message(let message):
+            guard let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { return nil }
+            frame = f
+        }
+        let isWelcome: Bool
+        if case .joined = state, !welcomeSent, frame.kind == .session {
+            welcomeSent = true
+            isWelcome = true
+        } else {
+            isWelcome = false
+        }
+        guard frame.body.readableBytes + 1 <= configuration.maxFrameSize else {
+            logger.warning("dropped an outgoing frame over the frame limit",
+                           metadata: ["kind": "\(frame.kind)", "size": "\(frame.body.readableBytes + 1)",
+                                      "limit": "\(configuration.maxFrameSize)", "welcome": "\(isWelcome)"])
+            if isWelcome {
+                closeAfterSending(.frameTooLarge,
+                                  "the session's state is larger than the \(configuration.maxFrameSize)-byte frame limit; it cannot be sent to you")
+            }
+            return nil
+        }
+        return frame
+    }
+
+    func pumpOutbound() {
+        guard let context else { return }
+        var wrote = false
+        // Only while the socket takes it: what NIO holds stays under the high watermark (plus one frame), and
+        // the rest waits here, where it is counted and bounded.
+        while !outbound.isEmpty, context.channel.isWritable {
+            let (item, cost) = outbound.removeFirst()
+            adjustQueued(by: -cost)
+            guard let frame = encodeChecked(item, context: context) else {
+                if case .closed = state { return }
+                continue
+            }
+            context.write(wrapOutboundOut(frame), promise: nil)
+            wrote = true
+        }
+        if wrote { context.flush() }
+    }
+}

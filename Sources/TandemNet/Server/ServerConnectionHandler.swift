@@ -1,0 +1,435 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import TandemCore
+
+/// The one answer to a proof that does not open a session: the same for an unknown session and a wrong secret,
+/// so that session names cannot be probed.
+let authenticationRefusedText = "the server refused the invite; check it or ask the host for a fresh one"
+
+/// Runs one server-side connection: handshake, heartbeats, clock pongs, flood control, the outbound queue and
+/// its bound, and hand-off of session messages to the session's loop.
+final class ServerConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = Frame
+    typealias OutboundOut = Frame
+
+    enum State {
+        case awaitingHello
+        case awaitingProof(session: String, create: Bool, nonce: Data)
+        case awaitingJoin(HostedSession, wantsHost: Bool)
+        case joining(HostedSession, pending: [ClientMessage])
+        case joined(HostedSession, ParticipantID)
+        case closed
+    }
+
+    /// Lets timers reach the handler without keeping it alive.
+    private final class WeakHandler {
+        weak var value: ServerConnectionHandler?
+        init(_ value: ServerConnectionHandler) { self.value = value }
+    }
+
+    let server: SessionServer
+    let configuration: ServerConfiguration
+    let clock: any MonotonicClock
+    let logger: Logger
+    /// The peer's address (for the per-address bounds and the logs).
+    let address: String
+    /// The decoder's limit, raised from the unauthenticated limit to `maxFrameSize` at `accepted`.
+    let frameLimit: FrameSizeLimit
+    /// This connection's place among the unauthenticated ones, given back at `accepted` or close.
+    var admission: AdmissionSlot?
+    var state = State.awaitingHello
+    var context: ChannelHandlerContext?
+    var connection: ServerConnection?
+    var lastReceived: Int64 = 0
+    var heartbeat: RepeatedTask?
+    var handshakeTimer: Scheduled<Void>?
+    var floodWindowStart: Int64 = 0
+    var floodWindowCount = 0
+    /// Outbound traffic waiting for the socket, in order, with what each item counts against the bound.
+    var outbound = CircularBuffer<(item: Outbound, cost: Int)>()
+    /// Bytes counted in `outbound`.
+    var queuedBytes = 0
+    /// Whether the welcome (the first session frame after the join) has gone out.
+    var welcomeSent = false
+
+    enum Outbound {
+        case frame(Frame)
+        case message(ServerMessage)
+    }
+
+    init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger,
+         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: AdmissionSlot? = nil) {
+        self.server = server
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.address = address
+        self.frameLimit = frameLimit ?? FrameSizeLimit(configuration.maxFrameSize)
+        self.admission = admission
+        server.connectionObjectCreated()
+    }
+
+    deinit {
+        server.connectionObjectFreed()
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        connection = ServerConnection(channel: context.channel, handler: self)
+        lastReceived = clock.now()
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stopTimers()
+        releaseQueue()
+        self.context = nil
+        connection = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    /// Starts the handshake timer (it covers the TLS handshake too: it starts when the socket does) and the
+    /// heartbeat. Neither keeps the handler alive.
+    private func start(context: ChannelHandlerContext) {
+        guard handshakeTimer == nil else { return }
+        if case .closed = state { return }
+        let weakSelf = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
+        handshakeTimer = context.eventLoop.scheduleTask(in: .nanoseconds(configuration.handshakeTimeout)) {
+            guard let handler = weakSelf.value.value else { return }
+            switch handler.state {
+            case .awaitingHello, .awaitingProof:
+                handler.closeAfterSending(.helloTimeout,
+                                          "no hello and authentication within \(Nanos.toSeconds(handler.configuration.handshakeTimeout)) s",
+                                          immediately: true)
+            default: break
+            }
+        }
+        let interval = TimeAmount.nanoseconds(configuration.heartbeatInterval)
+        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
+            guard let handler = weakSelf.value.value else {
+                task.cancel()
+                return
+            }
+            handler.heartbeatTick()
+        }
+    }
+
+    private func stopTimers() {
+        heartbeat?.cancel()
+        heartbeat = nil
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
+    }
+
+    private func heartbeatTick() {
+        guard let context else { return }
+        if case .closed = state { return }
+        if clock.now() - lastReceived > configuration.heartbeatTimeout {
+            closeAfterSending(.heartbeatTimeout, "nothing heard for \(Nanos.toSeconds(configuration.heartbeatTimeout)) s",
+                              immediately: true)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
+                              promise: nil)
+    }
+
+    /// Tells the session this participant's connection is gone (at most once: callers then set `.closed`).
+    func notifySessionOfLoss(what: String? = nil) {
+        guard let connection else { return }
+        switch state {
+        case .joined(let session, let participant):
+            session.loop.execute { session.connectionLost(participant, via: connection, what: what) }
+        case .joining(let session, _):
+            // The join is queued on the session's loop before this, so the session finds the connection.
+            session.loop.execute { session.connectionLostDuringJoin(connection, what: what) }
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stopTimers()
+        if case .closed = state {} else { notifySessionOfLoss() }
+        state = .closed
+        releaseQueue()
+        admission?.release()
+        admission = nil
+        // The session may still hold the `ServerConnection` for a moment; it must not keep this handler (and
+        // through it the channel) alive.
+        connection = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let frameError = error as? FrameError {
+            logger.debug("bad frame", metadata: ["error": "\(frameError)"])
+            closeAfterSending(frameError.code, frameError.description, immediately: true)
+        } else if case .closed = state {
+            return
+        } else {
+            logger.debug("connection error", metadata: ["error": "\(error)"])
+            closeAfterSending(.internalError, "connection error", immediately: true)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if case .closed = state { return }
+        lastReceived = frame.receivedAt
+        // Journal chunks are bounded by the attachment size limit instead, so a large upload is not a flood.
+        if frame.kind != .journalChunk, floodExceeded(now: frame.receivedAt) {
+            closeAfterSending(.flood, "more than \(configuration.maxFramesPerSecond) frames per second", immediately: true)
+            return
+        }
+        do {
+            try handle(frame, context: context)
+        } catch let error as FrameError {
+            closeAfterSending(error.code, error.description, immediately: true)
+        } catch {
+            closeAfterSending(.malformedFrame, "\(error)", immediately: true)
+        }
+    }
+
+    private func floodExceeded(now: Int64) -> Bool {
+        if now - floodWindowStart > 1_000_000_000 {
+            floodWindowStart = now
+            floodWindowCount = 0
+        }
+        floodWindowCount += 1
+        return floodWindowCount > configuration.maxFramesPerSecond
+    }
+
+    private func handle(_ frame: Frame, context: ChannelHandlerContext) throws {
+        switch frame.kind {
+        case .heartbeatPing:
+            context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPong, allocator: context.channel.allocator)), promise: nil)
+            return
+        case .heartbeatPong:
+            return
+        case .close:
+            context.close(promise: nil)
+            return
+        case .error:
+            context.close(promise: nil)
+            return
+        case .clockPing:
+            switch state {
+            case .awaitingJoin, .joining, .joined: break
+            default: throw unexpected(frame)
+            }
+            let (sequence, t1) = try FrameCodec.parseClockPing(frame)
+            var body = context.channel.allocator.buffer(capacity: 28)
+            body.writeInteger(sequence)
+            body.writeInteger(t1)
+            body.writeInteger(frame.receivedAt)
+            let t3Index = body.writerIndex
+            body.writeInteger(Int64(0))
+            // t3 is stamped as late as possible: just before the frame goes to the encoder and the socket.
+            body.setInteger(clock.now(), at: t3Index)
+            context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPong, body: body)), promise: nil)
+            return
+        default:
+            break
+        }
+
+        switch state {
+        case .awaitingHello:
+            guard frame.kind == .hello else { throw unexpected(frame) }
+            let hello = try FrameCodec.decode(Hello.self, from: frame)
+            guard hello.protocolVersion == tandemProtocolVersion else {
+                closeAfterSending(.protocolVersion,
+                                  "this server speaks protocol version \(tandemProtocolVersion), the client \(hello.protocolVersion); update the older side")
+                return
+            }
+            guard Invite.isValidSessionID(hello.session) else {
+                closeAfterSending(.noSuchSession, "\"\(hello.session.prefix(80))\" is not a valid session name")
+                return
+            }
+            let nonce = SessionAuth.nonce()
+            state = .awaitingProof(session: hello.session, create: hello.create ?? false, nonce: nonce)
+            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.challenge, Challenge(nonce: nonce),
+                                                                       allocator: context.channel.allocator)), promise: nil)
+
+        case .awaitingProof(let sessionID, let create, let nonce):
+            guard frame.kind == .authProof else { throw unexpected(frame) }
+            let proof = try FrameCodec.decode(AuthProof.self, from: frame)
+            guard let session = authenticate(proof, session: sessionID, create: create, nonce: nonce) else { return }
+            handshakeTimer?.cancel()
+            handshakeTimer = nil
+            state = .awaitingJoin(session, wantsHost: proof.host ?? false)
+            // Authenticated: no longer counted against the unauthenticated bounds, and full-size frames allowed.
+            admission?.release()
+            admission = nil
+            frameLimit.value = configuration.maxFrameSize
+            let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval / 1_000_000),
+                                    heartbeatTimeoutMs: Int(configuration.heartbeatTimeout / 1_000_000),
+                                    maxFrameSize: configuration.maxFrameSize)
+            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
+                                  promise: nil)
+
+        case .awaitingJoin(let session, let wantsHost):
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            let message = try SessionCodec.decodeClientMessage(frame)
+            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll) = message else {
+                throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
+            }
+            guard let connection = self.connection else { return }
+            state = .joining(session, pending: [])
+            // The authority cleans and bounds the name and checks the reconnect token.
+            session.loop.execute {
+                session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
+                             prerollEstimate: preroll, wantsHost: wantsHost)
+            }
+
+        case .joining(let session, var pending):
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            pending.append(try SessionCodec.decodeClientMessage(frame))
+            state = .joining(session, pending: pending)
+
+        case .joined(let session, let participant):
+            guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            let message = try SessionCodec.decodeClientMessage(frame)
+            if case .join = message {
+                throw FrameError.malformedBody(kind: .session, detail: "already joined")
+            }
+            guard let connection = self.connection else { return }
+            session.loop.execute { session.receive(message, from: participant, via: connection) }
+
+        case .closed:
+            return
+        }
+    }
+
+    /// Checks a proof; returns the session it opens, or refuses (and closes) and returns nil.
+    ///
+    /// An unknown session and a wrong secret get the same answer after the same work. A session is created
+    /// only after its creator has proved the key it supplies, presented the server's creation token (when one
+    /// is required) and stayed within its address's creation quota.
+    private func authenticate(_ proof: AuthProof, session sessionID: String, create: Bool, nonce: Data) -> HostedSession? {
+        func verify(_ key: SymmetricKey) -> Bool {
+            proof.clientNonce.count >= 16
+                && SessionAuth.verify(proof: proof.proof, key: key, serverNonce: nonce, session: sessionID,
+                                      clientNonce: proof.clientNonce)
+        }
+        func refuseAuthentication(_ why: String) {
+            server.logRefusal(address: address, why)
+            closeAfterSending(.authenticationFailed, authenticationRefusedText)
+        }
+        if let existing = server.session(named: sessionID) {
+            guard verify(existing.key) else {
+                refuseAuthentication("authentication failed")
+                return nil
+            }
+            return existing
+        }
+        guard create, configuration.allowsRemoteSessionCreation, let keyData = proof.sessionKey, keyData.count == 32 else {
+            // Same work as a real check, against a key nobody has.
+            _ = verify(SymmetricKey(size: .bits256))
+            refuseAuthentication("authentication failed")
+            return nil
+        }
+        let key = SymmetricKey(data: keyData)
+        guard verify(key) else {
+            refuseAuthentication("session creation: wrong proof")
+            return nil
+        }
+        if let required = configuration.createToken {
+            let presented = Data(SHA256.hash(data: Data((proof.createToken ?? "").utf8)))
+            guard presented.constantTimeEquals(Data(SHA256.hash(data: Data(required.utf8)))) else {
+                server.logRefusal(address: address, proof.createToken == nil ? "session creation: no token" : "session creation: wrong token")
+                closeAfterSending(.creationRefused,
+                                  "this server requires a creation token to create sessions (tandem host --create-token-file)")
+                return nil
+            }
+        }
+        guard server.mayCreateSession(from: address) else {
+            server.logRefusal(address: address, "session creation: quota")
+            closeAfterSending(.creationRefused,
+                              "more than \(configuration.sessionCreationsPerMinute) sessions created from this address in a minute; try again later")
+            return nil
+        }
+        do {
+            return try server.createRemoteSession(id: sessionID, key: key, address: address)
+        } catch {
+            server.logRefusal(address: address, "session creation: \(error)")
+            switch error {
+            case .serverFull: closeAfterSending(.serverFull, error.description)
+            case .sessionExists: closeAfterSending(.sessionExists, error.description)
+            default: closeAfterSending(.serverShutdown, error.description)
+            }
+            return nil
+        }
+    }
+
+    private func unexpected(_ frame: Frame) -> FrameError {
+        .malformedBody(kind: frame.kind, detail: "not expected at this point of the protocol")
+    }
+
+    /// Called (on this loop) once the session has admitted the connection.
+    func didJoin(as participant: ParticipantID) {
+        guard case .joining(let session, let pending) = state, let connection else { return }
+        state = .joined(session, participant)
+        for message in pending {
+            session.loop.execute { session.receive(message, from: participant, via: connection) }
+        }
+    }
+
+    /// Sends an error (or close) frame, then closes. Safe to call more than once.
+    ///
+    /// `immediately` (timeouts, abuse, a slow consumer) closes at once without waiting for anything to be
+    /// written: the error frame goes out only if the socket takes it now, and queued traffic is dropped.
+    /// Otherwise what was queued goes out first and the close waits for the writes at most 2 s.
+    func closeAfterSending(_ code: WireErrorCode, _ message: String, kind: FrameKind = .error, immediately: Bool = false) {
+        guard let context else { return }
+        if case .closed = state { return }
+        notifySessionOfLoss(what: code == .slowConsumer ? "could not keep up and was disconnected" : nil)
+        state = .closed
+        stopTimers()
+        let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
+        if immediately {
+            releaseQueue()
+            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            closeBelowTLS(context)
+            return
+        }
+        // What was queued before the close still goes out first (e.g. the invalidation that explains it).
+        while let entry = outbound.popFirst() {
+            adjustQueued(by: -entry.cost)
+            if let frame = encodeChecked(entry.item, context: context) {
+                context.write(wrapOutboundOut(frame), promise: nil)
+            }
+        }
+        let channel = context.channel
+        let deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in deadline.cancel() }
+        let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) != nil
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+            guard !viaTLS else {
+                channel.close(promise: nil)
+                return
+            }
+            // Plain TCP: end our side after the last byte, so the peer reads everything before the end even if
+            // frames it sent are still unread here (a full close would then reset the connection and the peer
+            // could lose the reason). The channel closes when the peer closes too, or at the deadline.
+            let halfClosed = channel.eventLoop.makePromise(of: Void.self)
+            halfClosed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+            channel.close(mode: .output, promise: halfClosed)
+        }
+    }
+
+    /// Closes the socket without going through TLS's orderly shutdown (which would wait for the peer).
+    func closeBelowTLS(_ context: ChannelHandlerContext) {
+        if let tls = try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self) {
+            tls.close(promise: nil)
+        } else {
+            context.close(promise: nil)
+        }
+    }
+}
