@@ -182,7 +182,7 @@ public enum RelayBenchmark {
 
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
-        let sendingStarted = clock.now()
+        let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
         let sentCounts = NIOLockedValueBox<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
         let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
@@ -195,7 +195,7 @@ public enum RelayBenchmark {
             let payloadSize = Swift.max(16, configuration.payloadSize)
             tasks.append(link.channel.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
                                                                      delay: .nanoseconds(interval)) { task in
-                let now = clock.now()
+                let now = clock.now.nanoseconds
                 guard now < endAt else { task.cancel(); return }
                 var payload = Data(count: payloadSize)
                 payload.withUnsafeMutableBytes { raw in
@@ -209,7 +209,7 @@ public enum RelayBenchmark {
                 }
             })
         }
-        try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now())))
+        try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now.nanoseconds)))
         for task in tasks { task.cancel() }
         // Let the last deliveries drain, then measure memory while everyone is still connected.
         try? await Task.sleep(nanoseconds: 1_000_000_000)
@@ -219,7 +219,7 @@ public enum RelayBenchmark {
         if let pid = serverProcess {
             serverMemory = processMemory(pid)
             if let before = serverCPUAtStart, let now = processCPUTime(pid) {
-                serverCPU = Double(now - before) / Double(clock.now() - sendingStarted) * 100
+                serverCPU = Double(now - before) / Double(clock.now.nanoseconds - sendingStarted) * 100
             }
         }
         for (_, link) in connections { await link.abort() }

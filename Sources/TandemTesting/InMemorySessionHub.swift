@@ -18,7 +18,7 @@ public actor InMemorySessionHub {
                 clock: any MonotonicClock = ManualClock()) {
         self.clock = clock
         authority = SessionAuthority(sessionID: "in-memory", activity: activity, configuration: configuration,
-                                     now: clock.now())
+                                     now: clock.now.nanoseconds)
     }
 
     /// The authority's current timeline.
@@ -30,7 +30,7 @@ public actor InMemorySessionHub {
     public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0) throws -> InMemorySessionLink {
         joins += 1
         switch authority.join(name: name, prerollEstimate: prerollEstimate, wantsHost: isHost,
-                              newReconnectToken: "in-memory-token-\(joins)", now: clock.now()) {
+                              newReconnectToken: "in-memory-token-\(joins)", now: clock.now.nanoseconds) {
         case .refused(let reason):
             throw reason
         case .joined(let id, let actions):
@@ -45,14 +45,14 @@ public actor InMemorySessionHub {
     }
 
     /// Runs the authority's timers at the clock's current time.
-    public func fireTimers() { perform(authority.timerFired(now: clock.now())) }
+    public func fireTimers() { perform(authority.timerFired(now: clock.now.nanoseconds)) }
 
     func receive(_ message: ClientMessage, from id: ParticipantID) {
-        perform(authority.receive(message, from: id, now: clock.now()))
+        perform(authority.receive(message, from: id, now: clock.now.nanoseconds))
     }
 
     func lost(_ id: ParticipantID) {
-        perform(authority.connectionLost(id, now: clock.now()))
+        perform(authority.connectionLost(id, now: clock.now.nanoseconds))
     }
 
     private func perform(_ actions: [SessionAuthority.Action]) {

@@ -126,7 +126,7 @@ struct GStreamerPlayerTests {
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
         try await player.play(from: x, atSessionTime: t, rate: 1)
         try await sleep(ms: 800)
-        let changedAt = SystemMonotonicClock().now()
+        let changedAt = SystemMonotonicClock().now.nanoseconds
         player.setClockMapping(.offset(Nanos.milliseconds(200)))
         try await sleep(ms: 900)
         _ = try await player.pause()
@@ -155,7 +155,7 @@ struct GStreamerPlayerTests {
         try await starting.value
         try await sleep(ms: 1000)
         // A later correction must move rendering: it is applied to whichever clock the sinks wait on.
-        let changedAt = SystemMonotonicClock().now()
+        let changedAt = SystemMonotonicClock().now.nanoseconds
         player.setClockMapping(.offset(Nanos.milliseconds(195)))
         try await sleep(ms: 900)
         _ = try await player.pause()
@@ -195,13 +195,13 @@ struct GStreamerPlayerTests {
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
         try await player.play(from: 0, atSessionTime: t, rate: 1)
         try await sleep(ms: 500)
-        let before = player.sessionTimeNow() - SystemMonotonicClock().now()
+        let before = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
         player.setClockMapping(.offset(Nanos.milliseconds(10)))
         // Right after the change the clock still reads (almost) what it read before: no step.
-        let justAfter = player.sessionTimeNow() - SystemMonotonicClock().now()
+        let justAfter = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
         #expect(abs(justAfter - before) < Nanos.milliseconds(2))
         try await sleep(ms: 1300)
-        let settled = player.sessionTimeNow() - SystemMonotonicClock().now()
+        let settled = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
         #expect(abs(settled - Nanos.milliseconds(10)) < Nanos.milliseconds(1))
         _ = try await player.pause()
         await player.close()
@@ -212,7 +212,7 @@ struct GStreamerPlayerTests {
         let skew = ClockMapping(localAnchor: 0, sessionAnchor: Nanos.milliseconds(-300), rate: 1)
         let player = try Samples.headlessPlayer(localTimeModel: skew)
         _ = try await player.load(Samples.countdown)
-        let now = SystemMonotonicClock().now()
+        let now = SystemMonotonicClock().now.nanoseconds
         #expect(abs(player.sessionTimeNow() - (now - Nanos.milliseconds(300))) < Nanos.milliseconds(2))
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
         try await player.play(from: 0, atSessionTime: t, rate: 1)

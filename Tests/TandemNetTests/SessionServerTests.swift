@@ -74,11 +74,11 @@ struct SessionServerTests {
         let clock = SystemMonotonicClock()
         var errors: [Int64] = []
         var inBound = 0
-        let deadline = clock.now() + 10_000_000_000
-        while inBound < 5, clock.now() < deadline {
+        let deadline = clock.now.nanoseconds + 10_000_000_000
+        while inBound < 5, clock.now.nanoseconds < deadline {
             try await Task.sleep(nanoseconds: 100_000_000)
             guard let mapping = client.clockMapping() else { continue }
-            let local = clock.now()
+            let local = clock.now.nanoseconds
             let error = mapping.sessionTime(atLocal: local) - local
             errors.append(error)
             inBound = abs(error) <= 100_000 ? inBound + 1 : 0
@@ -107,12 +107,12 @@ struct SessionServerTests {
         options.impairment = LongPath()
         let client = try await TandemClient.connect(invite: invite, name: "far", options: options)
         let clock = SystemMonotonicClock()
-        let connected = clock.now()
+        let connected = clock.now.nanoseconds
         var error: Int64?
-        while error == nil, clock.now() - connected < 5_000_000_000 {
+        while error == nil, clock.now.nanoseconds - connected < 5_000_000_000 {
             try await Task.sleep(nanoseconds: 50_000_000)
             if let mapping = client.clockMapping() {
-                let local = clock.now()
+                let local = clock.now.nanoseconds
                 error = mapping.sessionTime(atLocal: local) - local
             }
         }

@@ -131,7 +131,7 @@ public final class GroupSessionMessenger: Sendable {
         } else {
             sealed = payload
         }
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let sequence = try bucket.withLock { b -> UInt64 in
             let rate = Double(max(1, limits.messagesPerSecond))
             if let last = b.updatedAt {

@@ -3,16 +3,20 @@
 /// suspensions hold the group (or just this peer) back.
 ///
 /// The decisions live in `PlaybackCoordinatorStateMachine`; this actor feeds it (server messages, engine events,
-/// periodic ticks read from `clock`) and carries out what it returns. Call `run()` from a task you own; it returns
+/// periodic ticks timed on `clock`) and carries out what it returns. Call `run()` from a task you own; it returns
 /// when the session ends for this peer or the task is cancelled.
-public actor PlaybackCoordinator {
+///
+/// Generic over the clock it reads and sleeps on, so tests drive it with a manual clock (TandemTesting's
+/// `ManualClock`). `PlaybackCoordinator` is the spelling for a clock chosen at run time, the machine's monotonic
+/// clock by default.
+public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     public typealias Configuration = PlaybackCoordinatorStateMachine.Configuration
 
     /// A local "don't play yet"; end it when the reason is gone.
     public struct Suspension: Sendable, Hashable {
         public let id: SuspensionID
         public let reason: SuspensionReason
-        let coordinator: PlaybackCoordinator
+        let coordinator: ClockedPlaybackCoordinator
 
         /// Ends the suspension; the group resumes on its own schedule.
         public func end() async { await coordinator.end(id, proposing: nil) }
@@ -26,7 +30,7 @@ public actor PlaybackCoordinator {
     private var machine: PlaybackCoordinatorStateMachine
     private let engine: any PlaybackEngine
     private let link: any SessionLink
-    private let clock: any MonotonicClock
+    private let clock: C
     private let tickInterval: Duration
     private let locate: @Sendable (String) -> String
     private let eventsBox = Broadcaster<CoordinatorEvent>(replaysCurrent: false)
@@ -42,7 +46,7 @@ public actor PlaybackCoordinator {
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
-    public init(engine: any PlaybackEngine, link: any SessionLink, clock: any MonotonicClock,
+    public init(engine: any PlaybackEngine, link: any SessionLink, clock: C,
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
                 locate: @escaping @Sendable (String) -> String = { $0 }) {
         var configuration = configuration
@@ -80,28 +84,28 @@ public actor PlaybackCoordinator {
 
     // MARK: Requests
 
-    public func play() { apply(machine.play(now: clock.now())) }
+    public func play() { apply(machine.play(now: clock.now.nanoseconds)) }
 
     /// Pauses here at once and everyone at this engine's position.
     public func pause() {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let item = engine.currentItemTime()
             ?? machine.sessionTime(atLocal: now).flatMap { machine.expectedItemTime(atSessionTime: $0) } ?? 0
         apply(machine.pause(currentItemTime: item, now: now))
     }
 
-    public func seek(to itemTime: Int64) { apply(machine.seek(to: itemTime, now: clock.now())) }
-    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now())) }
+    public func seek(to itemTime: Int64) { apply(machine.seek(to: itemTime, now: clock.now.nanoseconds)) }
+    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now.nanoseconds)) }
 
     /// Holds playback back for `reason` until the returned suspension ends.
     public func beginSuspension(for reason: SuspensionReason) -> Suspension {
-        let (id, actions) = machine.beginSuspension(for: reason, now: clock.now())
+        let (id, actions) = machine.beginSuspension(for: reason, now: clock.now.nanoseconds)
         apply(actions)
         return Suspension(id: id, reason: reason, coordinator: self)
     }
 
     func end(_ id: SuspensionID, proposing: Int64?) {
-        apply(machine.endSuspension(id, proposingNewTime: proposing, now: clock.now()))
+        apply(machine.endSuspension(id, proposingNewTime: proposing, now: clock.now.nanoseconds))
     }
 
     // MARK: Running
@@ -110,21 +114,24 @@ public actor PlaybackCoordinator {
     /// it consumes the engine's single event stream.
     public func run() async {
         let messages = self.messages
-        apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+        apply(machine.tick(now: clock.now.nanoseconds, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: nil))
-        apply(machine.receive(.welcome(link.welcome), now: clock.now()))
+        apply(machine.receive(.welcome(link.welcome), now: clock.now.nanoseconds))
         let engine = self.engine
         let link = self.link
         let commands = self.commands
         let outgoing = self.outgoing
         let tickInterval = self.tickInterval
+        let clock = self.clock
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in engine.events { await self.engineEvent(event) }
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: tickInterval)
+                    do { try await clock.sleep(until: clock.now.advanced(by: tickInterval), tolerance: nil) } catch {
+                        return
+                    }
                     await self.tick()
                 }
             }
@@ -143,14 +150,14 @@ public actor PlaybackCoordinator {
         }
     }
 
-    private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now())) }
-    private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now())) }
+    private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now.nanoseconds)) }
+    private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now.nanoseconds)) }
     private func completed(_ id: UInt64, _ outcome: EngineOutcome) {
-        apply(machine.engineCompleted(id, outcome, now: clock.now()))
+        apply(machine.engineCompleted(id, outcome, now: clock.now.nanoseconds))
     }
 
     private func tick() {
-        apply(machine.tick(now: clock.now(), mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+        apply(machine.tick(now: clock.now.nanoseconds, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: engine.currentItemTime()))
     }
 
@@ -192,5 +199,20 @@ public actor PlaybackCoordinator {
                 if case .invalidated = event { eventsBox.finish() }
             }
         }
+    }
+}
+
+/// The coordinator on a clock chosen at run time.
+public typealias PlaybackCoordinator = ClockedPlaybackCoordinator<AnyMonotonicClock>
+
+extension ClockedPlaybackCoordinator where C == AnyMonotonicClock {
+    /// - Parameters:
+    ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
+    ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    public init(engine: any PlaybackEngine, link: any SessionLink, clock: any MonotonicClock = SystemMonotonicClock(),
+                configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
+                locate: @escaping @Sendable (String) -> String = { $0 }) {
+        self.init(engine: engine, link: link, clock: AnyMonotonicClock(clock), configuration: configuration,
+                  tickInterval: tickInterval, locate: locate)
     }
 }

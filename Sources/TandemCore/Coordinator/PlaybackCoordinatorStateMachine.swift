@@ -58,15 +58,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case paused
     }
 
-    /// A playing timeline's line: `itemTime = item + rate × (t − session)`.
-    struct Line: Hashable, Sendable {
-        var session: Int64
-        var item: Int64
-        var rate: Double
-
-        /// The item time this line renders at session time `t`.
-        func item(at t: Int64) -> Int64 { item + Int64((Double(t - session) * rate).rounded()) }
-    }
+    /// A playing timeline's line: session time → item time.
+    typealias Line = ItemProjection
 
     public var configuration: Configuration
 
@@ -554,7 +547,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             issue(.prepare(itemTime: x, rate: tl.rate), into: &actions)
             target = .prepared(itemTime: x, rate: tl.rate)
         case .playing:
-            let line = Line(session: tl.anchorSessionTime, item: tl.anchorItemTime, rate: tl.rate)
+            let line = tl.projection
             if case .playing(let current) = target, current == line { return }
             let sNow = mapping.sessionTime(atLocal: now)
             let needed = configuration.prerollEstimate + configuration.joinMargin
@@ -577,4 +570,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             target = .playing(line)
         }
     }
+}
+
+extension ItemProjection {
+    /// The session time (ns) at which this line renders `item`.
+    fileprivate var session: Int64 { fromAnchor.nanoseconds }
+    /// The item time (ns) this line renders at `session`.
+    fileprivate var item: Int64 { toAnchor.nanoseconds }
+    /// The item time (ns) this line renders at session time `t` (ns).
+    fileprivate func item(at t: Int64) -> Int64 { self(SessionInstant(nanoseconds: t)).nanoseconds }
 }

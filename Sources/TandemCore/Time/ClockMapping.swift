@@ -1,23 +1,37 @@
-/// A linear map from one time axis to another: `to = toAnchor + rate × (from − fromAnchor)`.
+/// The clock-sync estimate: this peer's local monotonic time → session time, in nanoseconds.
 ///
-/// Used for local → session time (the clock-sync estimate) and for true monotonic → a peer's skewed local
-/// time (benchmarks). `rate` is "to-nanoseconds per from-nanosecond", close to 1.
+/// A thin wrapper of `LinearMap<LocalInstant, SessionInstant>` (`map`), which does the arithmetic; this type keeps
+/// the plain-nanosecond spelling the rest of the package and the wire use. Benchmarks also use it for true
+/// monotonic → a peer's skewed local time. `rate` is "to-nanoseconds per from-nanosecond", close to 1.
 public struct ClockMapping: Sendable, Codable, Hashable, CustomStringConvertible {
-    /// A reading on the source axis (e.g. local time).
-    public var localAnchor: Int64
-    /// The reading on the target axis (e.g. session time) that corresponds to `localAnchor`.
-    public var sessionAnchor: Int64
-    /// Target nanoseconds per source nanosecond.
-    public var rate: Double
+    /// The map on typed axes.
+    public var map: LinearMap<LocalInstant, SessionInstant>
+
+    public init(_ map: LinearMap<LocalInstant, SessionInstant>) { self.map = map }
 
     public init(localAnchor: Int64, sessionAnchor: Int64, rate: Double = 1) {
-        self.localAnchor = localAnchor
-        self.sessionAnchor = sessionAnchor
-        self.rate = rate
+        map = LinearMap(from: LocalInstant(nanoseconds: localAnchor), to: SessionInstant(nanoseconds: sessionAnchor),
+                        rate: rate)
+    }
+
+    /// A reading on the source axis (e.g. local time).
+    public var localAnchor: Int64 {
+        get { map.fromAnchor.nanoseconds }
+        set { map.fromAnchor = LocalInstant(nanoseconds: newValue) }
+    }
+    /// The reading on the target axis (e.g. session time) that corresponds to `localAnchor`.
+    public var sessionAnchor: Int64 {
+        get { map.toAnchor.nanoseconds }
+        set { map.toAnchor = SessionInstant(nanoseconds: newValue) }
+    }
+    /// Target nanoseconds per source nanosecond.
+    public var rate: Double {
+        get { map.rate }
+        set { map.rate = newValue }
     }
 
     /// Maps every time to itself.
-    public static let identity = ClockMapping(localAnchor: 0, sessionAnchor: 0, rate: 1)
+    public static let identity = ClockMapping(.identity)
 
     /// A pure offset: `session = local + offset`.
     public static func offset(_ offset: Int64) -> ClockMapping {
@@ -25,23 +39,26 @@ public struct ClockMapping: Sendable, Codable, Hashable, CustomStringConvertible
     }
 
     /// The target-axis time at source time `local`.
-    public func sessionTime(atLocal local: Int64) -> Int64 {
-        sessionAnchor &+ Int64((Double(local &- localAnchor) * rate).rounded())
-    }
+    public func sessionTime(atLocal local: Int64) -> Int64 { map(LocalInstant(nanoseconds: local)).nanoseconds }
 
     /// The source-axis time at target time `session`.
     public func localTime(atSession session: Int64) -> Int64 {
-        localAnchor &+ Int64((Double(session &- sessionAnchor) / rate).rounded())
+        map.inverse(SessionInstant(nanoseconds: session)).nanoseconds
     }
 
+    /// The session time at a local instant.
+    public func callAsFunction(_ local: LocalInstant) -> SessionInstant { map(local) }
+
     /// Offset `session − local` at source time `local`.
-    public func offset(atLocal local: Int64) -> Int64 { sessionTime(atLocal: local) &- local }
+    public func offset(atLocal local: Int64) -> Int64 { map.offset(at: LocalInstant(nanoseconds: local)).nanoseconds }
 
     /// `self ∘ inner`: first `inner`, then `self`.
     public func composed(after inner: ClockMapping) -> ClockMapping {
-        ClockMapping(localAnchor: inner.localAnchor,
-                     sessionAnchor: sessionTime(atLocal: inner.sessionAnchor),
-                     rate: rate * inner.rate)
+        // `inner` is read as local → local (a skew), which is how benchmarks use it.
+        let skew = LinearMap<LocalInstant, LocalInstant>(from: inner.map.fromAnchor,
+                                                         to: LocalInstant(nanoseconds: inner.sessionAnchor),
+                                                         rate: inner.rate)
+        return ClockMapping(map.composed(after: skew))
     }
 
     /// The inverse map (target → source).
@@ -51,7 +68,23 @@ public struct ClockMapping: Sendable, Codable, Hashable, CustomStringConvertible
 
     /// The same map re-anchored at source time `local` (keeps numbers small and precise).
     public func reanchored(atLocal local: Int64) -> ClockMapping {
-        ClockMapping(localAnchor: local, sessionAnchor: sessionTime(atLocal: local), rate: rate)
+        ClockMapping(map.reanchored(at: LocalInstant(nanoseconds: local)))
+    }
+
+    private enum CodingKeys: String, CodingKey { case localAnchor, sessionAnchor, rate }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(localAnchor: try container.decode(Int64.self, forKey: .localAnchor),
+                  sessionAnchor: try container.decode(Int64.self, forKey: .sessionAnchor),
+                  rate: try container.decode(Double.self, forKey: .rate))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(localAnchor, forKey: .localAnchor)
+        try container.encode(sessionAnchor, forKey: .sessionAnchor)
+        try container.encode(rate, forKey: .rate)
     }
 
     public var description: String {

@@ -4,39 +4,63 @@ import Glibc
 import Darwin
 #endif
 
-/// A monotonic time source in nanoseconds.
+/// A monotonic clock that reads `LocalInstant`s and can be slept on: the clock a peer's drivers read and wait on.
 ///
-/// State machines in `TandemCore` never read a clock themselves: every input carries `now`. Drivers read a
-/// `MonotonicClock`, so tests inject `ManualClock` (TandemTesting) and benchmarks inject skewed clocks.
-public protocol MonotonicClock: Sendable {
-    /// The current reading in nanoseconds. Never decreases.
-    func now() -> Int64
-}
+/// State machines in `TandemCore` never read a clock themselves: every input carries `now`. Drivers read and sleep
+/// on a `MonotonicClock`, so tests inject `ManualClock` (TandemTesting) and benchmarks inject skewed clocks.
+public protocol MonotonicClock: Clock where Instant == LocalInstant, Duration == Swift.Duration {}
 
 /// The machine's `CLOCK_MONOTONIC`, the same time base GStreamer's system clock uses.
 ///
 /// Provided here so that every layer agrees on one definition; the state machines themselves take time as input.
 public struct SystemMonotonicClock: MonotonicClock {
     public init() {}
-    public func now() -> Int64 {
+
+    public var now: LocalInstant {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+        return LocalInstant(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
+    }
+
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    public func sleep(until deadline: LocalInstant, tolerance: Duration? = nil) async throws {
+        // CLOCK_MONOTONIC is the clock ContinuousClock reads on Linux; sleep there for the remaining span.
+        let remaining = deadline - now
+        guard remaining > .zero else { try Task.checkCancellation(); return }
+        try await ContinuousClock().sleep(for: remaining.duration, tolerance: tolerance)
     }
 }
 
-/// A clock that reads `mapping(base.now())`: how benchmarks give a peer a wrong view of time
-/// (an offset and a drift) while ground truth stays on `base`.
+/// Any `MonotonicClock`, wrapped so that generic code (`ClockedPlaybackCoordinator`) can take a clock chosen at
+/// run time.
+public struct AnyMonotonicClock: MonotonicClock {
+    public let base: any MonotonicClock
+    public init(_ base: any MonotonicClock) { self.base = base }
+    public var now: LocalInstant { base.now }
+    public var minimumResolution: Duration { base.minimumResolution }
+    public func sleep(until deadline: LocalInstant, tolerance: Duration? = nil) async throws {
+        try await base.sleep(until: deadline, tolerance: tolerance)
+    }
+}
+
+/// A clock that reads `skew(base.now)`: how benchmarks give a peer a wrong view of time (an offset and a drift)
+/// while ground truth stays on `base`.
 public struct SkewedClock: MonotonicClock {
     public let base: any MonotonicClock
     /// Maps a `base` reading to this clock's reading.
     public let skew: ClockMapping
     public init(base: any MonotonicClock, offset: Int64, driftPPM: Double) {
         self.base = base
-        let anchor = base.now()
+        let anchor = base.now.nanoseconds
         self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: anchor + offset, rate: 1 + driftPPM / 1_000_000)
     }
-    public func now() -> Int64 { skew.sessionTime(atLocal: base.now()) }
+    public var now: LocalInstant { LocalInstant(nanoseconds: skew.sessionTime(atLocal: base.now.nanoseconds)) }
+    public var minimumResolution: Duration { base.minimumResolution }
+    public func sleep(until deadline: LocalInstant, tolerance: Duration? = nil) async throws {
+        let baseDeadline = LocalInstant(nanoseconds: skew.localTime(atSession: deadline.nanoseconds))
+        try await base.sleep(until: baseDeadline, tolerance: tolerance)
+    }
 }
 
 /// Durations in nanoseconds, spelled readably.

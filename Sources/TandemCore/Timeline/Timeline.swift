@@ -1,6 +1,7 @@
 /// The shared state of playback, owned and ordered by the session authority.
 ///
-/// `expectedItemTime(at t) = anchorItemTime + rate × (t − anchorSessionTime)` while playing; constant otherwise.
+/// `expectedItemTime(at t) = anchorItemTime + rate × (t − anchorSessionTime)` (its `projection`) while playing;
+/// constant otherwise.
 public struct Timeline: Hashable, Sendable, Codable {
     public enum Status: Hashable, Sendable, Codable {
         /// Rendering `anchorItemTime` at `anchorSessionTime`, advancing at `rate`.
@@ -36,7 +37,13 @@ public struct Timeline: Hashable, Sendable, Codable {
     /// Before a scheduled start (`t < anchorSessionTime`) that is the anchor itself.
     public func expectedItemTime(atSessionTime t: Int64) -> Int64 {
         guard case .playing = status, t > anchorSessionTime else { return anchorItemTime }
-        return anchorItemTime + Int64((Double(t - anchorSessionTime) * rate).rounded())
+        return projection(SessionInstant(nanoseconds: t)).nanoseconds
+    }
+
+    /// The line this timeline plays along: `anchorItemTime` at `anchorSessionTime`, advancing at `rate`.
+    public var projection: ItemProjection {
+        ItemProjection(from: SessionInstant(nanoseconds: anchorSessionTime), to: ItemTime(nanoseconds: anchorItemTime),
+                       rate: rate)
     }
 
     public var isPlaying: Bool { if case .playing = status { return true } else { return false } }

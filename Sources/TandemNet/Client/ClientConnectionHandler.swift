@@ -76,7 +76,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func sendHello(context: ChannelHandlerContext) {
         guard !helloSent else { return }
         helloSent = true
-        lastReceived = clock.now()
+        lastReceived = clock.now.nanoseconds
         let hello = Hello(protocolVersion: tandemProtocolVersion, session: invite.session,
                           create: options.createSession ? true : nil)
         if let frame = try? FrameCodec.json(.hello, hello, allocator: context.channel.allocator) {
@@ -209,7 +209,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         guard joined else { return }
         joined = false  // reported once
         var silentSince = lastReceived
-        if let silence = lastSilence, clock.now() - silence.until < heartbeatTimeout { silentSince = silence.from }
+        if let silence = lastSilence, clock.now.nanoseconds - silence.until < heartbeatTimeout { silentSince = silence.from }
         shared.linkEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
     }
 
@@ -255,7 +255,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now() - lastReceived > heartbeatTimeout {
+        if clock.now.nanoseconds - lastReceived > heartbeatTimeout {
             fail(.closed(InvalidationReason(code: .connectionLost, message: "lost the server")),
                  reason: InvalidationReason(code: .connectionLost,
                                             message: "nothing heard from the server for \(Nanos.toSeconds(heartbeatTimeout)) s"),
@@ -282,13 +282,13 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         let frame = FrameCodec.clockPing(sequence: pingSequence, t1: 0, allocator: context.channel.allocator)
         var body = frame.body
         // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
-        let t1 = clock.now()
+        let t1 = clock.now.nanoseconds
         body.setInteger(t1, at: body.readerIndex + 4)
         lastPing = t1
         context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
         let next = estimator.nextPingTime(lastPing: t1)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        pingTimer = context.eventLoop.scheduleTask(in: .nanoseconds(max(1_000_000, next - clock.now()))) {
+        pingTimer = context.eventLoop.scheduleTask(in: .nanoseconds(max(1_000_000, next - clock.now.nanoseconds))) {
             bound.value.sendPing()
         }
     }

@@ -39,7 +39,7 @@ final class LinkImpairmentHandler: ChannelDuplexHandler {
     }
 
     private func release(after last: inout Int64, delay: Int64?) -> Int64 {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let wanted = now + (delay ?? impairment.retransmissionTimeout)
         last = max(wanted, last)
         return last
@@ -70,7 +70,7 @@ final class LinkImpairmentHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let at = max(clock.now(), lastDownRelease)
+        let at = max(clock.now.nanoseconds, lastDownRelease)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
             bound.value.fireChannelInactive()

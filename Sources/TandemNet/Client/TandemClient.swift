@@ -251,7 +251,7 @@ public final class TandemClientConnection: SessionLink {
                 throw TandemClientError.messageTooLarge(size: app.payload.count - appDataCipher.overhead,
                                                         limit: options.maxMessageSize)
             }
-            let now = clock.now()
+            let now = clock.now.nanoseconds
             let allowed = sendTimes.withLockedValue { times -> Bool in
                 times.removeAll { now - $0 > 1_000_000_000 }
                 guard times.count < options.maxMessagesPerSecond else { return false }

@@ -13,7 +13,7 @@ extension TandemClientConnection {
 
     /// The current channel was lost without the server ending the session (called on its event loop).
     func linkLost(_ reason: InvalidationReason, silentSince: Int64) {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let start = phase.withLockedValue { phase -> Bool? in
             switch phase {
             case .connected:
@@ -47,10 +47,10 @@ extension TandemClientConnection {
         var delay = max(0, options.reconnectFirstDelay)
         var lastProblem = reason.message
         while true {
-            let wait = min(delay, deadline - clock.now())
+            let wait = min(delay, deadline - clock.now.nanoseconds)
             if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
             guard isReconnecting else { return }
-            let left = deadline - clock.now()
+            let left = deadline - clock.now.nanoseconds
             if left <= 0 { break }
             let epoch = lastEpoch.withLockedValue { value in
                 value += 1
@@ -121,7 +121,7 @@ extension TandemClientConnection {
         // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
         // the server forgot with the old channel (readiness, suspensions).
         shared.deliver(.welcome(welcome))
-        let after = max(0, clock.now() - silentSince)
+        let after = max(0, clock.now.nanoseconds - silentSince)
         shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
                                       text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
                                       sessionTime: sessionNow())))
@@ -130,7 +130,7 @@ extension TandemClientConnection {
         return true
     }
 
-    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now()) ?? 0 }
+    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now.nanoseconds) ?? 0 }
 
     /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
     /// `reconnected` when that worked. The stream ends when the connection closes.

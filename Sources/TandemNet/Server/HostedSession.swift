@@ -41,7 +41,7 @@ final class HostedSession: @unchecked Sendable {
         self.logger = logger
         self.onEnded = onEnded
         self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: configuration.authority,
-                                          now: clock.now())
+                                          now: clock.now.nanoseconds)
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
@@ -58,7 +58,7 @@ final class HostedSession: @unchecked Sendable {
         }
         switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                               prerollEstimate: prerollEstimate, wantsHost: wantsHost,
-                              newReconnectToken: Self.newReconnectToken(), now: clock.now()) {
+                              newReconnectToken: Self.newReconnectToken(), now: clock.now.nanoseconds) {
         case .refused(let reason):
             connection.close(WireErrorCode(reason.code), reason.message)
         case .joined(let participant, let actions):
@@ -98,7 +98,7 @@ final class HostedSession: @unchecked Sendable {
         if case .journal(let journalMessage) = message {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
-        perform(authority.receive(message, from: participant, now: clock.now()))
+        perform(authority.receive(message, from: participant, now: clock.now.nanoseconds))
         if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
@@ -113,7 +113,7 @@ final class HostedSession: @unchecked Sendable {
         connections[participant] = nil
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
-        perform(authority.connectionLost(participant, now: clock.now(), what: what))
+        perform(authority.connectionLost(participant, now: clock.now.nanoseconds, what: what))
     }
 
     /// A connection closed while its join was being processed.
@@ -127,7 +127,7 @@ final class HostedSession: @unchecked Sendable {
     func shutdown(reason: InvalidationReason) {
         loop.preconditionInEventLoop()
         guard !ended else { return }
-        perform(authority.shutdown(reason: reason, now: clock.now()))
+        perform(authority.shutdown(reason: reason, now: clock.now.nanoseconds))
         if !ended { finish(reason) }
     }
 
@@ -218,12 +218,12 @@ final class HostedSession: @unchecked Sendable {
         guard deadline < timerDeadline || timer == nil else { return }
         timer?.cancel()
         timerDeadline = deadline
-        let delay = max(0, deadline - clock.now())
+        let delay = max(0, deadline - clock.now.nanoseconds)
         timer = loop.scheduleTask(in: .nanoseconds(delay)) { [weak self] in
             guard let self, !self.ended else { return }
             self.timer = nil
             self.timerDeadline = .max
-            self.perform(self.authority.timerFired(now: self.clock.now()))
+            self.perform(self.authority.timerFired(now: self.clock.now.nanoseconds))
         }
     }
 

@@ -79,7 +79,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         connection = ServerConnection(channel: context.channel, handler: self)
-        lastReceived = clock.now()
+        lastReceived = clock.now.nanoseconds
         if context.channel.isActive { start(context: context) }
     }
 
@@ -131,7 +131,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now() - lastReceived > configuration.heartbeatTimeout {
+        if clock.now.nanoseconds - lastReceived > configuration.heartbeatTimeout {
             closeAfterSending(.heartbeatTimeout, "nothing heard for \(Nanos.toSeconds(configuration.heartbeatTimeout)) s",
                               immediately: true)
             return
@@ -232,7 +232,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             let t3Index = body.writerIndex
             body.writeInteger(Int64(0))
             // t3 is stamped as late as possible: just before the frame goes to the encoder and the socket.
-            body.setInteger(clock.now(), at: t3Index)
+            body.setInteger(clock.now.nanoseconds, at: t3Index)
             context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPong, body: body)), promise: nil)
             return
         default:

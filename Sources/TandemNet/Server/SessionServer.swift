@@ -254,7 +254,7 @@ public final class SessionServer: Sendable {
     /// A session created by a client that proved its key; it expires if nobody joins it in time.
     func createRemoteSession(id: String, key: SymmetricKey, address: String) throws(SessionServerError) -> HostedSession {
         let session = try createSession(id: id, key: key)
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         creations.withLockedValue { creations in
             if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < 60_000_000_000 } } }
             creations[address, default: []].append(now)
@@ -270,7 +270,7 @@ public final class SessionServer: Sendable {
 
     /// Whether `address` is within its session-creation quota (creations in the last minute).
     func mayCreateSession(from address: String) -> Bool {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         return creations.withLockedValue { creations in
             let recent = (creations[address] ?? []).filter { now - $0 < 60_000_000_000 }
             creations[address] = recent.isEmpty ? nil : recent
@@ -305,7 +305,7 @@ public final class SessionServer: Sendable {
     /// Logs a refusal at info level, at most one line per address per second (later lines count the ones
     /// left out). Never logs a secret, key or token.
     func logRefusal(address: String, _ what: String) {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let suppressed: Int? = refusals.withLockedValue { refusals in
             if refusals.count > 4_096 { refusals.removeAll() }
             if let state = refusals[address], now - state.lastLogged < 1_000_000_000 {

@@ -130,7 +130,7 @@ public struct FrameDecoder: ByteToMessageDecoder {
         buffer.moveReaderIndex(forwardBy: 4)
         let kind = FrameKind(rawValue: buffer.readInteger(as: UInt8.self)!)!
         let body = buffer.readSlice(length: Int(length) - 1)!
-        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now())))
+        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now.nanoseconds)))
         return .continue
     }
 

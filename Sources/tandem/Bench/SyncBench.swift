@@ -94,7 +94,7 @@ struct SyncBench {
         let marks = Locked<[Mark]>([])
         let leaves = Locked<[Int: Int64]>([:])
         let currentPhase = Locked("joining")
-        let started = clock.now()
+        let started = clock.now.nanoseconds
         let end = started + Nanos.seconds(configuration.duration)
 
         // Collect render records and clock errors while the schedule runs.
@@ -103,7 +103,7 @@ struct SyncBench {
             var lastClock: Int64 = 0
             while !Task.isCancelled {
                 ensemble.collect()
-                let now = clock.now()
+                let now = clock.now.nanoseconds
                 if now - lastClock >= Nanos.seconds(1) {
                     lastClock = now
                     for member in ensemble.all where leaves.withLock({ $0[member.index] == nil }) {
@@ -134,23 +134,23 @@ struct SyncBench {
         }
         func member(_ i: Int) -> Ensemble.Member { members[i % members.count] }
         func at(_ time: Int64) async -> Bool {
-            let wait = time - clock.now()
+            let wait = time - clock.now.nanoseconds
             if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
-            return clock.now() < end
+            return clock.now.nanoseconds < end
         }
         func mark(_ label: String, _ command: String?, _ peer: Ensemble.Member, _ effect: GroundTruth.Effect?,
                   _ phase: Phase?, length: Int64 = Nanos.seconds(5)) {
             currentPhase.withLock { $0 = label }
             marks.withLock {
-                $0.append(Mark(time: clock.now(), label: label, command: command, peer: peer.index, effect: effect,
+                $0.append(Mark(time: clock.now.nanoseconds, label: label, command: command, peer: peer.index, effect: effect,
                                phase: phase, phaseLength: length))
             }
         }
 
         var cycle = 0
         var lateJoiners: [Int] = []
-        var cycleStart = clock.now()
-        schedule: while clock.now() < end {
+        var cycleStart = clock.now.nanoseconds
+        schedule: while clock.now.nanoseconds < end {
             let c = cycleStart
             if cycle == 0 {
                 guard await at(c + Nanos.milliseconds(500)) else { break schedule }
@@ -192,12 +192,12 @@ struct SyncBench {
             currentPhase.withLock { $0 = "late joiner" }
             let stillRunning = await step(44)
             await joiner.peer.leave()
-            leaves.withLock { $0[joiner.index] = clock.now() }
+            leaves.withLock { $0[joiner.index] = clock.now.nanoseconds }
             guard stillRunning, await step(45) else { break }
             cycle += 1
-            cycleStart = clock.now()
+            cycleStart = clock.now.nanoseconds
         }
-        let stopped = clock.now()
+        let stopped = clock.now.nanoseconds
         currentPhase.withLock { $0 = "finishing" }
         collector.cancel()
         var corrections: [String: Int] = [:]

@@ -54,9 +54,9 @@ struct DemoRun {
 
     func run() async throws(CLIError) {
         let clock = SystemMonotonicClock()
-        let started = clock.now()
+        let started = clock.now.nanoseconds
         let interactive = Terminal.stdoutIsTerminal
-        func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now() - started)) }
+        func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now.nanoseconds - started)) }
         func say(_ text: String) {
             if interactive { Terminal.shared.notice("\(elapsed())  \(text)") } else { printLine("\(elapsed())  \(text)") }
         }
@@ -70,7 +70,7 @@ struct DemoRun {
         let carol = try await ensemble.add(.init(name: "carol", player: sinks))
         let marks = Mutex<[Mark]>([])
         func mark(_ label: String, _ member: Ensemble.Member, _ effect: GroundTruth.Effect?) {
-            marks.withLock { $0.append(Mark(time: clock.now(), label: label, peer: member.index, effect: effect)) }
+            marks.withLock { $0.append(Mark(time: clock.now.nanoseconds, label: label, peer: member.index, effect: effect)) }
         }
 
         // Everything the group is told, as ann's player sees it.
@@ -89,7 +89,7 @@ struct DemoRun {
             collector.cancel()
         }
         func at(_ seconds: Double) async {
-            let wait = started + Nanos.seconds(seconds) - clock.now()
+            let wait = started + Nanos.seconds(seconds) - clock.now.nanoseconds
             if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
         }
 
@@ -132,7 +132,7 @@ struct DemoRun {
     }
 
     static func statusLine(_ ensemble: Ensemble, since started: Int64) -> String {
-        let now = SystemMonotonicClock().now()
+        let now = SystemMonotonicClock().now.nanoseconds
         var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
         for member in ensemble.all {
             let position = member.drill.currentItemTime().map(formatClock) ?? "–"

@@ -54,7 +54,7 @@ final class Ensemble: Sendable {
         /// time. Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock. Nil for a
         /// peer that keeps no estimate (a baseline without clock sync).
         func clockError() async -> Int64? {
-            let now = SystemMonotonicClock().now()
+            let now = SystemMonotonicClock().now.nanoseconds
             guard let estimate = await peer.estimatedSessionTime(atLocal: localClock.sessionTime(atLocal: now)) else {
                 return nil
             }
@@ -64,7 +64,7 @@ final class Ensemble: Sendable {
         /// The error of the clock this peer's sinks wait on (ns): its reading minus true session time. For Tandem
         /// it follows the estimate, slewing; a baseline's reads its own local time.
         func engineClockError() -> Int64 {
-            player.pipelineClockNow() - SystemMonotonicClock().now()
+            player.pipelineClockNow() - SystemMonotonicClock().now.nanoseconds
         }
     }
 
@@ -103,7 +103,7 @@ final class Ensemble: Sendable {
     /// Connects a new peer and starts it playing with the group. The first peer added is the session's host.
     @discardableResult
     func add(_ setup: PeerSetup) async throws(CLIError) -> Member {
-        let joinStarted = SystemMonotonicClock().now()
+        let joinStarted = SystemMonotonicClock().now.nanoseconds
         let skewed = SkewedClock(base: SystemMonotonicClock(), offset: setup.clockOffset, driftPPM: setup.clockDriftPPM)
         let player = try makePlayer(setup.player, localTimeModel: skewed.skew)
         let drill = DrillEngine(player: player, loadDelay: setup.loadDelay)

@@ -65,7 +65,7 @@ final class LocalPeer: Sendable {
 
     /// Where this peer stands right now.
     func status() async -> PeerStatus {
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         let mapping = connection.clockMapping()
         let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline

@@ -218,7 +218,7 @@ actor BaselinePeer: PeerDriver {
         guard let last = lastServerTime else { return nil }
         return BaselineRules.Syncplay.globalPosition(
             serverPosition: timeline.expectedItemTime(atSessionTime: last.t3), rate: timeline.rate,
-            smoothedRoundTrip: smoothedRoundTrip ?? 0, sinceArrival: clock.now() - last.arrival)
+            smoothedRoundTrip: smoothedRoundTrip ?? 0, sinceArrival: clock.now.nanoseconds - last.arrival)
     }
 
     private func syncplayCheck(now: Int64) {
@@ -261,7 +261,7 @@ actor BaselinePeer: PeerDriver {
         }
         playingGeneration = timeline.generation
         setSpeed(1)
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         var startSession = timeline.anchorSessionTime
         var item = timeline.anchorItemTime
         let preroll = engine.prerollEstimate
@@ -280,7 +280,7 @@ actor BaselinePeer: PeerDriver {
                 try await engine.prepare(at: startItem, rate: timeline.rate)
                 // The scheduled unpause: a timer that fires at the local time of the start, then play().
                 while true {
-                    let wait = localStart - margin - clock.now()
+                    let wait = localStart - margin - clock.now.nanoseconds
                     if wait <= 0 { break }
                     guard let self, await self.isCurrent(generation) else { return }
                     try? await Task.sleep(for: .nanoseconds(min(wait, Nanos.milliseconds(20))))
@@ -323,12 +323,12 @@ actor BaselinePeer: PeerDriver {
         lastServerTime = (sample.t3, sample.t4)
         if rules == .syncplay, sample.t4 - lastCheck >= Nanos.milliseconds(900) {
             lastCheck = sample.t4
-            syncplayCheck(now: clock.now())
+            syncplayCheck(now: clock.now.nanoseconds)
         }
     }
 
     private func tick() {
-        if rules == .jellyfin { jellyfinCheck(now: clock.now()) }
+        if rules == .jellyfin { jellyfinCheck(now: clock.now.nanoseconds) }
     }
 
     private func engineEvent(_ event: PlaybackEngineEvent) async {
@@ -353,7 +353,7 @@ actor BaselinePeer: PeerDriver {
     /// Plays faster or slower by running the engine's clock at `factor` × local time, without a seek.
     private func setSpeed(_ factor: Double) {
         guard factor != speedFactor else { return }
-        let now = clock.now()
+        let now = clock.now.nanoseconds
         engineMapping = ClockMapping(localAnchor: now, sessionAnchor: engineMapping.sessionTime(atLocal: now), rate: factor)
         speedFactor = factor
         engine.setClockMapping(engineMapping)
