@@ -93,9 +93,10 @@ public struct FakePlaybackEngine: Sendable {
         switch p {
         case .frozen(let x): return x
         case .line(let x, let s, let r):
-            // Before its scheduled start a line shows its first frame.
-            let elapsed = max(0, Double(engineSessionTime(atTrue: t) - s)) * (1 + profile.renderDriftPPM / 1_000_000)
-            return x + Int64((elapsed * r).rounded())
+            // Before its scheduled start a line shows its first frame; a sink that lost sync renders too fast.
+            let line = ItemProjection(from: SessionInstant(nanoseconds: s), to: ItemTime(nanoseconds: x),
+                                      rate: r * (1 + profile.renderDriftPPM / 1_000_000))
+            return line(SessionInstant(nanoseconds: max(s, engineSessionTime(atTrue: t)))).nanoseconds
         }
     }
 

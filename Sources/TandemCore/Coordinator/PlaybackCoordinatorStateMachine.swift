@@ -64,52 +64,50 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public var configuration: Configuration
 
     // Session state.
-    public private(set) var localParticipantID: ParticipantID?
-    public private(set) var timeline: Timeline?
-    public private(set) var activity: ActivityEnvelope?
+    public internal(set) var localParticipantID: ParticipantID?
+    public internal(set) var timeline: Timeline?
+    public internal(set) var activity: ActivityEnvelope?
     /// Everyone else, as the authority last described them.
-    public private(set) var otherParticipants: [ParticipantState] = []
-    public private(set) var invalidation: InvalidationReason?
+    public internal(set) var otherParticipants: [ParticipantState] = []
+    public internal(set) var invalidation: InvalidationReason?
     /// The latest clock-sync estimate (local → session).
-    public private(set) var clockMapping: ClockMapping?
+    public internal(set) var clockMapping: ClockMapping?
 
     // Engine state.
-    public private(set) var loadedItemID: String?
-    public private(set) var mediaInfo: MediaInfo?
-    private var loadingItemID: String?
-    private var target: EngineTarget = .idle
-    private var nextCommandID: UInt64 = 1
-    private var lastCommandID: UInt64 = 0
-    private var pendingLoadID: UInt64?
-    private var pendingPrepare: (id: UInt64, itemTime: Int64, rate: Double)?
-    private var confirmedPrepared: (itemTime: Int64, rate: Double)?
-    private var reportedPreparedGeneration: UInt64?
-    private var pendingPlayID: UInt64?
-    private var playConfirmedAt: Int64?
-    private var engineStalled = false
+    public internal(set) var loadedItemID: String?
+    public internal(set) var mediaInfo: MediaInfo?
+    var loadingItemID: String?
+    var target: EngineTarget = .idle
+    var nextCommandID: UInt64 = 1
+    var lastCommandID: UInt64 = 0
+    var pendingLoadID: UInt64?
+    var pendingPrepare: (id: UInt64, itemTime: Int64, rate: Double)?
+    var confirmedPrepared: (itemTime: Int64, rate: Double)?
+    var reportedPreparedGeneration: UInt64?
+    var pendingPlayID: UInt64?
+    var playConfirmedAt: Int64?
+    var stall: StallState = .flowing
     /// The item the engine could not load; not retried until the activity names another one.
-    private var failedItemID: String?
+    var failedItemID: String?
 
     // Suspensions.
-    private var nextSuspension: UInt64 = 1
-    private var suspensions: [UInt64: SuspensionReason] = [:]
-    private var stallSuspension: UInt64?
+    var nextSuspension: UInt64 = 1
+    var suspensions: [UInt64: SuspensionReason] = [:]
     /// After a stall while the group waits: the prepare at the group's stop, and the stall suspension that stays
     /// open until it completes.
-    private var recovery: (command: UInt64, suspension: UInt64, generation: UInt64)?
-    private var loadingSuspension: UInt64?
+    var recovery: (command: UInt64, suspension: UInt64, generation: UInt64)?
+    var loadingSuspension: UInt64?
 
     // Requests.
-    private var nextRequestID: UInt64 = 1
-    private var localPauseUntil: Int64?
-    private var localPauseRequest: UInt64?
+    var nextRequestID: UInt64 = 1
+    var pauseHold: LocalPauseHold = .none
 
     // Watchdog and reports.
-    private var driftSince: Int64?
+    var drift: DriftWatch = .steady
     /// How many times the drift watchdog resynchronised this peer.
-    public private(set) var resyncCount = 0
-    private var lastLinkReport: Int64?
-    private var flaggedMedia: Set<ParticipantID> = []
+    public internal(set) var resyncCount = 0
+    var lastLinkReport: Int64?
+    var flaggedMedia: Set<ParticipantID> = []
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -162,7 +160,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .notice(let notice):
             actions.append(.event(.notice(notice)))
         case .rejected(let requestID, let reason):
-            if requestID == localPauseRequest { localPauseUntil = nil; localPauseRequest = nil }
+            if requestID == pauseHold.request { pauseHold = .none }
             actions.append(.event(.requestRejected(requestID: requestID, reason: reason)))
         case .invalidated(let reason):
             invalidation = reason
@@ -179,7 +177,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
 
     /// After a reconnect: tells the authority again where this peer stands (readiness, the suspensions that make
     /// the group wait); the next reconcile acknowledges the current generation's preroll again.
-    private mutating func reannounce(into actions: inout [Action]) {
+    mutating func reannounce(into actions: inout [Action]) {
         if loadingItemID != nil {
             actions.append(.send(.readiness(.loading(progress: nil))))
         } else if loadedItemID != nil, let info = mediaInfo {
@@ -193,52 +191,22 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         lastLinkReport = nil
     }
 
-    private mutating func accept(_ tl: Timeline, into actions: inout [Action]) {
+    mutating func accept(_ tl: Timeline, into actions: inout [Action]) {
         if let current = timeline, tl.generation <= current.generation { return }
         timeline = tl
-        if let me = localParticipantID, tl.originator == me, localPauseRequest != nil {
-            localPauseUntil = nil
-            localPauseRequest = nil
-        }
-        driftSince = nil
+        if let me = localParticipantID, tl.originator == me, pauseHold.request != nil { pauseHold = .none }
+        drift = .steady
         actions.append(.event(.timelineChanged(tl)))
         if case .waiting(let who) = tl.status { actions.append(.event(.waiting(for: who))) }
     }
 
-    private mutating func updateParticipants(_ states: [ParticipantState], into actions: inout [Action]) {
+    mutating func updateParticipants(_ states: [ParticipantState], into actions: inout [Action]) {
         let others = states.filter { $0.participant.id != localParticipantID }
         if others != otherParticipants {
             otherParticipants = others
             actions.append(.event(.otherParticipantsChanged(others)))
         }
         checkMedia(now: nil, into: &actions)
-    }
-
-    /// Flags every participant whose loaded item differs from ours: another content id, or a duration more than
-    /// `mediaDurationTolerance` away.
-    private mutating func checkMedia(now: Int64?, into actions: inout [Action]) {
-        guard let mine = mediaInfo else { return }
-        for state in otherParticipants {
-            guard case .ready(let theirs) = state.readiness else { continue }
-            var why: String?
-            if let a = mine.contentID, let b = theirs.contentID, a != b {
-                why = "a different file (content \(b.prefix(12)) here \(a.prefix(12)))"
-            } else if let a = mine.duration, let b = theirs.duration, abs(a - b) > configuration.mediaDurationTolerance {
-                why = String(format: "a file of a different length (%.1f s, here %.1f s)", Double(b) / 1e9,
-                             Double(a) / 1e9)
-            }
-            let id = state.participant.id
-            if let why {
-                if flaggedMedia.insert(id).inserted {
-                    let t = now.flatMap { sessionTime(atLocal: $0) } ?? 0
-                    actions.append(.event(.notice(Notice(kind: .differentMedia, participant: id,
-                                                         text: "\(state.participant.name) is playing \(why)",
-                                                         sessionTime: t))))
-                }
-            } else {
-                flaggedMedia.remove(id)
-            }
-        }
     }
 
     // MARK: User intents
@@ -256,8 +224,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             target = .paused
         }
         actions += request(.pause(itemTime: currentItemTime), now: now)
-        localPauseRequest = nextRequestID - 1
-        localPauseUntil = now + configuration.localPauseHold
+        pauseHold = .holding(request: nextRequestID - 1, until: now + configuration.localPauseHold)
         return actions
     }
 
@@ -275,11 +242,11 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         return request(.rate(rate), now: now)
     }
 
-    private func isWaiting(_ tl: Timeline) -> Bool {
+    func isWaiting(_ tl: Timeline) -> Bool {
         if case .waiting = tl.status { return true } else { return false }
     }
 
-    private mutating func request(_ command: TimelineRequest.Command, now: Int64) -> [Action] {
+    mutating func request(_ command: TimelineRequest.Command, now: Int64) -> [Action] {
         guard invalidation == nil else { return [] }
         let id = nextRequestID
         nextRequestID += 1
@@ -287,296 +254,4 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                                   requestedAtSessionTime: sessionTime(atLocal: now) ?? 0)
         return [.send(.timelineRequest(req))]
     }
-
-    // MARK: Suspensions
-
-    /// Holds this peer back for `reason`; the group waits too when the reason triggers waiting.
-    public mutating func beginSuspension(for reason: SuspensionReason, now: Int64) -> (SuspensionID, [Action]) {
-        var actions: [Action] = []
-        let id = openSuspension(reason, into: &actions)
-        reconcile(now: now, into: &actions)
-        return (SuspensionID(id), actions)
-    }
-
-    /// Ends a suspension; `proposingNewTime` asks the group to resume from that item time.
-    public mutating func endSuspension(_ id: SuspensionID, proposingNewTime: Int64? = nil, now: Int64) -> [Action] {
-        var actions: [Action] = []
-        closeSuspension(id.rawValue, proposing: proposingNewTime, into: &actions)
-        reconcile(now: now, into: &actions)
-        return actions
-    }
-
-    private mutating func openSuspension(_ reason: SuspensionReason, into actions: inout [Action]) -> UInt64 {
-        let id = nextSuspension
-        nextSuspension += 1
-        suspensions[id] = reason
-        // Loading travels as readiness, which the authority treats as the loading suspension.
-        if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
-            actions.append(.send(.suspension(.begin(id: id, reason: reason))))
-        }
-        actions.append(.event(.localSuspensionsChanged(localSuspensionReasons)))
-        return id
-    }
-
-    private mutating func closeSuspension(_ id: UInt64, proposing: Int64?, into actions: inout [Action]) {
-        guard let reason = suspensions.removeValue(forKey: id) else { return }
-        if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
-            actions.append(.send(.suspension(.end(id: id, proposedItemTime: proposing))))
-        }
-        actions.append(.event(.localSuspensionsChanged(localSuspensionReasons)))
-    }
-
-    // MARK: Engine
-
-    /// Feeds the outcome of engine command `id`.
-    public mutating func engineCompleted(_ id: UInt64, _ outcome: EngineOutcome, now: Int64) -> [Action] {
-        var actions: [Action] = []
-        switch outcome {
-        case .loaded(let info):
-            guard id == pendingLoadID, let item = loadingItemID else { break }
-            pendingLoadID = nil
-            loadingItemID = nil
-            loadedItemID = item
-            mediaInfo = info
-            failedItemID = nil
-            if id == lastCommandID { confirmedPrepared = (0, 1) }
-            target = .prepared(itemTime: 0, rate: 1)
-            actions.append(.send(.readiness(.ready(info))))
-            if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
-            checkMedia(now: now, into: &actions)
-        case .prepared(let itemTime):
-            if let p = pendingPrepare, p.id == id {
-                pendingPrepare = nil
-                if id == lastCommandID { confirmedPrepared = (itemTime, p.rate) }
-            }
-            if recovery?.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
-        case .playing:
-            if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now }
-        case .paused:
-            break
-        case .failed(let error):
-            if id == pendingLoadID {
-                pendingLoadID = nil
-                failedItemID = loadingItemID
-                loadingItemID = nil
-                actions.append(.send(.readiness(.failed(error.description))))
-                if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
-            } else {
-                // A failed prepare or play: forget what the engine was told so the next reconcile retries.
-                target = .idle
-                pendingPrepare = nil
-                pendingPlayID = nil
-                if recovery?.command == id { finishRecovery(prepared: false, into: &actions) }
-            }
-            actions.append(.event(.engineFailed(error)))
-            return actions
-        }
-        reconcile(now: now, into: &actions)
-        return actions
-    }
-
-    /// Feeds an asynchronous engine event (buffering, stalls, errors).
-    public mutating func engineEvent(_ event: PlaybackEngineEvent, now: Int64) -> [Action] {
-        var actions: [Action] = []
-        switch event {
-        case .stalled:
-            beginStall(into: &actions)
-        case .buffering(let percent):
-            if percent < 100, case .playing = target { beginStall(into: &actions) }
-            if percent >= 100 { endStall(into: &actions) }
-        case .recovered:
-            endStall(into: &actions)
-        case .error(let error):
-            actions.append(.event(.engineFailed(error)))
-        case .loading, .ready, .endOfStream, .warning:
-            break
-        }
-        reconcile(now: now, into: &actions)
-        return actions
-    }
-
-    private mutating func beginStall(into actions: inout [Action]) {
-        guard !engineStalled else { return }
-        engineStalled = true
-        stallSuspension = openSuspension(.stallRecovery, into: &actions)
-    }
-
-    private mutating func endStall(into actions: inout [Action]) {
-        guard engineStalled else { return }
-        engineStalled = false
-        // The engine froze while the timeline may have gone on: rejoin it from scratch.
-        if case .playing = target { target = .idle }
-        confirmedPrepared = nil
-        defer { stallSuspension = nil }
-        guard let suspension = stallSuspension else { return }
-        if let tl = timeline, case .waiting = tl.status, tl.itemID == loadedItemID, loadingItemID == nil {
-            // The group waits for us: preroll at its stop first and only then end the suspension (after saying
-            // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
-            // preroll estimate.
-            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
-            target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
-            recovery = (lastCommandID, suspension, tl.generation)
-        } else {
-            closeSuspension(suspension, proposing: nil, into: &actions)
-        }
-    }
-
-    /// Ends a stall suspension kept open while the engine prerolled at the group's stop.
-    private mutating func finishRecovery(prepared: Bool, into actions: inout [Action]) {
-        guard let current = recovery else { return }
-        recovery = nil
-        if prepared, let tl = timeline, tl.generation == current.generation {
-            reportedPreparedGeneration = tl.generation
-            actions.append(.send(.prepared(generation: tl.generation)))
-        }
-        closeSuspension(current.suspension, proposing: nil, into: &actions)
-    }
-
-    // MARK: Ticks
-
-    /// Periodic input: the latest clock estimate, its quality, and the engine's real position (for the watchdog).
-    public mutating func tick(now: Int64, mapping: ClockMapping?, clockQuality: (errorBound: Int64, roundTrip: Int64)?,
-                              engineItemTime: Int64?) -> [Action] {
-        var actions: [Action] = []
-        guard invalidation == nil else { return actions }
-        if let mapping, mapping != clockMapping {
-            clockMapping = mapping
-            actions.append(.engine(id: takeCommandID(), .setClockMapping(mapping)))
-        }
-        if let q = clockQuality,
-           lastLinkReport.map({ now - $0 >= configuration.linkReportInterval }) ?? true {
-            lastLinkReport = now
-            actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / 2, errorBound: q.errorBound)))
-        }
-        if let until = localPauseUntil, now >= until { localPauseUntil = nil; localPauseRequest = nil }
-        watchdog(now: now, engineItemTime: engineItemTime, into: &actions)
-        reconcile(now: now, into: &actions)
-        return actions
-    }
-
-    private mutating func watchdog(now: Int64, engineItemTime: Int64?, into actions: inout [Action]) {
-        guard let position = engineItemTime, let tl = timeline, tl.isPlaying, case .playing(let line) = target,
-              let confirmed = playConfirmedAt, !isHeld(now: now), let sNow = sessionTime(atLocal: now),
-              sNow > line.session + configuration.driftSettleTime,
-              now > confirmed + configuration.driftSettleTime
-        else { driftSince = nil; return }
-        let drift = position - tl.expectedItemTime(atSessionTime: sNow)
-        guard abs(drift) > configuration.driftThreshold else { driftSince = nil; return }
-        guard let since = driftSince else { driftSince = now; return }
-        guard now - since >= configuration.driftPersistence else { return }
-        driftSince = nil
-        resyncCount += 1
-        target = .idle
-        confirmedPrepared = nil
-        actions.append(.event(.resynchronising(driftNanos: drift)))
-    }
-
-    // MARK: Applying the timeline
-
-    private func isHeld(now: Int64) -> Bool {
-        !suspensions.isEmpty || engineStalled || (localPauseUntil.map { now < $0 } ?? false)
-    }
-
-    private mutating func takeCommandID() -> UInt64 {
-        let id = nextCommandID
-        nextCommandID += 1
-        return id
-    }
-
-    private mutating func issue(_ command: EngineCommand, into actions: inout [Action]) {
-        let id = takeCommandID()
-        lastCommandID = id
-        switch command {
-        case .load: pendingLoadID = id; confirmedPrepared = nil; pendingPrepare = nil; pendingPlayID = nil
-        case .prepare(let x, let r): pendingPrepare = (id, x, r); confirmedPrepared = nil
-        case .play: pendingPlayID = id; playConfirmedAt = nil; confirmedPrepared = nil
-        case .pause: confirmedPrepared = nil; pendingPrepare = nil
-        case .setClockMapping: break
-        }
-        actions.append(.engine(id: id, command))
-    }
-
-    /// A waiting generation that stops the line this peer plays (a rate change, a stall elsewhere) names a stop
-    /// a little ahead of where the group is. Normally it arrives before that point; when it arrives later (a slow
-    /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
-    /// so it tells the authority how far it got and the group resumes from there.
-    private func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
-        // Only a stop on this very line: a seek names an item time of its own.
-        guard abs(line.item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
-        let stopped = sessionNow + configuration.stopAllowance
-        guard stopped > tl.anchorSessionTime else { return }
-        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
-    }
-
-    /// Brings the engine in line with the current timeline.
-    private mutating func reconcile(now: Int64, into actions: inout [Action]) {
-        guard invalidation == nil else { return }
-        let wantedItem = activity?.itemID ?? timeline?.itemID
-        if let wantedItem, wantedItem == failedItemID { return }
-        if let wantedItem, wantedItem != loadedItemID, wantedItem != loadingItemID {
-            loadingItemID = wantedItem
-            target = .idle
-            if loadingSuspension == nil { loadingSuspension = openSuspension(.loading, into: &actions) }
-            actions.append(.send(.readiness(.loading(progress: nil))))
-            issue(.load(itemID: wantedItem), into: &actions)
-            return
-        }
-        guard let tl = timeline, let loaded = loadedItemID, tl.itemID == loaded, loadingItemID == nil,
-              let mapping = clockMapping
-        else { return }
-
-        if isHeld(now: now) {
-            if case .playing = target { issue(.pause, into: &actions); target = .paused }
-            return
-        }
-
-        switch tl.status {
-        case .paused, .waiting:
-            let x = tl.anchorItemTime
-            if case .waiting = tl.status, case .playing(let line) = target {
-                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: now), into: &actions)
-            }
-            if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
-                if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {
-                    reportedPreparedGeneration = tl.generation
-                    actions.append(.send(.prepared(generation: tl.generation)))
-                }
-                return
-            }
-            if case .prepared(let px, _) = target, px == x { return }   // on its way
-            issue(.prepare(itemTime: x, rate: tl.rate), into: &actions)
-            target = .prepared(itemTime: x, rate: tl.rate)
-        case .playing:
-            let line = tl.projection
-            if case .playing(let current) = target, current == line { return }
-            let sNow = mapping.sessionTime(atLocal: now)
-            let needed = configuration.prerollEstimate + configuration.joinMargin
-            if case .playing = target, line.session > sNow + configuration.joinMargin {
-                // Already rendering: switch lines at the scheduled time without stopping.
-                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
-            } else if line.session >= sNow + configuration.prerollEstimate
-                        || (confirmedPrepared.map { $0.itemTime == line.item } ?? false && line.session > sNow) {
-                if !(confirmedPrepared.map { $0.itemTime == line.item } ?? false) {
-                    issue(.prepare(itemTime: line.item, rate: line.rate), into: &actions)
-                }
-                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
-            } else {
-                // Too late to make the scheduled start: preroll at the projected position and join alone.
-                let start = sNow + needed
-                let item = tl.expectedItemTime(atSessionTime: start)
-                issue(.prepare(itemTime: item, rate: line.rate), into: &actions)
-                issue(.play(from: item, atSessionTime: start, rate: line.rate), into: &actions)
-            }
-            target = .playing(line)
-        }
-    }
-}
-
-extension ItemProjection {
-    /// The session time (ns) at which this line renders `item`.
-    fileprivate var session: Int64 { fromAnchor.nanoseconds }
-    /// The item time (ns) this line renders at `session`.
-    fileprivate var item: Int64 { toAnchor.nanoseconds }
-    /// The item time (ns) this line renders at session time `t` (ns).
-    fileprivate func item(at t: Int64) -> Int64 { self(SessionInstant(nanoseconds: t)).nanoseconds }
 }

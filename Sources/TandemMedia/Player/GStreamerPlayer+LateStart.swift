@@ -8,6 +8,8 @@ extension GStreamerPlayer {
     func prerollForStart(from itemTime: Int64, atSessionTime sessionTime: Int64,
                          rate: Double) throws(PlaybackError) -> (itemTime: Int64, sessionTime: Int64) {
         let margin = Nanos.milliseconds(5)
+        let line = ItemProjection(from: SessionInstant(nanoseconds: sessionTime), to: ItemTime(nanoseconds: itemTime),
+                                  rate: rate)
         var startItem = itemTime
         var startSession = sessionTime
         for attempt in 0..<4 {
@@ -23,7 +25,7 @@ extension GStreamerPlayer {
             // Too late to start at `sessionTime`: join the timeline a little ahead, where this peer can make it.
             let lead = prerollEstimate * Int64(attempt + 1) + Nanos.milliseconds(30)
             startSession = max(sessionTime, now + lead)
-            startItem = itemTime + Int64((Double(startSession - sessionTime) * rate).rounded())
+            startItem = line(SessionInstant(nanoseconds: startSession)).nanoseconds
             if let duration = state.withLock({ $0.transport.info?.duration }), startItem >= duration {
                 throw .seekOutOfRange(itemTime: startItem, duration: duration)
             }

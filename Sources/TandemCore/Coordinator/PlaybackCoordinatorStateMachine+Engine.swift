@@ -1,0 +1,90 @@
+/// Engine bookkeeping: command ids, what each command came to, and engine events.
+extension PlaybackCoordinatorStateMachine {
+    // MARK: Engine
+
+    /// Feeds the outcome of engine command `id`.
+    public mutating func engineCompleted(_ id: UInt64, _ outcome: EngineOutcome, now: Int64) -> [Action] {
+        var actions: [Action] = []
+        switch outcome {
+        case .loaded(let info):
+            guard id == pendingLoadID, let item = loadingItemID else { break }
+            pendingLoadID = nil
+            loadingItemID = nil
+            loadedItemID = item
+            mediaInfo = info
+            failedItemID = nil
+            if id == lastCommandID { confirmedPrepared = (0, 1) }
+            target = .prepared(itemTime: 0, rate: 1)
+            actions.append(.send(.readiness(.ready(info))))
+            if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
+            checkMedia(now: now, into: &actions)
+        case .prepared(let itemTime):
+            if let p = pendingPrepare, p.id == id {
+                pendingPrepare = nil
+                if id == lastCommandID { confirmedPrepared = (itemTime, p.rate) }
+            }
+            if recovery?.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
+        case .playing:
+            if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now }
+        case .paused:
+            break
+        case .failed(let error):
+            if id == pendingLoadID {
+                pendingLoadID = nil
+                failedItemID = loadingItemID
+                loadingItemID = nil
+                actions.append(.send(.readiness(.failed(error.description))))
+                if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
+            } else {
+                // A failed prepare or play: forget what the engine was told so the next reconcile retries.
+                target = .idle
+                pendingPrepare = nil
+                pendingPlayID = nil
+                if recovery?.command == id { finishRecovery(prepared: false, into: &actions) }
+            }
+            actions.append(.event(.engineFailed(error)))
+            return actions
+        }
+        reconcile(now: now, into: &actions)
+        return actions
+    }
+
+    /// Feeds an asynchronous engine event (buffering, stalls, errors).
+    public mutating func engineEvent(_ event: PlaybackEngineEvent, now: Int64) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .stalled:
+            beginStall(into: &actions)
+        case .buffering(let percent):
+            if percent < 100, case .playing = target { beginStall(into: &actions) }
+            if percent >= 100 { endStall(into: &actions) }
+        case .recovered:
+            endStall(into: &actions)
+        case .error(let error):
+            actions.append(.event(.engineFailed(error)))
+        case .loading, .ready, .endOfStream, .warning:
+            break
+        }
+        reconcile(now: now, into: &actions)
+        return actions
+    }
+
+    mutating func takeCommandID() -> UInt64 {
+        let id = nextCommandID
+        nextCommandID += 1
+        return id
+    }
+
+    mutating func issue(_ command: EngineCommand, into actions: inout [Action]) {
+        let id = takeCommandID()
+        lastCommandID = id
+        switch command {
+        case .load: pendingLoadID = id; confirmedPrepared = nil; pendingPrepare = nil; pendingPlayID = nil
+        case .prepare(let x, let r): pendingPrepare = (id, x, r); confirmedPrepared = nil
+        case .play: pendingPlayID = id; playConfirmedAt = nil; confirmedPrepared = nil
+        case .pause: confirmedPrepared = nil; pendingPrepare = nil
+        case .setClockMapping: break
+        }
+        actions.append(.engine(id: id, command))
+    }
+}

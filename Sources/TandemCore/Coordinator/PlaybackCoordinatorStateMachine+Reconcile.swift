@@ -1,0 +1,92 @@
+/// Applying the timeline: brings the engine in line with the group's current generation.
+extension PlaybackCoordinatorStateMachine {
+    // MARK: Applying the timeline
+
+    func isHeld(now: Int64) -> Bool {
+        !suspensions.isEmpty || stall != .flowing || pauseHold.holds(at: now)
+    }
+
+    /// A waiting generation that stops the line this peer plays (a rate change, a stall elsewhere) names a stop
+    /// a little ahead of where the group is. Normally it arrives before that point; when it arrives later (a slow
+    /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
+    /// so it tells the authority how far it got and the group resumes from there.
+    func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
+        // Only a stop on this very line: a seek names an item time of its own.
+        guard abs(line.item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
+        let stopped = sessionNow + configuration.stopAllowance
+        guard stopped > tl.anchorSessionTime else { return }
+        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
+    }
+
+    /// Brings the engine in line with the current timeline.
+    mutating func reconcile(now: Int64, into actions: inout [Action]) {
+        guard invalidation == nil else { return }
+        let wantedItem = activity?.itemID ?? timeline?.itemID
+        if let wantedItem, wantedItem == failedItemID { return }
+        if let wantedItem, wantedItem != loadedItemID, wantedItem != loadingItemID {
+            loadingItemID = wantedItem
+            target = .idle
+            if loadingSuspension == nil { loadingSuspension = openSuspension(.loading, into: &actions) }
+            actions.append(.send(.readiness(.loading(progress: nil))))
+            issue(.load(itemID: wantedItem), into: &actions)
+            return
+        }
+        guard let tl = timeline, let loaded = loadedItemID, tl.itemID == loaded, loadingItemID == nil,
+              let mapping = clockMapping
+        else { return }
+
+        if isHeld(now: now) {
+            if case .playing = target { issue(.pause, into: &actions); target = .paused }
+            return
+        }
+
+        switch tl.status {
+        case .paused, .waiting:
+            let x = tl.anchorItemTime
+            if case .waiting = tl.status, case .playing(let line) = target {
+                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: now), into: &actions)
+            }
+            if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
+                if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {
+                    reportedPreparedGeneration = tl.generation
+                    actions.append(.send(.prepared(generation: tl.generation)))
+                }
+                return
+            }
+            if case .prepared(let px, _) = target, px == x { return }   // on its way
+            issue(.prepare(itemTime: x, rate: tl.rate), into: &actions)
+            target = .prepared(itemTime: x, rate: tl.rate)
+        case .playing:
+            let line = tl.projection
+            if case .playing(let current) = target, current == line { return }
+            let sNow = mapping.sessionTime(atLocal: now)
+            let needed = configuration.prerollEstimate + configuration.joinMargin
+            if case .playing = target, line.session > sNow + configuration.joinMargin {
+                // Already rendering: switch lines at the scheduled time without stopping.
+                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
+            } else if line.session >= sNow + configuration.prerollEstimate
+                        || (confirmedPrepared.map { $0.itemTime == line.item } ?? false && line.session > sNow) {
+                if !(confirmedPrepared.map { $0.itemTime == line.item } ?? false) {
+                    issue(.prepare(itemTime: line.item, rate: line.rate), into: &actions)
+                }
+                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
+            } else {
+                // Too late to make the scheduled start: preroll at the projected position and join alone.
+                let start = sNow + needed
+                let item = tl.expectedItemTime(atSessionTime: start)
+                issue(.prepare(itemTime: item, rate: line.rate), into: &actions)
+                issue(.play(from: item, atSessionTime: start, rate: line.rate), into: &actions)
+            }
+            target = .playing(line)
+        }
+    }
+}
+
+extension ItemProjection {
+    /// The session time (ns) at which this line renders `item`.
+    var session: Int64 { fromAnchor.nanoseconds }
+    /// The item time (ns) this line renders at `session`.
+    var item: Int64 { toAnchor.nanoseconds }
+    /// The item time (ns) this line renders at session time `t` (ns).
+    func item(at t: Int64) -> Int64 { self(SessionInstant(nanoseconds: t)).nanoseconds }
+}

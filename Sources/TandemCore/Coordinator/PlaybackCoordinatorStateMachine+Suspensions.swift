@@ -1,0 +1,76 @@
+/// Local suspensions (sent to the authority when their reason makes the group wait) and engine stalls.
+extension PlaybackCoordinatorStateMachine {
+    // MARK: Suspensions
+
+    /// Holds this peer back for `reason`; the group waits too when the reason triggers waiting.
+    public mutating func beginSuspension(for reason: SuspensionReason, now: Int64) -> (SuspensionID, [Action]) {
+        var actions: [Action] = []
+        let id = openSuspension(reason, into: &actions)
+        reconcile(now: now, into: &actions)
+        return (SuspensionID(id), actions)
+    }
+
+    /// Ends a suspension; `proposingNewTime` asks the group to resume from that item time.
+    public mutating func endSuspension(_ id: SuspensionID, proposingNewTime: Int64? = nil, now: Int64) -> [Action] {
+        var actions: [Action] = []
+        closeSuspension(id.rawValue, proposing: proposingNewTime, into: &actions)
+        reconcile(now: now, into: &actions)
+        return actions
+    }
+
+    mutating func openSuspension(_ reason: SuspensionReason, into actions: inout [Action]) -> UInt64 {
+        let id = nextSuspension
+        nextSuspension += 1
+        suspensions[id] = reason
+        // Loading travels as readiness, which the authority treats as the loading suspension.
+        if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
+            actions.append(.send(.suspension(.begin(id: id, reason: reason))))
+        }
+        actions.append(.event(.localSuspensionsChanged(localSuspensionReasons)))
+        return id
+    }
+
+    mutating func closeSuspension(_ id: UInt64, proposing: Int64?, into actions: inout [Action]) {
+        guard let reason = suspensions.removeValue(forKey: id) else { return }
+        if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
+            actions.append(.send(.suspension(.end(id: id, proposedItemTime: proposing))))
+        }
+        actions.append(.event(.localSuspensionsChanged(localSuspensionReasons)))
+    }
+
+    // MARK: Stalls
+
+    mutating func beginStall(into actions: inout [Action]) {
+        guard stall == .flowing else { return }
+        stall = .stalled(suspension: openSuspension(.stallRecovery, into: &actions))
+    }
+
+    mutating func endStall(into actions: inout [Action]) {
+        guard case .stalled(let suspension) = stall else { return }
+        stall = .flowing
+        // The engine froze while the timeline may have gone on: rejoin it from scratch.
+        if case .playing = target { target = .idle }
+        confirmedPrepared = nil
+        if let tl = timeline, case .waiting = tl.status, tl.itemID == loadedItemID, loadingItemID == nil {
+            // The group waits for us: preroll at its stop first and only then end the suspension (after saying
+            // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
+            // preroll estimate.
+            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
+            target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
+            recovery = (lastCommandID, suspension, tl.generation)
+        } else {
+            closeSuspension(suspension, proposing: nil, into: &actions)
+        }
+    }
+
+    /// Ends a stall suspension kept open while the engine prerolled at the group's stop.
+    mutating func finishRecovery(prepared: Bool, into actions: inout [Action]) {
+        guard let current = recovery else { return }
+        recovery = nil
+        if prepared, let tl = timeline, tl.generation == current.generation {
+            reportedPreparedGeneration = tl.generation
+            actions.append(.send(.prepared(generation: tl.generation)))
+        }
+        closeSuspension(current.suspension, proposing: nil, into: &actions)
+    }
+}
