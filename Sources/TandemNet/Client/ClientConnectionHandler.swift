@@ -35,7 +35,6 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     static let pingsInFlight: UInt32 = 1024
     private var lastPing: Int64?
     private var pingTimer: Scheduled<Void>?
-    private var linkReportTimer: RepeatedTask?
     private var writabilityWaiters: [EventLoopPromise<Void>] = []
     private var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
     /// Which of the connection's successive channels this is (a reconnect opens the next one).
@@ -267,12 +266,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     private func startClockSync(context: ChannelHandlerContext) {
+        // The link report (one-way delay, clock error) is the playback coordinator's to send: it reads
+        // `clockQuality()` on its ticks.
         sendPing()
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let interval = TimeAmount.nanoseconds(options.linkReportInterval)
-        linkReportTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-            bound.value.sendLinkReport()
-        }
     }
 
     private func sendPing() {
@@ -293,19 +289,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func sendLinkReport() {
-        guard let context, case .joined = state, let roundTrip = estimator.roundTrip,
-              let bound = estimator.errorBound else { return }
-        let report = ClientMessage.linkReport(oneWayDelay: roundTrip / 2, errorBound: bound)
-        if let frame = try? FrameCodec.json(.session, report, allocator: context.channel.allocator) {
-            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
-        }
-    }
-
     private func stopTimers() {
         heartbeat?.cancel()
         pingTimer?.cancel()
-        linkReportTimer?.cancel()
         for waiter in writabilityWaiters { waiter.fail(TandemClientError.closed(shared.closedReason ?? InvalidationReason(code: .connectionLost, message: "closed"))) }
         writabilityWaiters.removeAll()
     }

@@ -43,8 +43,6 @@ public enum TandemClient {
         public var maxSendsWaitingForReconnect = 1024
         /// Clock-sync schedule.
         public var clockSync = ClockSyncEstimator.Configuration()
-        /// How often the link report (one-way delay, clock error) goes to the authority (ns).
-        public var linkReportInterval: Int64 = 2_000_000_000
         /// Largest app-message payload (bytes); bigger sends throw `messageTooLarge`.
         public var maxMessageSize = 256 * 1024
         /// App messages per second this peer may send; more throw `rateLimited`.
