@@ -16,6 +16,7 @@ public final class ManualClock: MonotonicClock {
         var now: LocalInstant
         var sleepers: [UInt64: Sleeper] = [:]
         var nextKey: UInt64 = 0
+        var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state: Mutex<State>
@@ -28,6 +29,18 @@ public final class ManualClock: MonotonicClock {
 
     /// How many tasks are sleeping on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Returns once at least `count` tasks sleep on this clock, so that a following `advance` reaches them.
+    public func waitForSleepers(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.sleepers.count >= count { return true }
+                s.sleeperWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
 
     /// Moves the clock `ns` nanoseconds on and wakes every sleeper whose deadline has come.
     public func advance(by ns: Int64) { set(now + TimeSpan(nanoseconds: ns)) }
@@ -57,11 +70,16 @@ public final class ManualClock: MonotonicClock {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let cancelled = Task.isCancelled
+                var waiting: [CheckedContinuation<Void, Never>] = []
                 let resumeNow: Bool = state.withLock { s in
                     if cancelled || deadline <= s.now { return true }
                     s.sleepers[key] = Sleeper(deadline: deadline, continuation: continuation)
+                    let count = s.sleepers.count
+                    waiting = s.sleeperWaiters.filter { $0.count <= count }.map(\.continuation)
+                    s.sleeperWaiters.removeAll { $0.count <= count }
                     return false
                 }
+                for waiter in waiting { waiter.resume() }
                 if cancelled {
                     continuation.resume(throwing: CancellationError())
                 } else if resumeNow {

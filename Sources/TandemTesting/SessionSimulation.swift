@@ -1,7 +1,7 @@
 import TandemCore
 
 /// A deterministic discrete-event simulation of one session: a `SessionAuthority`, and peers each made of a skewed
-/// local clock, a `ClockSyncEstimator`, a `PlaybackCoordinatorStateMachine` and a `FakePlaybackEngine`.
+/// local clock, a `ClockSyncEstimator`, a `PlaybackCoordinatorStateMachine` and a `SimulatedPlayback`.
 ///
 /// Virtual time only (no sleeping, no tasks): `run(until:)` processes events in time order. The simulation's own
 /// clock is the **true** clock and also the authority's clock, so session time equals true time; every peer sees
@@ -40,7 +40,7 @@ public final class SessionSimulation {
         public let setup: PeerSetup
         public internal(set) var id: ParticipantID?
         public internal(set) var machine: PlaybackCoordinatorStateMachine
-        public internal(set) var engine: FakePlaybackEngine
+        public internal(set) var engine: SimulatedPlayback
         public internal(set) var estimator = ClockSyncEstimator()
         /// The estimator's outputs, refreshed when a sample arrives (the only time they change), so ticks and
         /// samples do not recompute them.
@@ -66,7 +66,7 @@ public final class SessionSimulation {
             self.setup = setup
             self.localClock = localClock
             self.machine = PlaybackCoordinatorStateMachine(configuration: setup.coordinator)
-            self.engine = FakePlaybackEngine(profile: setup.engine, localClock: localClock)
+            self.engine = SimulatedPlayback(profile: setup.engine, localClock: localClock)
         }
 
         /// The peer's local clock at true time `t`.
@@ -95,7 +95,7 @@ public final class SessionSimulation {
         case closePeer(Int, InvalidationReason)
         case authorityTimer(UInt64)
         case tick(Int)
-        case engineDone(Int, FakePlaybackEngine.Completion)
+        case engineDone(Int, SimulatedPlayback.Completion)
         case recover(Int)
         case sample
         case script((SessionSimulation) -> Void)
