@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tandem
+import TandemPeer
 
 /// Options every participating peer takes (`host`, `join`).
 struct PeerOptions: ParsableArguments {
