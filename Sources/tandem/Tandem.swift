@@ -1,6 +1,5 @@
 import ArgumentParser
 import Tandem
-import TandemPeer
 
 @main
 struct TandemCommand: AsyncParsableCommand {

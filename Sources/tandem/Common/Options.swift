@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Tandem
-import TandemPeer
 
 /// Options every participating peer takes (`host`, `join`).
 struct PeerOptions: ParsableArguments {
