@@ -5,6 +5,7 @@ import Tandem
 struct TandemCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tandem",
+        version: TandemVersion.string,
         abstract: "Watch together, precisely: play the same media in lockstep with friends.",
         discussion: """
             Each person plays their own copy of the media; Tandem keeps everyone's playback in step. Start with \
