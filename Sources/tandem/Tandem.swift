@@ -5,7 +5,6 @@ import Tandem
 struct TandemCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tandem",
-        version: TandemVersion.string,
         abstract: "Watch together, precisely: play the same media in lockstep with friends.",
         discussion: """
             Each person plays their own copy of the media; Tandem keeps everyone's playback in step. Start with \
@@ -13,6 +12,7 @@ struct TandemCommand: AsyncParsableCommand {
 
             \(TandemExit.documentation)
             """,
+        version: TandemVersion.string,
         subcommands: [HostCommand.self, JoinCommand.self, ServeCommand.self, DemoCommand.self, ProbeCommand.self,
                       BenchCommand.self]
     )
