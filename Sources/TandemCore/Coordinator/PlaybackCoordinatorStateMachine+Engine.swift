@@ -49,20 +49,20 @@ extension PlaybackCoordinatorStateMachine {
         return actions
     }
 
-    /// Feeds an asynchronous engine event (buffering, stalls, errors).
+    /// Feeds an asynchronous engine event (stalls, errors).
+    ///
+    /// Whether the engine stalled is the engine's call (`stalled` / `recovered`; GStreamerPlayer's bus pump
+    /// derives them from buffering messages); `buffering` itself is progress for display.
     public mutating func engineEvent(_ event: PlaybackEngineEvent, now: Int64) -> [Action] {
         var actions: [Action] = []
         switch event {
         case .stalled:
             beginStall(into: &actions)
-        case .buffering(let percent):
-            if percent < 100, case .playing = target { beginStall(into: &actions) }
-            if percent >= 100 { endStall(into: &actions) }
         case .recovered:
             endStall(into: &actions)
         case .error(let error):
             actions.append(.event(.engineFailed(error)))
-        case .loading, .ready, .endOfStream, .warning:
+        case .loading, .ready, .buffering, .endOfStream, .warning:
             break
         }
         reconcile(now: now, into: &actions)

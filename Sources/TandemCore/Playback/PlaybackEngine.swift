@@ -66,7 +66,8 @@ public enum PlaybackEngineEvent: Sendable, Hashable {
     case loading(progress: Double?)
     /// Loaded and prerolled.
     case ready(MediaInfo)
-    /// Network buffering in percent (0...100); below 100 during playback means a stall.
+    /// Network buffering in percent (0...100), for display. A stall is reported with `stalled` (and its end with
+    /// `recovered`): the engine decides when buffering means one.
     case buffering(percent: Int)
     /// Rendering stopped for lack of data (network stall, decoder stall).
     case stalled
