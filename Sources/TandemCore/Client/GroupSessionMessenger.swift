@@ -178,25 +178,19 @@ public final class GroupSessionMessenger: Sendable {
         let upstream = link.serverMessages()
         let cipher = link.payloadCipher
         let undecryptable = self.undecryptable
-        let (stream, continuation) = AsyncStream.makeStream(of: (Value, MessageContext).self)
-        // One forwarding task per subscription, cancelled when the subscriber stops listening.
-        let task = Task {
-            for await message in upstream {
-                guard case .appMessage(let m) = message else { continue }
-                var payload = m.payload
-                if let cipher {
-                    guard let opened = try? cipher.open(payload) else {
-                        undecryptable.count.withLock { $0 += 1 }
-                        continue
-                    }
-                    payload = opened
+        // Pulled by the subscriber, in its own task: nothing runs while it does not listen, or after it stops.
+        return AsyncStream.pulling(upstream) { message -> (Value, MessageContext)? in
+            guard case .appMessage(let m) = message else { return nil }
+            var payload = m.payload
+            if let cipher {
+                guard let opened = try? cipher.open(payload) else {
+                    undecryptable.count.withLock { $0 += 1 }
+                    return nil
                 }
-                guard let value = decode(payload) else { continue }
-                continuation.yield((value, MessageContext(source: m.source, delivery: m.delivery)))
+                payload = opened
             }
-            continuation.finish()
+            guard let value = decode(payload) else { return nil }
+            return (value, MessageContext(source: m.source, delivery: m.delivery))
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 }

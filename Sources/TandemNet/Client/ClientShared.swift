@@ -39,35 +39,24 @@ final class ClientShared: Sendable {
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
     private let gap = NIOLockedValueBox(Gap())
-    /// Link-event subscribers; nil once the link has closed.
-    private let linkSubscribers = NIOLockedValueBox<[AsyncStream<LinkEvent>.Continuation]?>([])
+    /// What happens to the link (`linkEvents()`); a subscriber that does not read keeps the newest 64.
+    let linkEvents = FanOut<LinkEvent>(buffering: .newest(64))
     struct ClockState {
         var mapping: ClockMapping?
         var errorBound: Int64?
         var roundTrip: Int64?
     }
     let clock = NIOLockedValueBox(ClockState())
-    private let subscribers = NIOLockedValueBox<[AsyncStream<ServerMessage>.Continuation]>([])
-    /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
-    private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
+    /// What the server sends; what arrived after the welcome but before anyone subscribed goes to the first
+    /// subscriber. Unbounded: a reliable message is never dropped.
+    let messages = FanOut<ServerMessage>(replay: .backlogToFirstSubscriber)
     private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
     /// Receives app messages instead of the subscribers, when set (load generators).
     let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
-    /// Clock-sample subscribers; nil once the link has closed.
-    private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
+    /// Every clock exchange (`clockSamples()`); a subscriber that does not read keeps the newest 64.
+    let samples = FanOut<ClockSample>(buffering: .newest(64))
 
-    func subscribeSamples(_ continuation: AsyncStream<ClockSample>.Continuation) {
-        let open = sampleSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
-
-    func deliver(_ sample: ClockSample) {
-        sampleSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(sample) } }
-    }
+    func deliver(_ sample: ClockSample) { samples.send(sample) }
 
     var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
 
@@ -122,74 +111,27 @@ final class ClientShared: Sendable {
         }
     }
 
-    func subscribeLinkEvents(_ continuation: AsyncStream<LinkEvent>.Continuation) {
-        let open = linkSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
+    func deliver(_ event: LinkEvent) { linkEvents.send(event) }
 
-    func deliver(_ event: LinkEvent) {
-        linkSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(event) } }
-    }
-
-    func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
-        // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
-        subscribers.withLockedValue { subs in
-            if let early = backlog.withLockedValue({ b -> [ServerMessage]? in
-                defer { b = nil }
-                return b
-            }) {
-                for message in early { continuation.yield(message) }
-            }
-            if let reason = closed.withLockedValue({ $0 }) {
-                continuation.yield(.invalidated(reason))
-                continuation.finish()
-                return
-            }
-            subs.append(continuation)
-        }
-    }
-
-    func deliver(_ message: ServerMessage) {
-        subscribers.withLockedValue { subs in
-            if subs.isEmpty, backlog.withLockedValue({ b -> Bool in
-                b?.append(message)
-                return b != nil
-            }) { return }
-            for continuation in subs { continuation.yield(message) }
-        }
-    }
+    func deliver(_ message: ServerMessage) { messages.send(message) }
 
     /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
     func finish(_ reason: InvalidationReason, announce: Bool) {
-        let subs: [AsyncStream<ServerMessage>.Continuation]? = subscribers.withLockedValue { subs in
-            let already = closed.withLockedValue { c -> Bool in
-                defer { if c == nil { c = reason } }
-                return c != nil
-            }
-            if already { return nil }
-            defer { subs.removeAll() }
-            return subs
+        let first = closed.withLockedValue { c -> Bool in
+            guard c == nil else { return false }
+            c = reason
+            return true
         }
-        guard let subs else { return }
-        for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
-        for continuation in linkSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
+        guard first else { return }
+        samples.finish()
+        linkEvents.finish()
         let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
             gap.closed = reason
             defer { gap.waiters.removeAll() }
             return gap.waiters
         }
         for waiter in waiters { waiter.resume(throwing: reason) }
-        for continuation in subs {
-            if announce { continuation.yield(.invalidated(reason)) }
-            continuation.finish()
-        }
+        // Later subscribers learn why too.
+        messages.finish(last: .invalidated(reason), sendLastNow: announce)
     }
 }

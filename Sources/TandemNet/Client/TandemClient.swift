@@ -271,11 +271,7 @@ public final class TandemClientConnection: SessionLink {
         channel.writeAndFlush(frame, promise: nil)
     }
 
-    public func serverMessages() -> AsyncStream<ServerMessage> {
-        let (stream, continuation) = AsyncStream<ServerMessage>.makeStream(bufferingPolicy: .unbounded)
-        shared.subscribe(continuation)
-        return stream
-    }
+    public func serverMessages() -> AsyncStream<ServerMessage> { shared.messages.subscribe() }
 
     public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
 
@@ -289,11 +285,7 @@ public final class TandemClientConnection: SessionLink {
 
     /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
-    public func clockSamples() -> AsyncStream<ClockSample> {
-        let (stream, continuation) = AsyncStream<ClockSample>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        shared.subscribeSamples(continuation)
-        return stream
-    }
+    public func clockSamples() -> AsyncStream<ClockSample> { shared.samples.subscribe() }
 
     public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
         shared.clock.withLockedValue { state in

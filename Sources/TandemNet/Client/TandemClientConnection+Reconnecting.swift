@@ -134,11 +134,7 @@ extension TandemClientConnection {
 
     /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
     /// `reconnected` when that worked. The stream ends when the connection closes.
-    public func linkEvents() -> AsyncStream<LinkEvent> {
-        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        shared.subscribeLinkEvents(continuation)
-        return stream
-    }
+    public func linkEvents() -> AsyncStream<LinkEvent> { shared.linkEvents.subscribe() }
 
     /// Whether the connection is between a lost link and a reconnect.
     public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
