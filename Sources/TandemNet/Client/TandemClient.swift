@@ -45,9 +45,10 @@ public enum TandemClient {
         public var clockSync = ClockSyncEstimator.Configuration()
         /// How often the link report (one-way delay, clock error) goes to the authority (ns).
         public var linkReportInterval: Int64 = 2_000_000_000
-        /// Largest app-message payload (bytes); bigger sends throw `messageTooLarge`.
+        /// Largest payload of `sendAppMessage` (bytes); bigger sends throw `messageTooLarge`. (A
+        /// `GroupSessionMessenger` checks its own `Limits`; the connection passes its messages on as they are.)
         public var maxMessageSize = 256 * 1024
-        /// App messages per second this peer may send; more throw `rateLimited`.
+        /// Messages per second `sendAppMessage` may send; more throw `rateLimited`.
         public var maxMessagesPerSecond = 200
         /// Chunk size for journal uploads.
         public var attachmentChunkSize = 64 * 1024
@@ -99,8 +100,8 @@ public final class TandemClientConnection: SessionLink {
     var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
     let shared: ClientShared
     let options: TandemClient.Options
-    let sendTimes = NIOLockedValueBox<[Int64]>([])
-    let sequence = NIOLockedValueBox<UInt64>(0)
+    /// Limits and numbers this connection's own app messages (`sendAppMessage`).
+    let appMessageGate: AppMessageGate
     /// Seals app data end to end with the key derived from the invite.
     let appDataCipher: AppDataCipher
     var clock: any MonotonicClock { options.clock }
@@ -134,6 +135,8 @@ public final class TandemClientConnection: SessionLink {
         self.shared = shared
         self.options = options
         self.appDataCipher = AppDataCipher(invite: invite)
+        appMessageGate = AppMessageGate(maxSize: options.maxMessageSize, messagesPerSecond: options.maxMessagesPerSecond,
+                                        burst: options.maxMessagesPerSecond, clock: options.clock)
     }
 
     static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
@@ -245,23 +248,10 @@ public final class TandemClientConnection: SessionLink {
         if case .appMessage(let app) = message, app.delivery == .unreliable, isReconnecting { return }
         try await shared.waitForLink(limit: options.maxSendsWaitingForReconnect)
         let channel = self.channel
-        if case .appMessage(let app) = message {
-            // Payloads arrive here sealed: the limit is on the plaintext, the box adds the cipher's overhead.
-            guard app.payload.count <= options.maxMessageSize + appDataCipher.overhead else {
-                throw TandemClientError.messageTooLarge(size: app.payload.count - appDataCipher.overhead,
-                                                        limit: options.maxMessageSize)
-            }
-            let now = clock.now()
-            let allowed = sendTimes.withLockedValue { times -> Bool in
-                times.removeAll { now - $0 > 1_000_000_000 }
-                guard times.count < options.maxMessagesPerSecond else { return false }
-                times.append(now)
-                return true
-            }
-            guard allowed else { throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond) }
-            if app.delivery == .unreliable, !channel.isWritable {
-                return  // Best effort: dropped rather than queued behind reliable traffic.
-            }
+        // App messages arrive checked against their sender's limits and numbered (`AppMessageGate`): a messenger's,
+        // or `sendAppMessage`'s. Passed on as they are; the server enforces its own limits.
+        if case .appMessage(let app) = message, app.delivery == .unreliable, !channel.isWritable {
+            return  // Best effort: dropped rather than queued behind reliable traffic.
         }
         let frame = try SessionCodec.encode(message, allocator: channel.allocator)
         if !channel.isWritable {
@@ -329,12 +319,7 @@ public final class TandemClientConnection: SessionLink {
     }
 
     /// The next per-sender sequence number for app messages.
-    public func nextMessageSequence() -> UInt64 {
-        sequence.withLockedValue { value in
-            value += 1
-            return value
-        }
-    }
+    public func nextMessageSequence() -> UInt64 { appMessageGate.nextSequence() }
 
     /// Hands every app message from now on to `tap` on the connection's event loop, with the time its frame was
     /// decoded, instead of to `serverMessages()` subscribers: for load generators, which must not measure their
@@ -355,15 +340,19 @@ public final class TandemClientConnection: SessionLink {
         return true
     }
 
-    /// Sends an app message (sequence numbered here), sealed like a messenger's: receivers open it with
+    /// Sends an app message, checked against `Options.maxMessageSize` and `maxMessagesPerSecond` and numbered here,
+    /// sealed like a messenger's: receivers open it with
     /// `payloadCipher`. Raw bytes, without the messenger's type tag.
     public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
                                delivery: MessageDelivery = .reliable) async throws {
-        guard payload.count <= options.maxMessageSize else {
-            throw TandemClientError.messageTooLarge(size: payload.count, limit: options.maxMessageSize)
+        let sequence: UInt64
+        do { sequence = try appMessageGate.admit(size: payload.count) } catch {
+            switch error {
+            case .tooLarge(let size, let limit): throw TandemClientError.messageTooLarge(size: size, limit: limit)
+            case .rateLimited: throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond)
+            }
         }
-        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery,
-                                                      sequence: nextMessageSequence(),
+        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery, sequence: sequence,
                                                       payload: try appDataCipher.seal(payload))))
     }
 
