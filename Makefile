@@ -5,27 +5,83 @@ DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 TANDEM := .build/debug/tandem
+# Where `make install` puts things: $(DESTDIR)$(PREFIX)/bin/tandem, completions and the man page under share/.
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Tandem/Version.swift)
+ARCH := $(shell uname -m)
+MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+# The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
+RELEASE_FLAGS := -c release --static-swift-stdlib
+DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
 
-.PHONY: deps build release test demo samples fuzz fuzz-corpus soak clean
+.PHONY: deps build release install uninstall install-smoke test demo samples fuzz fuzz-corpus soak clean
 
-## Installs the Debian packages Tandem needs, only those that are missing.
+## Installs the Debian packages Tandem needs, only those that are missing. Quiet: one line, and apt's output
+## only when it fails.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	  echo "installing Debian packages:$$missing (log: $(DEPS_LOG))"; \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	      -o Dpkg::Use-Pty=0 $$missing; } > $(DEPS_LOG) 2>&1 \
+	    || { tail -n 30 $(DEPS_LOG); echo "make deps: apt-get failed (full log: $(DEPS_LOG))"; exit 1; }; \
 	fi
 
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
+
+## An optimised, self-contained binary, installed with bash/zsh/fish completions and a man page generated from
+## the command-line definitions: `make install PREFIX=/usr/local` (or `PREFIX=$$HOME/.local`; DESTDIR for staging).
+install: deps
+	swift build $(RELEASE_FLAGS) --product tandem
+	swift build $(RELEASE_FLAGS) --product generate-manual
+	@$(MAKE) --no-print-directory install-files BIN="$$(swift build $(RELEASE_FLAGS) --show-bin-path)"
+
+# Copies a built `tandem` from $(BIN) (with generate-manual beside it) under $(DESTDIR)$(PREFIX).
+install-files:
+	@test -x "$(BIN)/tandem" || { echo "no tandem binary in '$(BIN)'"; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 $(BIN)/tandem $(DESTDIR)$(PREFIX)/bin/tandem
+	$(BIN)/tandem --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem
+	$(BIN)/tandem --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem
+	$(BIN)/tandem --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
+	$(BIN)/generate-manual $(BIN)/tandem --date $(MAN_DATE) --output-directory $(DESTDIR)$(PREFIX)/share/man/man1
+	@echo "installed tandem $(VERSION) in $(DESTDIR)$(PREFIX)/bin (man tandem; completions for bash, zsh, fish)"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tandem $(DESTDIR)$(PREFIX)/share/man/man1/tandem.1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
+
+## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, docs) and its SHA-256.
+release: deps
+	swift build $(RELEASE_FLAGS) --product tandem
+	swift build $(RELEASE_FLAGS) --product generate-manual
+	rm -rf dist/tandem-$(VERSION)-linux-$(ARCH)
+	@$(MAKE) --no-print-directory install-files BIN="$$(swift build $(RELEASE_FLAGS) --show-bin-path)" \
+	  DESTDIR= PREFIX=$(CURDIR)/dist/tandem-$(VERSION)-linux-$(ARCH)
+	cp -r README.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
+	tar -C dist -czf dist/tandem-$(VERSION)-linux-$(ARCH).tar.gz tandem-$(VERSION)-linux-$(ARCH)
+	cd dist && sha256sum tandem-$(VERSION)-linux-$(ARCH).tar.gz | tee tandem-$(VERSION)-linux-$(ARCH).tar.gz.sha256
+
+## Installs the debug build into a scratch prefix and checks what landed (part of `make test`).
+install-smoke:
+	swift build --product generate-manual
+	rm -rf .build/install-smoke
+	@$(MAKE) --no-print-directory install-files BIN=.build/debug PREFIX=$(CURDIR)/.build/install-smoke
+	bash scripts/check-install.sh .build/install-smoke $(VERSION)
 
 ## The whole test suite. One test at a time: on two cores, CPU-bound simulations running beside the tests that
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS)
+	@$(MAKE) --no-print-directory install-smoke
 
 ## A real watch-together session on the bundled samples.
 demo: build
@@ -56,4 +112,4 @@ samples: deps
 	bash scripts/make-samples.sh media-samples
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz dist

@@ -12,6 +12,7 @@ struct TandemCommand: AsyncParsableCommand {
 
             \(TandemExit.documentation)
             """,
+        version: TandemVersion.string,
         subcommands: [HostCommand.self, JoinCommand.self, ServeCommand.self, DemoCommand.self, ProbeCommand.self,
                       BenchCommand.self]
     )

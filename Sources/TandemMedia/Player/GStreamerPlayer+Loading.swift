@@ -1,0 +1,73 @@
+import CTandemGStreamer
+import CTandemGStreamerShim
+import Logging
+import TandemCore
+
+// Loading an item: preroll it at the start, tell a real preroll from a file that holds no media, and translate
+// what went wrong into the error the user sees.
+extension GStreamerPlayer {
+    func loadOnQueue(_ source: MediaLocation) throws(PlaybackError) -> MediaInfo {
+        try ensureOpen()
+        let pipeline = handles.pipeline
+        bus.setContext(location: source.display, isFile: source.isFile, loading: true)
+        defer { bus.setContext(location: source.display, isFile: source.isFile, loading: false) }
+        bus.emit(.loading(progress: 0))
+
+        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_READY.rawValue))
+        _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(5))
+        state.withLock { $0.transport = .empty }
+        tdm_gst_error_trap_reset(handles.trap)
+        tdm_gst_set_string(pipeline, "uri", source.uri)
+        let started = tdm_gst_monotonic_now()
+        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
+        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
+        if done != 1 {
+            let error = trappedError(source: source)
+                ?? (done == -1
+                    ? (source.isFile ? .truncatedOrCorrupt(path: source.display, detail: "preroll timed out")
+                        : .unreachable(uri: source.display, detail: "no data within the preroll timeout"))
+                    : .engineFailure("the pipeline refused to preroll \(source.display)"))
+            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_NULL.rawValue))
+            throw error
+        }
+        let hasVideo = tdm_gst_get_int(pipeline, "n-video") > 0
+        let hasAudio = tdm_gst_get_int(pipeline, "n-audio") > 0
+        let gotData = tdm_gst_sinks_prerolled(handles.videoSink) != 0 || tdm_gst_sinks_prerolled(handles.audioSink) != 0
+        guard (hasVideo || hasAudio) && gotData else {
+            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_NULL.rawValue))
+            if source.isFile {
+                throw .truncatedOrCorrupt(path: source.display, detail: "no audio or video could be read from it")
+            }
+            throw .notMedia(path: source.display)
+        }
+        recordPreroll(tdm_gst_monotonic_now() - started)
+        attachLateSinks()
+        let duration = tdm_gst_query_duration(pipeline)
+        let info = MediaInfo(
+            duration: duration >= 0 ? duration : nil,
+            isSeekable: tdm_gst_query_seekable(pipeline) != 0,
+            hasVideo: hasVideo, hasAudio: hasAudio,
+            contentID: source.isFile ? GStreamer.take(tdm_gst_file_fingerprint(source.path)) : nil,
+            title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)))
+        state.withLock { $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0)) }
+        logger.debug("loaded", metadata: ["location": "\(source.display)", "duration": "\(duration)"])
+        bus.emit(.ready(info))
+        return info
+    }
+
+    /// The error the pipeline's bus recorded since the last reset, as the user should see it; nil when none.
+    func trappedError(source: MediaLocation?, location: (String, Bool)? = nil) -> PlaybackError? {
+        var info = tdm_gst_message_info()
+        guard tdm_gst_error_trap_get(handles.trap, &info) != 0 else {
+            tdm_gst_message_info_clear(&info)
+            return nil
+        }
+        let message = GStreamerMessage(consuming: &info)
+        let (display, isFile) = source.map { ($0.display, $0.isFile) } ?? location ?? ("the item", true)
+        return message.playbackError(location: display, isFile: isFile)
+    }
+
+    func recordPreroll(_ duration: Int64) {
+        state.withLock { $0.prerolls.record(duration) }
+    }
+}

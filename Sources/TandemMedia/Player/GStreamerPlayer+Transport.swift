@@ -1,0 +1,87 @@
+import CTandemGStreamer
+import CTandemGStreamerShim
+import TandemCore
+
+// Prepare, play and pause on the player's queue: each moves `PlayerState.Transport` along with the pipeline.
+extension GStreamerPlayer {
+    func prepareOnQueue(at itemTime: Int64, rate: Double) throws(PlaybackError) {
+        try ensureOpen()
+        let info = try validate(itemTime: itemTime, rate: rate)
+        let pipeline = handles.pipeline
+        let wasPlaying = state.withLock { $0.transport.isPlaying }
+        if wasPlaying {
+            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
+            state.withLock { $0.transport = .paused(info, .unknown) }
+        }
+        if !info.isSeekable && itemTime != 0 { throw .notSeekable }
+        tdm_gst_error_trap_reset(handles.trap)
+        let started = tdm_gst_monotonic_now()
+        guard tdm_gst_seek(pipeline, rate, itemTime) != 0 else {
+            throw .engineFailure("the pipeline refused a seek to \(Nanos.toSeconds(itemTime)) s at rate \(rate)")
+        }
+        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
+        guard done == 1 else {
+            let location = bus.location
+            throw trappedError(source: nil, location: location)
+                ?? .engineFailure(done == -1 ? "preroll after seeking timed out" : "preroll after seeking failed")
+        }
+        recordPreroll(tdm_gst_monotonic_now() - started)
+        let position = tdm_gst_query_position(pipeline)
+        state.withLock {
+            $0.transport = .paused(info, .prerolled(Prepared(itemTime: itemTime, rate: rate),
+                                                    at: position >= 0 ? position : itemTime))
+        }
+    }
+
+    func playOnQueue(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) throws(PlaybackError) {
+        try ensureOpen()
+        let info = try validate(itemTime: itemTime, rate: rate)
+        let pipeline = handles.pipeline
+        let start = try prerollForStart(from: itemTime, atSessionTime: sessionTime, rate: rate)
+        let latency = tdm_gst_query_latency(pipeline)
+        tdm_gst_pipeline_set_latency(pipeline, latency)
+        // After the flushing seek the running time of `start.itemTime` is 0; at rate r it advances as
+        // (item − X) / r. Sinks render running time t when the clock reads base + t + latency.
+        // The GstClock reads session time plus the lead (see `clockLead`). The lead is read, and the player
+        // marked playing, under one lock: from then on calibration changes slew instead of adding lead.
+        let base: Int64 = state.withLock {
+            let base = start.sessionTime + $0.clockLead - Int64(latency)
+            guard base >= 0 else { return base }
+            $0.transport = .playing(info)
+            return base
+        }
+        guard base >= 0 else {
+            throw .engineFailure("session time \(start.sessionTime) is before the clock's origin")
+        }
+        gst_element_set_start_time(pipeline, GstClockTime.max)  // GST_CLOCK_TIME_NONE
+        gst_element_set_base_time(pipeline, GstClockTime(base))
+        guard tdm_gst_set_state(pipeline, Int32(GST_STATE_PLAYING.rawValue)) != 0 else {
+            state.withLock { $0.transport = .paused(info, .unknown) }
+            throw trappedError(source: nil, location: bus.location) ?? .engineFailure("the pipeline refused to play")
+        }
+    }
+
+    func pauseOnQueue() throws(PlaybackError) -> Int64 {
+        try ensureOpen()
+        guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
+        let pipeline = handles.pipeline
+        if let pausedAt = state.withLock({ $0.transport.heldItemTime }) { return pausedAt }
+        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
+        let position = tdm_gst_query_position(pipeline)
+        _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(2))
+        let held = max(0, position >= 0 ? position : tdm_gst_query_position(pipeline))
+        state.withLock { $0.transport = .paused(info, .held(at: held)) }
+        return held
+    }
+
+    /// The loaded item's info, once `itemTime` and `rate` are known to fit it.
+    func validate(itemTime: Int64, rate: Double) throws(PlaybackError) -> MediaInfo {
+        guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
+        guard rate.isFinite, rate > 0 else { throw .invalidRate(rate) }
+        if itemTime < 0 { throw .seekOutOfRange(itemTime: itemTime, duration: info.duration) }
+        if let duration = info.duration, itemTime > duration {
+            throw .seekOutOfRange(itemTime: itemTime, duration: duration)
+        }
+        return info
+    }
+}

@@ -1,0 +1,168 @@
+import CTandemGStreamer
+import CTandemGStreamerShim
+import Dispatch
+import Logging
+import TandemCore
+
+/// The real `PlaybackEngine`: a GStreamer `playbin` on a clock the engine owns and calibrates to session time.
+///
+/// Threading: every GStreamer call that can block (state changes, seeks, waiting for preroll) runs on the
+/// player's own serial dispatch queue and reaches async callers through continuations; the bus is served by a
+/// dedicated thread that turns messages into `events`. Nothing here blocks Swift's cooperative pool.
+///
+/// Sendable: all stored properties are immutable references to Sendable values; the mutable state sits in a
+/// lock (`LockedState<PlayerState>`), and the GStreamer objects in `GstHandles`, whose pointers are only used
+/// through thread-safe GStreamer API (see there).
+///
+/// The parts live in files of their own: configuration, the engine clock (`+Clock`), loading (`+Loading`),
+/// prepare / play / pause (`+Transport`), starting late (`+LateStart`) and the sinks (`+Sinks`).
+public final class GStreamerPlayer: PlaybackEngine {
+    public let events: AsyncStream<PlaybackEngineEvent>
+    /// What the sinks rendered and when (true CLOCK_MONOTONIC): ground truth for tests and benchmarks.
+    public let renderProbe: RenderProbe
+    /// True CLOCK_MONOTONIC → this peer's local time (identity unless a benchmark skews the peer's view).
+    public let localTimeModel: ClockMapping
+    public let configuration: Configuration
+
+    let handles: GstHandles
+    let state: LockedState<PlayerState>
+    let queue: DispatchQueue
+    let bus: BusPump
+    let logger: Logger
+
+    /// Builds the pipeline (nothing loaded yet).
+    ///
+    /// - Parameters:
+    ///   - localTimeModel: maps true CLOCK_MONOTONIC to this peer's local time. Identity for real use;
+    ///     benchmarks inject an offset and drift here so the peer's view of time is wrong the way a real
+    ///     machine's is, while the render probe keeps measuring true time.
+    /// - Throws: `PlaybackError.missingPlugin` when a sink element does not exist,
+    ///   `.engineFailure` when GStreamer cannot start.
+    public init(configuration: Configuration = Configuration(), localTimeModel: ClockMapping = .identity,
+                logger: Logger = Logger(label: "tandem.media.player")) throws(PlaybackError) {
+        try GStreamer.require()
+        self.configuration = configuration
+        self.localTimeModel = localTimeModel
+        self.logger = logger
+        guard let playbin = tdm_gst_playbin_new(nil) else {
+            throw .missingPlugin(detail: "playbin", debianPackage: "gstreamer1.0-plugins-base")
+        }
+        let videoSink: UnsafeMutablePointer<GstElement>
+        let audioSink: UnsafeMutablePointer<GstElement>
+        do {
+            videoSink = try Self.makeSink(configuration.videoSink, kind: .video)
+        } catch {
+            tdm_gst_unref(playbin)
+            throw error
+        }
+        do {
+            audioSink = try Self.makeSink(configuration.audioSink, kind: .audio)
+        } catch {
+            tdm_gst_unref(videoSink)
+            tdm_gst_unref(playbin)
+            throw error
+        }
+        tdm_gst_tune_audio_sinks(audioSink, configuration.audioDriftTolerance / 1000,
+                                 UInt64(max(0, configuration.audioAlignmentThreshold)))
+        tdm_gst_set_object(playbin, "video-sink", videoSink)
+        tdm_gst_set_object(playbin, "audio-sink", audioSink)
+
+        let probe = RenderProbe(capacity: configuration.renderProbeCapacity)
+        var attached = Set<RenderRecord.StreamKind>()
+        if Self.attachProbe(probe, to: videoSink, kind: .video) { attached.insert(.video) }
+        if Self.attachProbe(probe, to: audioSink, kind: .audio) { attached.insert(.audio) }
+        renderProbe = probe
+
+        let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
+        let now = tdm_gst_monotonic_now()
+        let calibration = localTimeModel.reanchored(atLocal: now)
+        Self.apply(calibration, lead: 0, to: clock)
+        tdm_gst_pipeline_use_clock(playbin, clock)
+        let trap = tdm_gst_install_error_trap(playbin)!
+
+        handles = GstHandles(pipeline: playbin, videoSink: videoSink, audioSink: audioSink, trap: trap)
+        state = LockedState(PlayerState(clock: ClockHandle(clock), calibration: calibration,
+                                        probeAttached: attached))
+        tdm_gst_unref(clock)  // the handle and the pipeline hold their own references
+        queue = DispatchQueue(label: "tandem.media.player")
+        let (stream, continuation) = AsyncStream<PlaybackEngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        events = stream
+        bus = BusPump(pipeline: playbin, continuation: continuation, logger: logger)
+        bus.start()
+    }
+
+    deinit {
+        bus.stop()
+        teardown()
+    }
+
+    // MARK: - PlaybackEngine
+
+    public func load(_ location: String) async throws(PlaybackError) -> MediaInfo {
+        let source = try MediaLocation(location)
+        return try await onQueue { () throws(PlaybackError) -> MediaInfo in try self.loadOnQueue(source) }
+    }
+
+    public func prepare(at itemTime: Int64, rate: Double) async throws(PlaybackError) {
+        try await onQueue { () throws(PlaybackError) in try self.prepareOnQueue(at: itemTime, rate: rate) }
+    }
+
+    public func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws(PlaybackError) {
+        try await onQueue { () throws(PlaybackError) in
+            try self.playOnQueue(from: itemTime, atSessionTime: sessionTime, rate: rate)
+        }
+    }
+
+    @discardableResult
+    public func pause() async throws(PlaybackError) -> Int64 {
+        try await onQueue { () throws(PlaybackError) -> Int64 in try self.pauseOnQueue() }
+    }
+
+    public func currentItemTime() -> Int64? {
+        let (loaded, held) = state.withLock { ($0.transport.info != nil, $0.transport.heldItemTime) }
+        guard loaded else { return nil }
+        if let held { return held }
+        let position = tdm_gst_query_position(handles.pipeline)
+        return position >= 0 ? position : nil
+    }
+
+    public var prerollEstimate: Int64 { state.withLock { $0.prerolls.estimate } }
+
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.bus.stop()
+                self.state.withLock { $0.isClosed = true }
+                _ = tdm_gst_set_state(self.handles.pipeline, Int32(GST_STATE_NULL.rawValue))
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: - Extras beyond the protocol (the clock's are in `+Clock`)
+
+    /// What the last successful `load` reported.
+    public var mediaInfo: MediaInfo? { state.withLock { $0.transport.info } }
+
+    // MARK: - Helpers
+
+    /// Runs `body` on the player's queue, where every blocking GStreamer call is made.
+    func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
+        let result: Result<T, PlaybackError> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Result { () throws(PlaybackError) -> T in try body() }) }
+        }
+        return try result.get()
+    }
+
+    func ensureOpen() throws(PlaybackError) {
+        if state.withLock({ $0.isClosed }) { throw .engineFailure("the player is closed") }
+    }
+
+    private func teardown() {
+        _ = tdm_gst_set_state(handles.pipeline, Int32(GST_STATE_NULL.rawValue))
+        state.withLock { $0.clock = ClockHandle(nil) }
+        tdm_gst_unref(handles.videoSink)
+        tdm_gst_unref(handles.audioSink)
+        tdm_gst_unref(handles.pipeline)
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Checks what `make install` put under PREFIX: the binary runs and reports VERSION, the completions and the man
+# page are there and describe the real commands. Usage: check-install.sh PREFIX VERSION
+set -euo pipefail
+prefix=$1 version=$2
+fail() { echo "install check: $*" >&2; exit 1; }
+bin=$prefix/bin/tandem
+[ -x "$bin" ] || fail "no executable at $bin"
+got=$("$bin" --version) || fail "$bin --version failed"
+[ "$got" = "$version" ] || fail "tandem --version printed '$got', expected '$version'"
+"$bin" --help | grep -q "host" || fail "tandem --help does not list 'host'"
+bash_c=$prefix/share/bash-completion/completions/tandem
+zsh_c=$prefix/share/zsh/site-functions/_tandem
+fish_c=$prefix/share/fish/vendor_completions.d/tandem.fish
+man=$prefix/share/man/man1/tandem.1
+for f in "$bash_c" "$zsh_c" "$fish_c" "$man"; do [ -s "$f" ] || fail "missing or empty: $f"; done
+bash -n "$bash_c" || fail "the bash completion script does not parse"
+for sub in host join serve demo probe bench; do
+  grep -q "$sub" "$bash_c" || fail "bash completion lacks '$sub'"
+  grep -q "$sub" "$fish_c" || fail "fish completion lacks '$sub'"
+  grep -q "$sub" "$zsh_c" || fail "zsh completion lacks '$sub'"
+  grep -q "$sub" "$man" || fail "the man page lacks '$sub'"
+done
+grep -q '^\.Dt TANDEM 1' "$man" || fail "the man page has no '.Dt TANDEM 1' header"
+grep -q 'invite-file' "$man" || fail "the man page does not document join's options"
+echo "install check: tandem $version, completions (bash, zsh, fish) and man page under $prefix"
