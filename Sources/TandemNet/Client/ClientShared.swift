@@ -9,26 +9,30 @@ final class AppMessageTap: Sendable {
     init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
 }
 
-/// What happens to a connection's link (`TandemClientConnection.linkEvents()`).
-public enum LinkEvent: Sendable, Hashable {
-    /// The link was lost (why, in words); the connection tries to reconnect as the same participant.
+/// What happens to a connection's network connection underneath (`TandemClientConnection.connectionEvents()`).
+public enum ConnectionEvent: Sendable, Hashable {
+    /// The network connection was lost (why, in words); the connection tries to reconnect as the same participant.
     case reconnecting(reason: String)
     /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
     /// `serverMessages()` subscribers.
     case reconnected(after: Int64)
 }
 
+/// The former name of `ConnectionEvent` ("link" now means only a participant's `SessionLink`).
+@available(*, deprecated, renamed: "ConnectionEvent")
+public typealias LinkEvent = ConnectionEvent
+
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {
     /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
-    struct LinkHooks: Sendable {
+    struct ReconnectHooks: Sendable {
         /// A non-final loss of the current channel: why, and when it was last heard from.
         var lost: @Sendable (InvalidationReason, Int64) -> Void
         /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
         var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
     }
     /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
-    let hooks = NIOLockedValueBox<LinkHooks?>(nil)
+    let hooks = NIOLockedValueBox<ReconnectHooks?>(nil)
     /// The epoch of the channel in use; what older channels report is ignored.
     private let epoch = NIOLockedValueBox<Int>(0)
 
@@ -39,8 +43,9 @@ final class ClientShared: Sendable {
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
     private let gap = NIOLockedValueBox(Gap())
-    /// What happens to the link (`linkEvents()`); a subscriber that does not read keeps the newest 64.
-    let linkEvents = FanOut<LinkEvent>(buffering: .newest(64))
+    /// What happens to the network connection (`connectionEvents()`); a subscriber that does not read keeps the
+    /// newest 64.
+    let connectionEvents = FanOut<ConnectionEvent>(buffering: .newest(64))
     struct ClockState {
         var mapping: ClockMapping?
         var errorBound: Int64?
@@ -64,8 +69,8 @@ final class ClientShared: Sendable {
 
     /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
     /// otherwise the connection may reconnect.
-    func linkEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
-                   silentSince: Int64 = 0) {
+    func channelEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
+                      silentSince: Int64 = 0) {
         guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
         if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
             lost(reason, silentSince)
@@ -97,7 +102,7 @@ final class ClientShared: Sendable {
     }
 
     /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
-    func waitForLink(limit: Int) async throws {
+    func waitForChannel(limit: Int) async throws {
         guard gap.withLockedValue({ $0.open }) else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let now: Result<Void, any Error>? = gap.withLockedValue { gap in
@@ -111,7 +116,7 @@ final class ClientShared: Sendable {
         }
     }
 
-    func deliver(_ event: LinkEvent) { linkEvents.send(event) }
+    func deliver(_ event: ConnectionEvent) { connectionEvents.send(event) }
 
     func deliver(_ message: ServerMessage) { messages.send(message) }
 
@@ -124,7 +129,7 @@ final class ClientShared: Sendable {
         }
         guard first else { return }
         samples.finish()
-        linkEvents.finish()
+        connectionEvents.finish()
         let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
             gap.closed = reason
             defer { gap.waiters.removeAll() }

@@ -89,15 +89,15 @@ private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 /// current local → session time estimate.
 ///
 /// With `Options.reconnectGracePeriod` > 0 a lost link does not end it: it reconnects as the same participant (see
-/// `LinkEvent`), swapping in a new channel, and delivers the new welcome to its subscribers.
+/// `ConnectionEvent`), swapping in a new channel, and delivers the new welcome to its subscribers.
 public final class TandemClientConnection: SessionLink {
     public let localParticipantID: ParticipantID
     /// The snapshot of the latest join (a reconnect brings a fresh one).
-    public var welcome: SessionSnapshot { link.withLockedValue { $0.welcome } }
+    public var welcome: SessionSnapshot { current.withLockedValue { $0.welcome } }
     public let invite: Invite
     /// The current channel (a reconnect replaces it).
-    var channel: any Channel { link.withLockedValue { $0.channel } }
-    var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
+    var channel: any Channel { current.withLockedValue { $0.channel } }
+    var handler: NIOLoopBound<ClientConnectionHandler> { current.withLockedValue { $0.handler } }
     let shared: ClientShared
     let options: TandemClient.Options
     /// Limits and numbers this connection's own app messages (`sendAppMessage`).
@@ -106,13 +106,13 @@ public final class TandemClientConnection: SessionLink {
     let appDataCipher: AppDataCipher
     var clock: any MonotonicClock { options.clock }
     let name: String
-    let link: NIOLockedValueBox<Link>
+    let current: NIOLockedValueBox<CurrentChannel>
     let phase = NIOLockedValueBox<Phase>(.connected)
     let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
     let lastEpoch = NIOLockedValueBox<Int>(0)
 
     /// The channel in use and what its join brought.
-    struct Link {
+    struct CurrentChannel {
         var channel: any Channel
         var handler: NIOLoopBound<ClientConnectionHandler>
         var welcome: SessionSnapshot
@@ -130,7 +130,7 @@ public final class TandemClientConnection: SessionLink {
                      handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
         self.invite = invite
         self.name = name
-        self.link = NIOLockedValueBox(Link(channel: channel, handler: handler, welcome: welcome))
+        current = NIOLockedValueBox(CurrentChannel(channel: channel, handler: handler, welcome: welcome))
         self.localParticipantID = welcome.localParticipant.id
         self.shared = shared
         self.options = options
@@ -146,9 +146,9 @@ public final class TandemClientConnection: SessionLink {
                                                 handler: bound, shared: shared, options: options)
         if options.reconnectGracePeriod > 0 {
             shared.hooks.withLockedValue { hooks in
-                hooks = ClientShared.LinkHooks(
+                hooks = ClientShared.ReconnectHooks(
                     lost: { [weak connection] reason, silentSince in
-                        connection?.linkLost(reason, silentSince: silentSince)
+                        connection?.channelLost(reason, silentSince: silentSince)
                     },
                     resumed: { [weak connection] epoch, welcome, channel, handler in
                         connection?.resumed(epoch: epoch, welcome: welcome, channel: channel, handler: handler) ?? false
@@ -246,7 +246,7 @@ public final class TandemClientConnection: SessionLink {
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
         if case .appMessage(let app) = message, app.delivery == .unreliable, isReconnecting { return }
-        try await shared.waitForLink(limit: options.maxSendsWaitingForReconnect)
+        try await shared.waitForChannel(limit: options.maxSendsWaitingForReconnect)
         let channel = self.channel
         // App messages arrive checked against their sender's limits and numbered (`AppMessageGate`): a messenger's,
         // or `sendAppMessage`'s. Passed on as they are; the server enforces its own limits.
