@@ -48,12 +48,31 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "TandemTesting", dependencies: ["TandemCore"]),
+        // Fakes for tests and benchmarks: a manual clock, an in-memory network, simulated links and link impairment.
+        .target(name: "TandemTesting", dependencies: [
+            "TandemCore", "TandemNet", .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .target(name: "Tandem", dependencies: ["TandemCore", "TandemMedia", "TandemNet"]),
+        // A participant's session driver: player, connection and coordinator wired together, user commands, the
+        // shared media activity. No terminal, no argument parsing.
+        .target(name: "TandemPeer", dependencies: [
+            "Tandem",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // Benchmarks (sync, relay, clock, soak), ensembles of peers, baseline policies, reports and plots.
+        .target(name: "TandemBench", dependencies: [
+            "TandemPeer", "Tandem", "TandemTesting",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The command line: argument parsing, the terminal, wiring.
         .executableTarget(
             name: "tandem",
             dependencies: [
-                "Tandem", "TandemTesting",
+                "Tandem", "TandemPeer", "TandemBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -66,7 +85,11 @@ let package = Package(
         .testTarget(name: "TandemNetTests", dependencies: [
             "TandemNet", "TandemCore", "TandemTesting", .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore"]),
+        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer"]),
+        .testTarget(name: "TandemPeerTests", dependencies: [
+            "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .testTarget(name: "TandemBenchTests", dependencies: ["TandemBench", "TandemPeer", "Tandem", "TandemTesting"]),
         .testTarget(name: "TandemTests", dependencies: ["Tandem"]),
     ]
 )

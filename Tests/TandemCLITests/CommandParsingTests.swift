@@ -1,4 +1,5 @@
 import Testing
+import TandemPeer
 @testable import tandem
 
 @Suite struct CommandParsingTests {

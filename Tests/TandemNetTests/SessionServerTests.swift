@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import TandemCore
+import TandemTesting
 import Testing
 @testable import TandemNet
 
@@ -104,7 +105,7 @@ struct SessionServerTests {
         let server = try await startTestServer()
         let invite = try server.createSession()
         var options = clientOptions()
-        options.impairment = LongPath()
+        options.impair(with: LongPath())
         let client = try await TandemClient.connect(invite: invite, name: "far", options: options)
         let clock = SystemMonotonicClock()
         let connected = clock.now()

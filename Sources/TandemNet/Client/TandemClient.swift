@@ -55,8 +55,10 @@ public enum TandemClient {
         /// This peer's local monotonic clock: clock-sync timestamps and the clock mapping's local axis. Benchmarks
         /// give a peer a skewed clock here (offset and drift) so that clock sync has a real error to correct.
         public var clock: any MonotonicClock = SystemMonotonicClock()
-        /// A simulated network path between this client and the server (delay, jitter, loss), or nil for none.
-        public var impairment: (any LinkImpairment)?
+        /// Extra channel handlers between the socket (and TLS) and the frame codec, made afresh for every channel
+        /// (reconnects included): whole frames pass through them, and arrival times are taken above them. Tests and
+        /// benchmarks put a simulated network path here (`TandemTesting`'s `impair(with:)`).
+        public var transportHandlers: (@Sendable () -> [any ChannelHandler])?
         /// The event loops to use; nil shares one process-wide loop group.
         public var eventLoopGroup: (any EventLoopGroup)?
         public var logger = Logger(label: "tandem.client")
@@ -175,7 +177,7 @@ public final class TandemClientConnection: SessionLink {
         }
         let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
         let clock = options.clock
-        let impairment = options.impairment
+        let transportHandlers = options.transportHandlers
         let handler = ClientConnectionHandler(invite: invite, name: name, options: options, shared: shared,
                                               welcome: welcomePromise, clock: clock, epoch: epoch, resuming: resuming)
         let pin = invite.pinnedCertificateSHA256
@@ -204,10 +206,8 @@ public final class TandemClientConnection: SessionLink {
                         }
                         try channel.pipeline.syncOperations.addHandler(tlsHandler)
                     }
-                    if let impairment {
-                        // Between the socket (and TLS) and the codec: whole frames are delayed, timestamps are
-                        // taken on this side of the simulated path.
-                        try channel.pipeline.syncOperations.addHandler(LinkImpairmentHandler(impairment: impairment))
+                    if let transportHandlers {
+                        try channel.pipeline.syncOperations.addHandlers(transportHandlers())
                     }
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(FrameDecoder(maxFrameSize: 1 << 20, clock: clock)),
@@ -321,16 +321,21 @@ public final class TandemClientConnection: SessionLink {
     /// The next per-sender sequence number for app messages.
     public func nextMessageSequence() -> UInt64 { appMessageGate.nextSequence() }
 
+    // MARK: On the event loop (load generators)
+
+    /// The event loop of the current channel, for work that must run beside the connection (load generators).
+    @_spi(EventLoopAccess) public var eventLoop: any EventLoop { channel.eventLoop }
+
     /// Hands every app message from now on to `tap` on the connection's event loop, with the time its frame was
     /// decoded, instead of to `serverMessages()` subscribers: for load generators, which must not measure their
     /// own queues.
-    func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) {
+    @_spi(EventLoopAccess) public func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) {
         shared.appTap.withLockedValue { $0 = AppMessageTap(handler: tap) }
     }
 
     /// Writes a reliable app message to everyone, on the connection's event loop (which the caller must be on).
     /// Returns false when the connection cannot take it.
-    func writeAppMessageOnLoop(_ payload: Data) -> Bool {
+    @_spi(EventLoopAccess) public func writeAppMessageOnLoop(_ payload: Data) -> Bool {
         channel.eventLoop.preconditionInEventLoop()
         guard shared.closedReason == nil, channel.isWritable else { return false }
         let message = ClientMessage.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Tandem
+import TandemPeer
 
 /// `tandem host FILE`: starts a session on FILE, prints its invite and takes part as the first participant.
 struct HostCommand: AsyncParsableCommand {
@@ -98,7 +99,7 @@ struct HostCommand: AsyncParsableCommand {
             let dial: Invite
             var embedded: SessionServer?
             if let server {
-                invite = try Self.sessionInvite(onServer: server)
+                invite = try Invite.forNewSession(onServer: server)
                 options.createSession = true
                 if let createTokenFile {
                     options.createToken = try readCreateToken(createTokenFile)
@@ -142,68 +143,20 @@ struct HostCommand: AsyncParsableCommand {
                 }
             }
             if let inviteFile {
-                do { try Self.writeInvite(invite, to: inviteFile) } catch {
+                do { try invite.save(toPrivateFile: inviteFile) } catch {
                     await participant.leave()
                     await embedded?.shutdown()
                     throw error
                 }
             }
-            let console = await PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
-            console.emit("invite", ["invite": .string(invite.description)])
+            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
             let header = [
                 "Hosting \(activity.summary)",
                 "Invite: \(invite)",
                 "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)",
             ]
-            do {
-                try await console.run(header: header)
-            } catch {
-                await embedded?.shutdown(reason: InvalidationReason(code: .hostLeft, message: "the host left"))
-                throw error
-            }
-            await embedded?.shutdown(reason: InvalidationReason(code: .hostLeft, message: "the host left"))
-        }
-    }
-
-    /// Writes `invite` and a newline to `path`, which only its owner may read or write (mode 0600, also when the
-    /// file existed before).
-    static func writeInvite(_ invite: Invite, to path: String) throws(CLIError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CLIError(.failure, "cannot write the invite to \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        guard fchmod(fd, 0o600) == 0 else {
-            throw CLIError(.failure, "cannot make \(path) private: \(String(cString: strerror(errno)))")
-        }
-        let bytes = Array((invite.description + "\n").utf8)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
-            guard n > 0 else {
-                throw CLIError(.failure, "cannot write the invite to \(path): \(String(cString: strerror(errno)))")
-            }
-            written += n
-        }
-    }
-
-    /// The invite for a session on a standalone server: `text` is a full invite (reused as it is) or a server
-    /// address `tandem://HOST[:PORT][/SESSION]` (a fresh session name and secret are made up where missing).
-    static func sessionInvite(onServer text: String) throws(CLIError) -> Invite {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let invite = try? Invite(parsing: trimmed) { return invite }
-        guard var components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(),
-              scheme == "tandem" || scheme == "tandems", !(components.host ?? "").isEmpty else {
-            throw CLIError(.badInvite,
-                           "--server \"\(text)\" is not a server address — use tandem://HOST:PORT (or tandems:// for TLS)")
-        }
-        let fresh = Invite.random(host: "localhost", port: Invite.defaultPort)
-        if components.path.split(separator: "/").isEmpty { components.path = "/" + fresh.session }
-        if (components.fragment ?? "").isEmpty { components.fragment = fresh.secret }
-        do {
-            return try Invite(parsing: components.string ?? trimmed)
-        } catch {
-            throw CLIError(.badInvite, "--server: \(error.description)")
+            // The embedded server runs beside the peer and ends with it ("the host left").
+            try await console.run(header: header, invite: invite, server: embedded)
         }
     }
 }

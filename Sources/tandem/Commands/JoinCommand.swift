@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tandem
+import TandemPeer
 
 /// `tandem join [INVITE] [FILE]`: joins a session with one's own copy of the media.
 struct JoinCommand: AsyncParsableCommand {
@@ -81,7 +82,7 @@ struct JoinCommand: AsyncParsableCommand {
             } catch {
                 await connection.close()
                 if mode != .scripted(json: true) { for line in header { printError(line) } }
-                throw CLIError(.badMedia, Self.whereToGetIt(CLIError(error), activity: activity, envelope: connection.welcome.activity, given: file))
+                throw CLIError(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity, problem: CLIError(error).description, given: file))
             }
             let player: GStreamerPlayer
             do { player = try makePlayer(peer.playerConfiguration) } catch {
@@ -89,7 +90,7 @@ struct JoinCommand: AsyncParsableCommand {
                 throw error
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!)
-            let console = await PeerConsole(peer: participant, mode: mode)
+            let console = PeerConsole(peer: participant, mode: mode)
             if let activity, let difference = activity.difference(from: probe) {
                 console.warn("\(difference) — you may not be watching the same thing")
             }
@@ -154,19 +155,5 @@ struct JoinCommand: AsyncParsableCommand {
             }
             return line.trimmingCharacters(in: .whitespaces)
         }
-    }
-
-    /// The error for a missing or unusable file, with where to get the right one.
-    static func whereToGetIt(_ error: CLIError, activity: MediaActivity?, envelope: ActivityEnvelope?, given: String?) -> String {
-        let title = activity?.metadata.title ?? envelope?.metadata.title ?? "the shared media"
-        let name = activity?.fileName
-        var text = error.description
-        if given == nil, let name { text = "you need \"\(title)\" (\(name)) to join, and there is none here (\(error.description))" }
-        if let url = activity?.metadata.fallbackURL ?? envelope?.metadata.fallbackURL {
-            text += " — get it from \(url.absoluteString), then: tandem join INVITE FILE"
-        } else {
-            text += " — ask the host where to get \"\(title)\"\(name.map { " (\($0))" } ?? ""), then: tandem join INVITE FILE"
-        }
-        return text
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tandem
+import TandemPeer
 
 /// `tandem probe FILE`: what GStreamer finds in a media file — duration, streams, codecs.
 struct ProbeCommand: AsyncParsableCommand {
@@ -37,32 +38,6 @@ struct ProbeCommand: AsyncParsableCommand {
             default: throw ExitCode(Self.badInputExitCode)
             }
         }
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(probe), as: UTF8.self))
-        } else {
-            print(Self.describe(probe))
-        }
-    }
-
-    /// The human-readable report.
-    static func describe(_ probe: MediaProbe) -> String {
-        var lines = [probe.location]
-        if let title = probe.title { lines.append("  title:     \(title)") }
-        if let container = probe.container { lines.append("  container: \(container)") }
-        let duration = probe.duration.map { String(format: "%.3f s", Double($0) / 1e9) } ?? "unknown"
-        lines.append("  duration:  \(duration)")
-        lines.append("  seekable:  \(probe.isSeekable ? "yes" : "no")")
-        for (index, stream) in probe.streams.enumerated() {
-            var parts = [stream.codec]
-            if let width = stream.width, let height = stream.height { parts.append("\(width)x\(height)") }
-            if let fps = stream.frameRate { parts.append(String(format: "%g fps", fps)) }
-            if let channels = stream.channels { parts.append("\(channels) ch") }
-            if let rate = stream.sampleRate { parts.append("\(rate) Hz") }
-            if let bitrate = stream.bitrate { parts.append("\(bitrate / 1000) kb/s") }
-            lines.append("  stream \(index): \(stream.kind.rawValue) — \(parts.joined(separator: ", "))")
-        }
-        return lines.joined(separator: "\n")
+        print(json ? try probe.prettyJSON() : probe.report)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Tandem
+import TandemPeer
 
 /// `tandem serve`: a standalone session server (a relay on a public machine).
 struct ServeCommand: AsyncParsableCommand {
@@ -92,7 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")
             let group = ServiceGroup(configuration: .init(
-                services: [.init(service: ServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
             do {
@@ -101,21 +102,6 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CLIError(.failure, "the server stopped: \(error)")
             }
         }
-    }
-}
-
-/// Runs a `SessionServer` until a graceful shutdown, which ends every session with a reason.
-struct ServerService: Service {
-    let server: SessionServer
-
-    func run() async throws {
-        await withGracefulShutdownHandler {
-            await server.waitUntilStopped()
-        } onGracefulShutdown: {
-            Task { await server.shutdown() }
-        }
-        // The listener closes first; wait until every session has been told and the loops are down.
-        await server.shutdown()
     }
 }
 

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Tandem
+import TandemPeer
+import TandemBench
 
 extension CLIError {
     /// A media file Tandem cannot use.
@@ -54,6 +56,9 @@ extension CLIError {
         case let error as TandemClientError: self.init(error)
         case let error as InviteError: self.init(error)
         case let error as SessionServerError: self.init(error)
+        case let error as MissingSample: self.init(.badMedia, error.description)
+        case let error as BenchError: self.init(.failure, error.description)
+        case let error as InviteSetupError: self.init(error.kind == .malformed ? .badInvite : .failure, error.description)
         default: self.init(.failure, "\(error)")
         }
     }
@@ -64,11 +69,15 @@ extension CLIError {
     }
 }
 
-/// Runs a command's body; a `CLIError` becomes one line on standard error and its documented exit code.
+/// Runs a command's body; an error becomes one line on standard error and its documented exit code (library
+/// errors are mapped by their type).
 func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
-    } catch let error as CLIError {
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        let error = CLIError(error)
         printError("tandem: \(error.description)")
         throw error.exit.code
     }

@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+import Tandem
+import TandemPeer
+
+/// The demo's script (`tandem demo`) and its report, measured from ground truth.
+package struct DemoRun {
+    package let file: String
+    package let show: Bool
+
+    package init(file: String, show: Bool) {
+        self.file = file
+        self.show = show
+    }
+
+    /// Something that happened, on the true clock.
+    package struct Mark: Sendable {
+        var time: Int64
+        var label: String
+        var peer: Int
+        var effect: GroundTruth.Effect?
+    }
+
+    /// Runs the script. `print` writes a line; on a terminal, `notice` writes one above the status line that
+    /// `status` redraws; `finished` is called when the session is over, before the report.
+    package func run(print printLine: @escaping @Sendable (String) -> Void,
+                     notice: (@Sendable (String) -> Void)?, status: (@Sendable (String) -> Void)?,
+                     finished: () -> Void) async throws {
+        let clock = SystemMonotonicClock()
+        let started = clock.now()
+        @Sendable func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now() - started)) }
+        @Sendable func say(_ text: String) {
+            if let notice { notice("\(elapsed())  \(text)") } else { printLine("\(elapsed())  \(text)") }
+        }
+
+        printLine("Tandem demo: an embedded server and three peers in this process, playing \(URL(fileURLWithPath: file).lastPathComponent).")
+        printLine("Every peer has its own GStreamer player (\(show ? "real output where available" : "headless")) and its own TCP connection.")
+        let ensemble = try await Ensemble.start(file: file, title: "Demo night")
+        let sinks: GStreamerPlayer.Configuration = show ? GStreamerPlayer.Configuration() : .headless
+        let ann = try await ensemble.add(.init(name: "ann", player: sinks))
+        let bob = try await ensemble.add(.init(name: "bob", loadDelay: .seconds(2.5), player: sinks))
+        let carol = try await ensemble.add(.init(name: "carol", player: sinks))
+        let marks = Mutex<[Mark]>([])
+        func mark(_ label: String, _ member: Ensemble.Member, _ effect: GroundTruth.Effect?) {
+            marks.withLock { $0.append(Mark(time: clock.now(), label: label, peer: member.index, effect: effect)) }
+        }
+
+        // Everything the group is told, as ann's player sees it.
+        let noticeTask = Task {
+            for await notice in ann.peer.session.notices { say(notice.text) }
+        }
+        let collector = Task {
+            while !Task.isCancelled {
+                ensemble.collect()
+                status?(Self.statusLine(ensemble, since: started))
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer {
+            noticeTask.cancel()
+            collector.cancel()
+        }
+        func at(_ seconds: Double) async {
+            let wait = started + Nanos.seconds(seconds) - clock.now()
+            if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
+        }
+
+        say("ann hosts; bob's copy is slow to load (2.5 s), carol's is quick")
+        await at(1)
+        say("ann presses play — nobody starts until bob has loaded")
+        mark("play (waits for bob)", ann, .starts(near: 0))
+        await ann.peer.play()
+        await at(8)
+        mark("bob pauses", bob, .stops)
+        await bob.peer.pause()
+        await at(10)
+        mark("ann plays", ann, .starts(near: nil))
+        await ann.peer.play()
+        await at(13)
+        mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
+        await carol.peer.seek(to: Nanos.seconds(25))
+        await at(16)
+        say("dave joins late; the group plays on")
+        let dave = try await ensemble.add(.init(name: "dave", player: sinks))
+        await at(21)
+        say("carol's player stalls for 2 s (as a starved network stream would)")
+        mark("carol stalls", carol, .stops)
+        let stall = Task { await carol.drill.stall(for: .seconds(2)) }
+        await stall.value
+        mark("carol recovers", carol, .starts(near: nil))
+        await at(28)
+        say("ann ends the session for everyone")
+        await ensemble.finish()
+        finished()
+        printLine("")
+        if let dump = ProcessInfo.processInfo.environment["TANDEM_DUMP_FRAMES"] {
+            let text = ensemble.withTruth { truth in
+                truth.frames.enumerated().flatMap { peer, frames in frames.map { "\(peer),\($0.item),\($0.time - started)" } }
+                    .joined(separator: "\n")
+            }
+            try? text.write(toFile: dump, atomically: true, encoding: .utf8)
+        }
+        printLine(Self.report(ensemble: ensemble, marks: marks.withLock { $0 }, lateJoiner: dave, started: started))
+    }
+
+    package static func statusLine(_ ensemble: Ensemble, since started: Int64) -> String {
+        let now = SystemMonotonicClock().now()
+        var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
+        for member in ensemble.all {
+            let position = member.drill.currentItemTime().map(formatClock) ?? "–"
+            parts.append("\(member.name) \(position)")
+        }
+        let recent = ensemble.withTruth { truth in
+            truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(1)).map(\.spread).max()
+        }
+        if let recent { parts.append(String(format: "skew %.3f ms", Double(recent) / 1e6)) }
+        return parts.joined(separator: " │ ")
+    }
+
+    package static func report(ensemble: Ensemble, marks: [Mark], lateJoiner: Ensemble.Member, started: Int64) -> String {
+        let members = ensemble.all
+        let frameInterval = Nanos.milliseconds(1000.0 / 30)
+        var lines: [String] = []
+        lines.append("Command latency — from the request to every peer rendering its effect (ground truth):")
+        var table = TextTable(["at", "command", "every peer by", "per peer"])
+        for mark in marks {
+            guard let effect = mark.effect else { continue }
+            let present = members.filter { $0.joinStarted < mark.time }
+            let times = ensemble.withTruth { truth in
+                present.map { truth.effectTime(of: $0.index, after: mark.time, effect, frameInterval: frameInterval) }
+            }
+            let perPeer = zip(present, times).map { member, time in
+                "\(member.name) " + (time.map { ms(Double($0 - mark.time)) } ?? "–")
+            }
+            let all = times.allSatisfy { $0 != nil } ? times.compactMap { $0 }.max().map { ms(Double($0 - mark.time)) } ?? "–" : "–"
+            table.add([String(format: "%.1f s", Nanos.toSeconds(mark.time - started)), mark.label, all,
+                       perPeer.joined(separator: ", ")])
+        }
+        lines.append(table.rendered)
+        lines.append("")
+
+        // Skew: the spread of render times of the same frame across peers, away from the moments things change.
+        let changes = marks.map(\.time) + [lateJoiner.joinStarted]
+        let showings = ensemble.withTruth { $0.showings() }
+        let steady = showings.filter { showing in
+            !changes.contains { showing.median >= $0 && showing.median < $0 + Nanos.seconds(1.5) }
+        }
+        let skew = Distribution(steady.map { Double($0.spread) })
+        lines.append("Render skew between peers while playing (\(steady.count) frames shown by 2–4 peers; ground truth):")
+        lines.append("  p50 \(ms(skew.p50))   p99 \(ms(skew.p99))   max \(ms(skew.max))")
+        let firstShowings = marks.filter { if case .starts = $0.effect { true } else { false } }.compactMap { mark in
+            showings.first { $0.median > mark.time && $0.times.count >= 3 }.map { (mark.label, $0.spread) }
+        }
+        if !firstShowings.isEmpty {
+            lines.append("  first frame after each start: " + firstShowings.map { "\($0.0): \(ms(Double($0.1)))" }.joined(separator: " · "))
+        }
+
+        // The late joiner: from starting to join to rendering within 1 ms of the group, frame after frame.
+        let joinerFrames = showings.filter { $0.times[lateJoiner.index] != nil && $0.times.count >= 2 }
+        var inSync: Int64?
+        var run = 0
+        for showing in joinerFrames {
+            let others = showing.times.filter { $0.key != lateJoiner.index }.map(\.value)
+            let reference = others.sorted()[others.count / 2]
+            if abs(showing.times[lateJoiner.index]! - reference) <= Nanos.milliseconds(1) {
+                run += 1
+                if run == 10 { inSync = showing.times[lateJoiner.index]! - 9 * frameInterval; break }
+            } else {
+                run = 0
+            }
+        }
+        lines.append("")
+        lines.append("Late joiner (\(lateJoiner.name)): " + (inSync.map {
+            "within 1 ms of the group \(String(format: "%.2f s", Nanos.toSeconds($0 - lateJoiner.joinStarted))) after it started to join"
+        } ?? "not in sync within 1 ms during the run"))
+        lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
+            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")
+        }.joined(separator: " · "))
+        lines.append("")
+        lines.append("Reproduce: tandem demo. Precise figures under simulated networks and clock errors: tandem bench sync.")
+        return lines.joined(separator: "\n")
+    }
+}

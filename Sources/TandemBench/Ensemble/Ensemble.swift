@@ -1,0 +1,155 @@
+import Foundation
+import Logging
+import Synchronization
+import Tandem
+import TandemPeer
+import TandemTesting
+
+/// Several peers in this process around one embedded session server, with ground truth about what each renders:
+/// what `tandem demo` and `tandem bench sync` run. Every peer is the real thing — its own `GStreamerPlayer`,
+/// its own TCP connection to the real server, its own `PlaybackCoordinator` — only faults (a slow load, a stall,
+/// a wrong clock, a slow link) are injected on purpose.
+package final class Ensemble: Sendable {
+    /// How to set up one peer.
+    package struct PeerSetup: Sendable {
+        package var name: String
+        /// Extra time its first load takes.
+        package var loadDelay: Duration = .zero
+        /// Its local clock reads true time + `clockOffset`, running `clockDriftPPM` fast.
+        package var clockOffset: Int64 = 0
+        package var clockDriftPPM: Double = 0
+        /// A simulated network path to the server, or nil for plain loopback.
+        package var impairment: (any LinkImpairment)?
+        package var player: GStreamerPlayer.Configuration = .headless
+        package var coordinator: PlaybackCoordinator.Configuration = .init()
+        /// Which rules drive the peer: Tandem's coordinator, or a baseline's.
+        package var policy: SyncPolicy = .tandem
+    }
+
+    /// One running peer.
+    package final class Member: Sendable {
+        package let index: Int
+        package let setup: PeerSetup
+        package let peer: any PeerDriver
+        package let player: GStreamerPlayer
+        package let drill: DrillEngine
+        /// True time at which it started to join.
+        package let joinStarted: Int64
+        /// The local clock's mapping from true time (its wrong view of time).
+        package let localClock: ClockMapping
+        fileprivate let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+        package init(index: Int, setup: PeerSetup, peer: any PeerDriver, player: GStreamerPlayer, drill: DrillEngine,
+             joinStarted: Int64, localClock: ClockMapping) {
+            self.index = index
+            self.setup = setup
+            self.peer = peer
+            self.player = player
+            self.drill = drill
+            self.joinStarted = joinStarted
+            self.localClock = localClock
+        }
+
+        package var name: String { setup.name }
+
+        /// The error of the peer's session-time estimate against the truth now (ns): estimated minus true session
+        /// time. Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock. Nil for a
+        /// peer that keeps no estimate (a baseline without clock sync).
+        package func clockError() async -> Int64? {
+            let now = SystemMonotonicClock().now()
+            guard let estimate = await peer.estimatedSessionTime(atLocal: localClock.sessionTime(atLocal: now)) else {
+                return nil
+            }
+            return estimate - now
+        }
+
+        /// The error of the clock this peer's sinks wait on (ns): its reading minus true session time. For Tandem
+        /// it follows the estimate, slewing; a baseline's reads its own local time.
+        package func engineClockError() -> Int64 {
+            player.pipelineClockNow() - SystemMonotonicClock().now()
+        }
+    }
+
+    package let server: SessionServer
+    package let invite: Invite
+    package let file: String
+    private let truth = Mutex(GroundTruth())
+    private let members = Mutex<[Member]>([])
+
+    private init(server: SessionServer, invite: Invite, file: String) {
+        self.server = server
+        self.invite = invite
+        self.file = file
+    }
+
+    /// Starts an embedded server on loopback with a session for `file`.
+    package static func start(file: String, title: String, authority: AuthorityConfiguration = .init(),
+                      logger: Logger = Logger(label: "tandem.ensemble")) async throws -> Ensemble {
+        let probe = try await MediaProbe.probe(file)
+        let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: nil, type: nil, fallbackURL: nil)
+        var configuration = ServerConfiguration(authority: authority)
+        configuration.maxSessions = 4
+        var quiet = logger
+        quiet.logLevel = .warning
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: configuration, logger: quiet)
+        let invite = try server.createSession(activity: try activity.envelope)
+        return Ensemble(server: server, invite: invite, file: file)
+    }
+
+    package var all: [Member] { members.withLock { $0 } }
+
+    /// Connects a new peer and starts it playing with the group. The first peer added is the session's host.
+    @discardableResult
+    package func add(_ setup: PeerSetup) async throws -> Member {
+        let joinStarted = SystemMonotonicClock().now()
+        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: setup.clockOffset, driftPPM: setup.clockDriftPPM)
+        let player = try GStreamerPlayer(configuration: setup.player, localTimeModel: skewed.skew)
+        let drill = DrillEngine(player: player, loadDelay: setup.loadDelay)
+        var options = TandemClient.Options()
+        options.clock = skewed
+        if let impairment = setup.impairment { options.impair(with: impairment) }
+        options.asHost = members.withLock { $0.isEmpty }
+        let peer: any PeerDriver
+        switch setup.policy {
+        case .tandem:
+            peer = try await LocalPeer.connect(invite: invite, name: setup.name, file: file, player: player,
+                                               engine: drill, options: options, configuration: setup.coordinator)
+        case .syncplayRules, .jellyfinRules:
+            peer = try await BaselinePeer.connect(invite: invite, name: setup.name, file: file, player: player,
+                                                  engine: drill, options: options,
+                                                  rules: setup.policy == .syncplayRules ? .syncplay : .jellyfin)
+        }
+        let index = truth.withLock { $0.addPeer() }
+        let member = Member(index: index, setup: setup, peer: peer, player: player, drill: drill,
+                            joinStarted: joinStarted, localClock: skewed.skew)
+        members.withLock { $0.append(member) }
+        member.task.withLock { $0 = Task { await peer.run() } }
+        return member
+    }
+
+    /// Drains every peer's render probe into the ground truth. Call it often enough that probes do not overflow
+    /// (a few times a second).
+    package func collect() {
+        let current = all
+        truth.withLock { truth in
+            for member in current { truth.collect(member.index, from: member.player.renderProbe) }
+        }
+    }
+
+    /// Reads the ground truth under its lock.
+    package func withTruth<T: Sendable>(_ body: (GroundTruth) -> T) -> T {
+        truth.withLock { body($0) }
+    }
+
+    /// Ends the session for everyone, waits for every peer to stop, and stops the server.
+    package func finish() async {
+        let current = all
+        if let host = current.first { try? await host.peer.end() }
+        for member in current {
+            let task = member.task.withLock { $0 }
+            await task?.value
+        }
+        collect()
+        await server.shutdown()
+    }
+}

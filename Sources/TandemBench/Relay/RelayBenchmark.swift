@@ -1,0 +1,292 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import TandemCore
+@_spi(EventLoopAccess) import TandemNet
+
+/// Measures the relay: N participants in M sessions on one in-process server over loopback, each sending K
+/// small reliable messages per second to everyone in its session while clock-syncing at the normal rate.
+///
+/// Latency is measured end to end (sender's `CLOCK_MONOTONIC` in the payload, receiver's on arrival; one
+/// machine, one clock), so it is the relay's added latency plus loopback and client overhead — an upper bound
+/// on what the server adds. The server runs on its own event loop thread(s); the clients on another group.
+package enum RelayBenchmark {
+    public struct Configuration: Sendable, Hashable {
+        public var participants: Int = 40
+        public var sessions: Int = 10
+        public var messagesPerSecond: Double = 10
+        /// Seconds of sending (after everyone has joined).
+        public var duration: Double = 5
+        /// Payload bytes per message (at least 16: send time and sender index).
+        public var payloadSize: Int = 64
+        /// Threads of the server's event loop group (1 = "one core").
+        public var serverThreads: Int = 1
+        /// Threads of the clients' event loop group.
+        public var clientThreads: Int = 2
+        /// Where the server runs: in this process, or an already running standalone server that lets clients
+        /// create sessions (`tandem serve`), whose resident memory and CPU are then read from /proc by its pid.
+        public var server: Placement = .inProcess
+        public init() {}
+    }
+
+    /// Where the measured server runs.
+    public enum Placement: Sendable, Hashable {
+        case inProcess
+        case external(host: String, port: Int, processID: Int32?)
+    }
+
+    public struct Result: Sendable, Hashable, CustomStringConvertible {
+        public var configuration: Configuration
+        /// Participants that joined (the rest failed to connect: see `connectFailures`).
+        public var joined: Int
+        public var connectFailures: [String]
+        public var sent: Int
+        /// Deliveries expected: each message to every other participant of its session.
+        public var expected: Int
+        public var received: Int
+        public var lost: Int { Swift.max(0, expected - received) }
+        /// Latency percentiles (ns) over every delivery.
+        public var p50: Int64
+        public var p99: Int64
+        public var max: Int64
+        /// Resident memory of this process at the end (bytes; server and clients share the process), if known.
+        public var residentMemory: Int64?
+        /// Resident memory before the server started (bytes), to subtract the baseline.
+        public var residentMemoryBefore: Int64?
+        /// Messages the client dropped or refused (rate limits, closed links).
+        public var sendFailures: Int
+        /// An external server's resident memory at the end and its peak (bytes), and the share of one core it used
+        /// while messages flowed (percent).
+        public var serverResidentMemory: Int64?
+        public var serverPeakMemory: Int64?
+        public var serverCPUPercent: Double?
+
+        /// Whether the issue's targets hold: p99 ≤ 2 ms, nothing lost, resident memory ≤ 100 MB (growth).
+        public var meetsTargets: Bool {
+            let memory = serverResidentMemory ?? residentMemory.map { $0 - (residentMemoryBefore ?? 0) }
+            return p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty
+                && (memory.map { $0 <= 100 * 1024 * 1024 } ?? true)
+        }
+
+        public var description: String {
+            func ms(_ ns: Int64) -> String { String(format: "%.3f ms", Double(ns) / 1e6) }
+            let memory = residentMemory.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "unknown"
+            let growth = residentMemory.flatMap { end in residentMemoryBefore.map { String(format: " (+%.1f MB)", Double(end - $0) / 1_048_576) } } ?? ""
+            return """
+            relay: \(joined)/\(configuration.participants) participants in \(configuration.sessions) sessions, \
+            \(configuration.messagesPerSecond) msg/s each for \(configuration.duration) s
+              sent \(sent), delivered \(received)/\(expected), lost \(lost), send failures \(sendFailures)
+              latency p50 \(ms(p50))  p99 \(ms(p99))  max \(ms(max))
+              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
+              targets (p99 ≤ 2 ms, no loss, ≤ 100 MB): \(meetsTargets ? "met" : "NOT met")
+            """
+        }
+    }
+
+    /// Runs one measurement.
+    public static func run(_ configuration: Configuration, logger: Logger = Logger(label: "tandem.bench.relay")) async throws -> Result {
+        let before = residentMemoryBytes()
+        var authority = AuthorityConfiguration()
+        authority.maxParticipants = Swift.max(2, (configuration.participants + configuration.sessions - 1) / max(1, configuration.sessions))
+        authority.endsWhenHostLeaves = false
+        authority.appMessagesPerSecond = Int(configuration.messagesPerSecond.rounded(.up)) * 2 + 10
+        authority.appMessageBurst = authority.appMessagesPerSecond * 2
+        var serverConfiguration = ServerConfiguration(authority: authority)
+        serverConfiguration.threads = configuration.serverThreads
+        serverConfiguration.maxSessions = configuration.sessions
+        serverConfiguration.handshakeTimeout = 30_000_000_000
+        // Joins and leaves are logged at info level: a thousand of them would bury the figures.
+        var serverLogger = logger
+        serverLogger.logLevel = max(logger.logLevel, .warning)
+        var server: SessionServer?
+        var createdInvites: [Invite] = []
+        var serverProcess: Int32?
+        switch configuration.server {
+        case .inProcess:
+            let started = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: serverConfiguration,
+                                                        logger: serverLogger)
+            server = started
+            for index in 0..<configuration.sessions {
+                createdInvites.append(try started.createSession(id: "bench-\(index)"))
+            }
+        case .external(let host, let port, let pid):
+            serverProcess = pid
+            for index in 0..<configuration.sessions {
+                createdInvites.append(Invite(host: host, port: port, session: "bench-\(index)", secret: "bench-secret-\(index)"))
+            }
+        }
+        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: Swift.max(1, configuration.clientThreads))
+        let invites = createdInvites
+        let createsSessions = configuration.server != .inProcess
+
+        // Join everyone, a few at a time.
+        var clientOptions = TandemClient.Options()
+        clientOptions.eventLoopGroup = clientGroup
+        clientOptions.maxMessagesPerSecond = authority.appMessagesPerSecond
+        clientOptions.connectTimeout = 20_000_000_000
+        let options = clientOptions
+        var connections: [(session: Int, link: TandemClientConnection)] = []
+        var failures: [String] = []
+        let batch = 50
+        // On an external server the first participant of each session creates it; the rest join after.
+        let firstRound = createsSessions ? Swift.min(configuration.sessions, configuration.participants) : 0
+        let rounds = [(0, firstRound), (firstRound, configuration.participants)].filter { $0.0 < $0.1 }
+        for (roundStart, roundEnd) in rounds {
+        for start in stride(from: roundStart, to: roundEnd, by: batch) {
+            let results = await withTaskGroup(of: (Int, Result_<TandemClientConnection>).self) { group in
+                for index in start..<Swift.min(start + batch, roundEnd) {
+                    let session = index % configuration.sessions
+                    var options = options
+                    options.createSession = createsSessions && index < firstRound
+                    group.addTask {
+                        do {
+                            let link = try await TandemClient.connect(invite: invites[session], name: "p\(index)",
+                                                                      options: options)
+                            return (session, .success(link))
+                        } catch {
+                            return (session, .failure("\(error)"))
+                        }
+                    }
+                }
+                var out: [(Int, Result_<TandemClientConnection>)] = []
+                for await result in group { out.append(result) }
+                return out
+            }
+            for (session, result) in results {
+                switch result {
+                case .success(let link): connections.append((session, link))
+                case .failure(let text): failures.append(text)
+                }
+            }
+        }
+        }
+        var sessionSizes = [Int](repeating: 0, count: configuration.sessions)
+        for (session, _) in connections { sessionSizes[session] += 1 }
+        let perSession = sessionSizes
+        let joinedLinks = connections
+
+        // Receivers and senders run on the clients' event loops, as a load generator should: no task per
+        // participant, no stream per connection between the socket and the stopwatch, so the figures are the
+        // relay's, not the load generator's. Arrival is stamped when the frame is decoded.
+        let clock = SystemMonotonicClock()
+        let latencies = LatencyLog(capacity: Int(Double(connections.count) * configuration.messagesPerSecond
+                                                 * configuration.duration * 4))
+        for (_, link) in connections {
+            link.tapAppMessages { message, receivedAt in
+                guard message.payload.count >= 8 else { return }
+                let sentAt = message.payload.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
+                latencies.record(receivedAt - sentAt)
+            }
+        }
+
+        // The external server's CPU from here on: the load phase, not the joins.
+        let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
+        let sendingStarted = clock.now()
+        // Senders: K messages per second each, phases spread so the load is even.
+        let sentCounts = NIOLockedValueBox<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
+        let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
+        let endAt = sendingStarted + Int64(configuration.duration * 1e9)
+        var tasks: [RepeatedTask] = []
+        for (index, entry) in connections.enumerated() {
+            let others = perSession[entry.session] - 1
+            let phase = Int64(index) * interval / Int64(Swift.max(1, connections.count))
+            let link = entry.link
+            let payloadSize = Swift.max(16, configuration.payloadSize)
+            tasks.append(link.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
+                                                                     delay: .nanoseconds(interval)) { task in
+                let now = clock.now()
+                guard now < endAt else { task.cancel(); return }
+                var payload = Data(count: payloadSize)
+                payload.withUnsafeMutableBytes { raw in
+                    raw.storeBytes(of: now, as: Int64.self)
+                    raw.storeBytes(of: Int64(index), toByteOffset: 8, as: Int64.self)
+                }
+                if link.writeAppMessageOnLoop(payload) {
+                    sentCounts.withLockedValue { $0.sent += 1; $0.expected += others }
+                } else {
+                    sentCounts.withLockedValue { $0.failed += 1 }
+                }
+            })
+        }
+        try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now())))
+        for task in tasks { task.cancel() }
+        // Let the last deliveries drain, then measure memory while everyone is still connected.
+        try? await Task.sleep(nanoseconds: 1_000_000_000)
+        let after = residentMemoryBytes()
+        var serverMemory: (Int64, Int64)?
+        var serverCPU: Double?
+        if let pid = serverProcess {
+            serverMemory = processMemory(pid)
+            if let before = serverCPUAtStart, let now = processCPUTime(pid) {
+                serverCPU = Double(now - before) / Double(clock.now() - sendingStarted) * 100
+            }
+        }
+        for (_, link) in connections { await link.abort() }
+        await server?.shutdown()
+        try? await clientGroup.shutdownGracefully()
+
+        var all = latencies.values
+        all.sort()
+        func percentile(_ p: Double) -> Int64 {
+            all.isEmpty ? 0 : all[Swift.min(all.count - 1, Int((Double(all.count - 1) * p).rounded()))]
+        }
+        let counts = sentCounts.withLockedValue { $0 }
+        return Result(configuration: configuration, joined: connections.count, connectFailures: failures,
+                      sent: counts.sent, expected: counts.expected, received: all.count,
+                      p50: percentile(0.5), p99: percentile(0.99), max: all.last ?? 0,
+                      residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
+                      serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU)
+    }
+
+    /// Latencies recorded from the event loops.
+    private final class LatencyLog: Sendable {
+        private let storage: NIOLockedValueBox<[Int64]>
+        package init(capacity: Int) {
+            var values: [Int64] = []
+            values.reserveCapacity(capacity)
+            storage = NIOLockedValueBox(values)
+        }
+        package func record(_ value: Int64) { storage.withLockedValue { $0.append(value) } }
+        package var values: [Int64] { storage.withLockedValue { $0 } }
+    }
+
+    /// utime + stime of a process (ns), from /proc/PID/stat.
+    public static func processCPUTime(_ pid: Int32) -> Int64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+        return (user + system) * 1_000_000_000 / Int64(Swift.max(1, sysconf(Int32(_SC_CLK_TCK))))
+    }
+
+    /// (VmRSS, VmHWM) of a process in bytes, from /proc/PID/status.
+    public static func processMemory(_ pid: Int32) -> (Int64, Int64)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        var rss: Int64?, peak: Int64?
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard parts.count >= 2, let kb = Int64(parts[1]) else { continue }
+            if line.hasPrefix("VmRSS:") { rss = kb * 1024 }
+            if line.hasPrefix("VmHWM:") { peak = kb * 1024 }
+        }
+        guard let rss, let peak else { return nil }
+        return (rss, peak)
+    }
+
+    /// VmRSS of this process from /proc/self/status (Linux), in bytes.
+    public static func residentMemoryBytes() -> Int64? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int64($0) }
+            return kb.map { $0 * 1024 }
+        }
+        return nil
+    }
+
+    private enum Result_<T: Sendable>: Sendable {
+        case success(T)
+        case failure(String)
+    }
+}

@@ -1,0 +1,318 @@
+import Foundation
+import Tandem
+
+// The `--json` events, one type each, in the order the README's table lists them.
+
+/// `invite` (host only, first): the invite to hand on.
+package struct InviteEvent: PeerEvent, Equatable {
+    package static let name = "invite"
+    package var invite: String
+    package init(invite: String) { self.invite = invite }
+}
+
+/// `joined`: this peer is in the session.
+package struct JoinedEvent: PeerEvent, Equatable {
+    package static let name = "joined"
+    package var session: String
+    package var participant: ParticipantInfo
+    @Nullable package var activity: ActivityInfo?
+
+    package struct ParticipantInfo: Codable, Sendable, Equatable {
+        package var id: String
+        package var name: String
+        package init(id: String, name: String) {
+            self.id = id
+            self.name = name
+        }
+    }
+
+    /// The shared media as the host described it.
+    package struct ActivityInfo: Codable, Sendable, Equatable {
+        @Nullable package var title: String?
+        @Nullable package var subtitle: String?
+        package var type: String
+        @Nullable package var fallbackURL: String?
+        package var fileName: String
+        /// Seconds.
+        @Nullable package var duration: Double?
+
+        package init(title: String?, subtitle: String?, type: String, fallbackURL: String?, fileName: String,
+                     duration: Double?) {
+            self.title = title
+            self.subtitle = subtitle
+            self.type = type
+            self.fallbackURL = fallbackURL
+            self.fileName = fileName
+            self.duration = duration
+        }
+
+        package init(_ activity: MediaActivity) {
+            self.init(title: activity.metadata.title, subtitle: activity.metadata.subtitle,
+                      type: activity.metadata.type.rawValue, fallbackURL: activity.metadata.fallbackURL?.absoluteString,
+                      fileName: activity.fileName, duration: EventUnits.seconds(activity.duration))
+        }
+    }
+
+    package init(session: String, participant: ParticipantInfo, activity: ActivityInfo?) {
+        self.session = session
+        self.participant = participant
+        self.activity = activity
+    }
+}
+
+/// `activity`: the activity was set or changed.
+package struct ActivityEvent: PeerEvent, Equatable {
+    package static let name = "activity"
+    @Nullable package var title: String?
+    package var itemID: String
+
+    package init(title: String?, itemID: String) {
+        self.title = title
+        self.itemID = itemID
+    }
+
+    package init(_ envelope: ActivityEnvelope) {
+        self.init(title: envelope.metadata.title, itemID: envelope.itemID)
+    }
+}
+
+/// `timeline`: a new timeline generation.
+package struct TimelineEvent: PeerEvent, Equatable {
+    package static let name = "timeline"
+    package var generation: UInt64
+    /// `playing`, `paused` or `waiting`.
+    package var state: String
+    package var rate: Double
+    /// Seconds of item time.
+    package var anchorItemTime: Double
+    /// Nanoseconds of session time.
+    package var anchorSessionTime: Int64
+    @Nullable package var originator: String?
+    /// Who is waited for and why; only while waiting.
+    package var waitingFor: [String: [String]]?
+
+    package init(generation: UInt64, state: String, rate: Double, anchorItemTime: Double, anchorSessionTime: Int64,
+                 originator: String?, waitingFor: [String: [String]]?) {
+        self.generation = generation
+        self.state = state
+        self.rate = rate
+        self.anchorItemTime = anchorItemTime
+        self.anchorSessionTime = anchorSessionTime
+        self.originator = originator
+        self.waitingFor = waitingFor
+    }
+
+    package init(_ timeline: Timeline) {
+        var waiting: [String: [String]]?
+        if case .waiting(let who) = timeline.status {
+            waiting = Dictionary(uniqueKeysWithValues: who.map { ($0.key.rawValue, $0.value.map(\.rawValue)) })
+        }
+        self.init(generation: timeline.generation, state: PeerStatus.stateName(timeline), rate: timeline.rate,
+                  anchorItemTime: EventUnits.seconds(timeline.anchorItemTime),
+                  anchorSessionTime: timeline.anchorSessionTime, originator: timeline.originator?.rawValue,
+                  waitingFor: waiting)
+    }
+}
+
+/// `participants`: the others changed.
+package struct ParticipantsEvent: PeerEvent, Equatable {
+    package static let name = "participants"
+    package var participants: [Participant]
+
+    package struct Participant: Codable, Sendable, Equatable {
+        package var id: String
+        package var name: String
+        package var host: Bool
+        package var readiness: Readiness
+        package var suspensions: [String]
+        package var oneWayDelayMs: Double
+
+        package init(id: String, name: String, host: Bool, readiness: Readiness, suspensions: [String],
+                     oneWayDelayMs: Double) {
+            self.id = id
+            self.name = name
+            self.host = host
+            self.readiness = readiness
+            self.suspensions = suspensions
+            self.oneWayDelayMs = oneWayDelayMs
+        }
+
+        package init(_ state: ParticipantState) {
+            self.init(id: state.participant.id.rawValue, name: state.participant.name, host: state.isHost,
+                      readiness: Readiness(state.readiness), suspensions: state.suspensions.map(\.rawValue),
+                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay))
+        }
+    }
+
+    /// `{state, progress}` while loading, `{state, duration}` when ready, `{state, reason}` when failed.
+    package enum Readiness: Codable, Sendable, Equatable {
+        case loading(progress: Double?)
+        /// Seconds.
+        case ready(duration: Double?)
+        case failed(reason: String)
+        case unknown
+
+        enum CodingKeys: String, CodingKey { case state, progress, duration, reason }
+
+        package init(_ readiness: TandemCore.Readiness) {
+            switch readiness {
+            case .loading(let progress): self = .loading(progress: progress)
+            case .ready(let info): self = .ready(duration: EventUnits.seconds(info.duration))
+            case .failed(let why): self = .failed(reason: why)
+            case .unknown: self = .unknown
+            }
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case .loading(let progress):
+                try container.encode("loading", forKey: .state)
+                try container.encode(progress, forKey: .progress)
+            case .ready(let duration):
+                try container.encode("ready", forKey: .state)
+                try container.encode(duration, forKey: .duration)
+            case .failed(let reason):
+                try container.encode("failed", forKey: .state)
+                try container.encode(reason, forKey: .reason)
+            case .unknown:
+                try container.encode("unknown", forKey: .state)
+            }
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            switch try container.decode(String.self, forKey: .state) {
+            case "loading": self = .loading(progress: try container.decodeIfPresent(Double.self, forKey: .progress))
+            case "ready": self = .ready(duration: try container.decodeIfPresent(Double.self, forKey: .duration))
+            case "failed": self = .failed(reason: try container.decode(String.self, forKey: .reason))
+            default: self = .unknown
+            }
+        }
+    }
+
+    package init(participants: [Participant]) { self.participants = participants }
+    package init(_ others: [ParticipantState]) { self.init(participants: others.map(Participant.init)) }
+}
+
+/// `notice`: something worth showing.
+package struct NoticeEvent: PeerEvent, Equatable {
+    package static let name = "notice"
+    package var kind: String
+    @Nullable package var participant: String?
+    package var text: String
+
+    package init(kind: String, participant: String?, text: String) {
+        self.kind = kind
+        self.participant = participant
+        self.text = text
+    }
+
+    package init(_ notice: Notice) {
+        self.init(kind: notice.kind.rawValue, participant: notice.participant?.rawValue, text: notice.text)
+    }
+}
+
+/// `suspension`: this peer's own suspensions changed.
+package struct SuspensionEvent: PeerEvent, Equatable {
+    package static let name = "suspension"
+    package var reasons: [String]
+    package init(reasons: [String]) { self.reasons = reasons }
+}
+
+/// `warning`: a bad command, a rejected request, different media, a playback problem.
+package struct WarningEvent: PeerEvent, Equatable {
+    package static let name = "warning"
+    package var text: String
+    package init(text: String) { self.text = text }
+}
+
+/// `resync`: the drift watchdog resynchronised this player.
+package struct ResyncEvent: PeerEvent, Equatable {
+    package static let name = "resync"
+    package var driftMs: Double
+    package init(driftMs: Double) { self.driftMs = driftMs }
+}
+
+/// `reconnecting`: the link was lost; the peer tries to reconnect.
+package struct ReconnectingEvent: PeerEvent, Equatable {
+    package static let name = "reconnecting"
+    package var reason: String
+    package init(reason: String) { self.reason = reason }
+}
+
+/// `reconnected`: the peer is back as the same participant.
+package struct ReconnectedEvent: PeerEvent, Equatable {
+    package static let name = "reconnected"
+    /// Since it last heard from the server.
+    package var afterMs: Double
+    package var participant: String
+    package init(afterMs: Double, participant: String) {
+        self.afterMs = afterMs
+        self.participant = participant
+    }
+}
+
+/// `position`: once a second, where this peer is and where it should be.
+package struct PositionEvent: PeerEvent, Equatable {
+    package static let name = "position"
+    package var state: String
+    /// Seconds of item time.
+    @Nullable package var position: Double?
+    /// Where the timeline says this peer should be (seconds).
+    @Nullable package var expected: Double?
+    @Nullable package var positionErrorMs: Double?
+    @Nullable package var rate: Double?
+    @Nullable package var generation: UInt64?
+    @Nullable package var clockOffsetMs: Double?
+    @Nullable package var errorBoundMs: Double?
+    @Nullable package var roundTripMs: Double?
+
+    package init(state: String, position: Double?, expected: Double?, positionErrorMs: Double?, rate: Double?,
+                 generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?) {
+        self.state = state
+        self.position = position
+        self.expected = expected
+        self.positionErrorMs = positionErrorMs
+        self.rate = rate
+        self.generation = generation
+        self.clockOffsetMs = clockOffsetMs
+        self.errorBoundMs = errorBoundMs
+        self.roundTripMs = roundTripMs
+    }
+
+    package init(_ status: PeerStatus) {
+        self.init(state: PeerStatus.stateName(status.timeline), position: EventUnits.seconds(status.position),
+                  expected: EventUnits.seconds(status.expected),
+                  positionErrorMs: EventUnits.milliseconds(status.positionError), rate: status.timeline?.rate,
+                  generation: status.timeline?.generation, clockOffsetMs: EventUnits.milliseconds(status.clockOffset),
+                  errorBoundMs: EventUnits.milliseconds(status.errorBound),
+                  roundTripMs: EventUnits.milliseconds(status.roundTrip))
+    }
+}
+
+/// `left`: this peer left, or ended the session for everyone (last).
+package struct LeftEvent: PeerEvent, Equatable {
+    package static let name = "left"
+    package var reason: String
+    package init(reason: String) { self.reason = reason }
+}
+
+/// `ended`: the session ended for this peer for another reason (last).
+package struct EndedEvent: PeerEvent, Equatable {
+    package static let name = "ended"
+    /// `ended`, `hostLeft`, `serverShutdown`, `connectionLost`, …
+    package var code: String
+    package var reason: String
+    package init(code: String, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+}
+
+/// Every event type, for checks of the documented schema.
+package let allPeerEventTypes: [any PeerEvent.Type] = [
+    InviteEvent.self, JoinedEvent.self, ActivityEvent.self, TimelineEvent.self, ParticipantsEvent.self,
+    NoticeEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
+    ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self,
+]

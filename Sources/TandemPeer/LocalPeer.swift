@@ -1,0 +1,172 @@
+import Foundation
+import Tandem
+
+/// One participant in this process: its player, its connection to the session, and the `PlaybackCoordinator`
+/// between them. `host` and `join` run one; `demo` and `bench` run several side by side.
+package final class LocalPeer: Sendable {
+    package let name: String
+    package let player: GStreamerPlayer
+    /// What the coordinator drives: the player itself, or the player inside a `DrillEngine`.
+    package let engine: any PlaybackEngine
+    package let connection: TandemClientConnection
+    package let coordinator: PlaybackCoordinator
+    package let session: GroupSession<MediaActivity>
+    /// This peer's local monotonic clock (skewed in benchmarks).
+    package let clock: any MonotonicClock
+
+    /// Wires a connected peer together; nothing runs until `run()`.
+    /// - Parameter file: the local media file; every item of the session is played from it.
+    package init(name: String, player: GStreamerPlayer, engine: (any PlaybackEngine)? = nil, connection: TandemClientConnection,
+         file: String, clock: any MonotonicClock = SystemMonotonicClock(),
+         configuration: PlaybackCoordinator.Configuration = .init()) {
+        self.name = name
+        self.player = player
+        self.engine = engine ?? player
+        self.connection = connection
+        self.clock = clock
+        // The coordinator subscribes to the link first: it must see every timeline the authority sends.
+        coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
+                                          configuration: configuration, locate: { _ in file })
+        session = GroupSession(link: connection)
+        session.join()
+    }
+
+    /// Connects to the session named by `invite` and wires a peer for `file`.
+    package static func connect(invite: Invite, name: String, file: String, player: GStreamerPlayer,
+                        engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
+                        configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
+        var options = options
+        options.prerollEstimate = player.prerollEstimate
+        let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
+        return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
+                         clock: options.clock, configuration: configuration)
+    }
+
+    /// Plays with the group until the session ends for this peer (it left, or the session ended); then releases
+    /// the player.
+    package func run() async {
+        let session = self.session
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.run() }
+            await coordinator.run()
+            group.cancelAll()
+        }
+        await engine.close()
+    }
+
+    /// Leaves the session; the others go on.
+    package func leave() async { await session.leave() }
+
+    /// Ends the session for everyone.
+    package func end() async throws { try await session.end() }
+
+    /// The participant id the session gave this peer.
+    package var id: ParticipantID { connection.localParticipantID }
+
+    /// Whether this peer joined as the session's host (only the host may end it for everyone).
+    package var isHost: Bool {
+        connection.welcome.participants.contains { $0.participant.id == id && $0.isHost }
+    }
+
+    /// Where this peer stands right now.
+    package func status() async -> PeerStatus {
+        let now = clock.now()
+        let mapping = connection.clockMapping()
+        let sessionNow = mapping?.sessionTime(atLocal: now)
+        let timeline = await coordinator.timeline
+        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0) }
+        let quality = connection.clockQuality()
+        return PeerStatus(
+            timeline: timeline, position: engine.currentItemTime(), expected: expected,
+            duration: player.mediaInfo?.duration, others: await coordinator.otherParticipants,
+            clockOffset: mapping?.offset(atLocal: now), errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
+            reconnecting: connection.isReconnecting)
+    }
+
+    // MARK: User requests
+
+    /// Carries out a user's command; returns a message for the user when it cannot.
+    package func perform(_ command: UserCommand) async -> String? {
+        let status = await status()
+        let position = status.position ?? status.expected ?? 0
+        switch command {
+        case .togglePlayPause:
+            if let timeline = status.timeline, timeline.status != .paused {
+                await coordinator.pause()
+            } else {
+                await coordinator.play()
+            }
+        case .play:
+            await coordinator.play()
+        case .pause:
+            await coordinator.pause()
+        case .seek(let seconds):
+            return await seek(to: Nanos.seconds(seconds), duration: status.duration)
+        case .seekBy(let seconds):
+            let target = max(0, position + Nanos.seconds(seconds))
+            return await seek(to: min(target, max(0, (status.duration ?? .max) - Nanos.seconds(1))),
+                              duration: status.duration)
+        case .rate(let rate):
+            guard rate.isFinite, (0.25...4).contains(rate) else {
+                return "rate \(rate) is out of range — use a rate from 0.25 to 4 (1 is normal speed)"
+            }
+            await coordinator.setRate(rate)
+        case .rateStep(let up):
+            let current = status.timeline?.rate ?? 1
+            let steps = UserCommand.rateSteps
+            let next = up ? steps.first { $0 > current + 1e-9 } : steps.last { $0 < current - 1e-9 }
+            guard let next else { return up ? "already at the fastest rate (2×)" : "already at the slowest rate (0.5×)" }
+            await coordinator.setRate(next)
+        case .restart:
+            await coordinator.seek(to: 0)
+        case .leave, .end, .help:
+            break  // handled by the console
+        }
+        return nil
+    }
+
+    private func seek(to itemTime: Int64, duration: Int64?) async -> String? {
+        guard itemTime >= 0 else { return "cannot seek before the start — use a time of 0 or more seconds" }
+        if let duration, itemTime >= duration {
+            return String(format: "cannot seek to %.1f s: the item lasts %.1f s", Double(itemTime) / 1e9, Double(duration) / 1e9)
+        }
+        await coordinator.seek(to: itemTime)
+        return nil
+    }
+}
+
+/// A peer's state at one moment, for the status line and `--json` position events.
+package struct PeerStatus: Sendable {
+    package var timeline: Timeline?
+    /// The item time the engine renders now.
+    package var position: Int64?
+    /// The item time the group's timeline says should render now.
+    package var expected: Int64?
+    package var duration: Int64?
+    package var others: [ParticipantState]
+    /// Session time − local time now (ns).
+    package var clockOffset: Int64?
+    package var errorBound: Int64?
+    package var roundTrip: Int64?
+    /// The link was lost and the peer is reconnecting.
+    package var reconnecting = false
+
+    package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
+                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false) {
+        self.timeline = timeline
+        self.position = position
+        self.expected = expected
+        self.duration = duration
+        self.others = others
+        self.clockOffset = clockOffset
+        self.errorBound = errorBound
+        self.roundTrip = roundTrip
+        self.reconnecting = reconnecting
+    }
+
+    /// How far the engine is from the timeline (ns), while playing.
+    package var positionError: Int64? {
+        guard let position, let expected, timeline?.isPlaying ?? false else { return nil }
+        return position - expected
+    }
+}

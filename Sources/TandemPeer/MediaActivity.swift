@@ -1,0 +1,58 @@
+import Foundation
+import Tandem
+
+/// What `tandem host` shares: one media file, described well enough that a joiner can tell whether its own copy
+/// is the same (name, duration, content fingerprint) and where to get one (the metadata's fallback URL).
+package struct MediaActivity: GroupActivity, Hashable {
+    package static let activityIdentifier = "org.tandem.media"
+
+    package var metadata: GroupActivityMetadata
+    /// The host's file name, so a joiner can find its copy by name.
+    package var fileName: String
+    /// The host's item duration (ns), when known.
+    package var duration: Int64?
+    /// The host's content fingerprint (`MediaProbe.contentID`), when known.
+    package var contentID: String?
+
+    /// The id the playback timeline uses for this item.
+    package var itemID: String { contentID ?? fileName }
+
+    /// The activity for a probed file; `title` and `type` default from the media itself.
+    package init(probe: MediaProbe, path: String, title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?) {
+        let fileName = URL(fileURLWithPath: path).lastPathComponent
+        let defaultType: ActivityType = probe.hasVideo ? .watchTogether : .listenTogether
+        metadata = GroupActivityMetadata(title: title ?? probe.title ?? fileName, subtitle: subtitle,
+                                         fallbackURL: fallbackURL, type: type ?? defaultType)
+        self.fileName = fileName
+        duration = probe.duration
+        contentID = probe.contentID
+    }
+
+    package var envelope: ActivityEnvelope {
+        get throws { try envelope(itemID: itemID) }
+    }
+
+    /// Why a local file is not the host's, or nil when it looks the same.
+    package func difference(from probe: MediaProbe) -> String? {
+        if let mine = probe.contentID, let theirs = contentID, mine != theirs {
+            if let a = probe.duration, let b = duration, abs(a - b) > Nanos.seconds(1.5) {
+                return String(format: "your file lasts %.1f s, the host's %.1f s", Double(a) / 1e9, Double(b) / 1e9)
+            }
+            return "your file's content differs from the host's (\(fileName))"
+        }
+        if let a = probe.duration, let b = duration, abs(a - b) > Nanos.seconds(1.5) {
+            return String(format: "your file lasts %.1f s, the host's %.1f s", Double(a) / 1e9, Double(b) / 1e9)
+        }
+        return nil
+    }
+
+    /// One line describing the activity, as a joiner sees it before playing.
+    package var summary: String {
+        var parts = ["\"\(metadata.title ?? fileName)\""]
+        if let subtitle = metadata.subtitle { parts.append("— \(subtitle)") }
+        parts.append("(\(metadata.type.rawValue)")
+        if let duration { parts[parts.count - 1] += ", \(formatClock(duration))" }
+        parts[parts.count - 1] += ")"
+        return parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Tandem
+
+extension PeerStatus {
+    /// The state as events and status lines name it: `playing`, `paused`, `waiting`, or `connecting` before the
+    /// first timeline.
+    package static func stateName(_ timeline: Timeline?) -> String {
+        switch timeline?.status {
+        case .playing: return "playing"
+        case .paused: return "paused"
+        case .waiting: return "waiting"
+        case nil: return "connecting"
+        }
+    }
+
+    /// The one-line summary an interactive console redraws: state, position, everyone's readiness, whom the group
+    /// waits for (named from `names`), and the clock.
+    package func line(names: [ParticipantID: String]) -> String {
+        var parts: [String] = []
+        let symbol: String
+        switch timeline?.status {
+        case .playing: symbol = "▶"
+        case .paused: symbol = "⏸"
+        case .waiting: symbol = "⏳"
+        case nil: symbol = "…"
+        }
+        let position = self.position ?? expected ?? 0
+        let duration = self.duration.map(formatClock) ?? "?"
+        parts.append("\(symbol) \(formatClock(position))/\(duration) \(String(format: "%g", timeline?.rate ?? 1))×")
+        let everyone = others.map { state -> String in
+            let name = state.participant.name
+            if !state.suspensions.isEmpty {
+                return "\(name) ⏳ \(state.suspensions.map(\.description).joined(separator: ", "))"
+            }
+            switch state.readiness {
+            case .loading(let progress):
+                return "\(name) ⏳ loading" + (progress.map { String(format: " %.0f %%", $0 * 100) } ?? "")
+            case .ready: return "\(name) ✓"
+            case .failed: return "\(name) ✗"
+            case .unknown: return "\(name) …"
+            }
+        }
+        if !everyone.isEmpty { parts.append(everyone.joined(separator: " ")) }
+        if case .waiting(let who) = timeline?.status, !who.isEmpty {
+            let list = who.keys.sorted().map { id in
+                "\(names[id] ?? id.rawValue) (\(who[id]!.map(\.description).joined(separator: ", ")))"
+            }
+            parts.append("waiting for " + list.joined(separator: ", "))
+        }
+        if reconnecting {
+            parts.append("reconnecting…")
+        } else if let bound = errorBound, let offset = clockOffset {
+            var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", Double(bound) / 1e6, Double(offset) / 1e6)
+            if let rtt = roundTrip { clock += String(format: ", rtt %.1f ms", Double(rtt) / 1e6) }
+            parts.append(clock)
+        } else {
+            parts.append("clock syncing…")
+        }
+        return parts.joined(separator: " │ ")
+    }
+}

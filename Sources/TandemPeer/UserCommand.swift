@@ -1,0 +1,98 @@
+import Foundation
+
+/// What a person asks for, from a key press (interactive) or a line on stdin (scripted).
+package enum UserCommand: Equatable {
+    case togglePlayPause
+    case play
+    case pause
+    case seek(to: Double)
+    case seekBy(Double)
+    case rate(Double)
+    case rateStep(up: Bool)
+    case restart
+    case leave
+    case end
+    case help
+
+    /// The rates `[` and `]` step through.
+    package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
+
+    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `leave`, `end`.
+    /// Throws a message that says what is accepted.
+    package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
+        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard let verb = words.first?.lowercased() else { return nil }
+        func number(_ what: String) throws(UserCommandError) -> Double {
+            guard words.count == 2, let value = Double(words[1]), value.isFinite else {
+                throw UserCommandError("'\(verb)' needs one number (\(what)), e.g. '\(verb) \(verb == "rate" ? "1.5" : "90")'")
+            }
+            return value
+        }
+        switch verb {
+        case "play": return .play
+        case "pause": return .pause
+        case "toggle": return .togglePlayPause
+        case "seek": return .seek(to: try number("seconds"))
+        case "rate": return .rate(try number("playback rate"))
+        case "restart": return .restart
+        case "leave", "quit", "exit": return .leave
+        case "end": return .end
+        case "help", "?": return .help
+        default:
+            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, leave or end")
+        }
+    }
+
+    package static let keyHelp = """
+        keys: space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate down/up (0.5×–2×)
+              0 restart · q leave · E end for everyone · ? help
+        """
+}
+
+package struct UserCommandError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}
+
+/// Decodes key presses from a raw terminal byte stream into commands.
+package struct KeyDecoder {
+    private var pending: [UInt8] = []
+
+    package init() {}
+
+    /// Feeds bytes; returns the commands completed by them.
+    package mutating func feed(_ bytes: [UInt8]) -> [UserCommand] {
+        pending += bytes
+        var commands: [UserCommand] = []
+        while let first = pending.first {
+            if first == 0x1B {  // ESC [ A/B/C/D
+                guard pending.count >= 3 else {
+                    if pending.count >= 2, pending[1] != UInt8(ascii: "[") { pending.removeFirst(); continue }
+                    break
+                }
+                defer { pending.removeFirst(3) }
+                guard pending[1] == UInt8(ascii: "[") else { continue }
+                switch pending[2] {
+                case UInt8(ascii: "A"): commands.append(.seekBy(60))
+                case UInt8(ascii: "B"): commands.append(.seekBy(-60))
+                case UInt8(ascii: "C"): commands.append(.seekBy(10))
+                case UInt8(ascii: "D"): commands.append(.seekBy(-10))
+                default: break
+                }
+                continue
+            }
+            pending.removeFirst()
+            switch first {
+            case UInt8(ascii: " "): commands.append(.togglePlayPause)
+            case UInt8(ascii: "["): commands.append(.rateStep(up: false))
+            case UInt8(ascii: "]"): commands.append(.rateStep(up: true))
+            case UInt8(ascii: "0"): commands.append(.restart)
+            case UInt8(ascii: "q"), 0x03, 0x04: commands.append(.leave)  // q, Ctrl-C, Ctrl-D
+            case UInt8(ascii: "E"): commands.append(.end)
+            case UInt8(ascii: "?"), UInt8(ascii: "h"): commands.append(.help)
+            default: break
+            }
+        }
+        return commands
+    }
+}

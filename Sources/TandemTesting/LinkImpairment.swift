@@ -1,0 +1,88 @@
+import NIOCore
+import TandemCore
+import TandemNet
+
+/// A simulated network path for one connection: how long each chunk of bytes takes to cross it in each direction.
+///
+/// There is no network impairment in the kernel to lean on (no netem), so benchmarks and drills put this between
+/// the socket and the frame codec of a client connection (`TandemClient.Options.impair(with:)`). The real session
+/// server and client code run unchanged above it.
+public protocol LinkImpairment: Sendable {
+    /// Extra one-way delay (ns) for the next chunk going to the server; nil when the chunk is "lost" and must be
+    /// retransmitted (it then arrives after `retransmissionTimeout`, holding back what follows, as TCP does).
+    func nextUpDelay() -> Int64?
+    /// The same for the next chunk coming from the server.
+    func nextDownDelay() -> Int64?
+    /// How long a lost chunk takes to be retransmitted (ns).
+    var retransmissionTimeout: Int64 { get }
+}
+
+/// Delays what crosses a channel according to a `LinkImpairment`, keeping each direction in order.
+///
+/// Outbound writes are held and written (and flushed) at their release time; inbound reads are handed on at
+/// theirs. A chunk never overtakes the one before it in its direction, so a loss holds back what follows, like
+/// TCP's head-of-line blocking. The end of the connection is passed on only after the reads before it.
+final class LinkImpairmentHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let impairment: any LinkImpairment
+    private let clock: any MonotonicClock
+    private var lastUpRelease: Int64 = .min
+    private var lastDownRelease: Int64 = .min
+
+    /// `clock` must read CLOCK_MONOTONIC: release times become NIO deadlines.
+    init(impairment: any LinkImpairment, clock: any MonotonicClock = SystemMonotonicClock()) {
+        self.impairment = impairment
+        self.clock = clock
+    }
+
+    private func release(after last: inout Int64, delay: Int64?) -> Int64 {
+        let now = clock.now()
+        let wanted = now + (delay ?? impairment.retransmissionTimeout)
+        last = max(wanted, last)
+        return last
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let at = release(after: &lastUpRelease, delay: impairment.nextUpDelay())
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
+            bound.value.writeAndFlush(data, promise: promise)
+        }
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        // Each write is flushed when it is released.
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let at = release(after: &lastDownRelease, delay: impairment.nextDownDelay())
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
+            bound.value.fireChannelRead(data)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // Reads are handed on one by one at their release times.
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let at = max(clock.now(), lastDownRelease)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
+            bound.value.fireChannelInactive()
+        }
+    }
+}
+
+extension TandemClient.Options {
+    /// Puts a simulated network path between the client and the server: whole frames are delayed (or held back by a
+    /// loss) on their way in each direction; arrival times are taken on this side of the path.
+    public mutating func impair(with impairment: any LinkImpairment) {
+        transportHandlers = { [LinkImpairmentHandler(impairment: impairment)] }
+    }
+}

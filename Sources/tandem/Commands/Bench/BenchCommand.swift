@@ -1,0 +1,148 @@
+import ArgumentParser
+import Foundation
+import Tandem
+import TandemPeer
+import TandemBench
+
+/// `tandem bench`: how tightly peers stay together and how fast commands reach them, from ground truth.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), and the server under churn (soak).",
+        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self]
+    )
+}
+
+/// `tandem bench sync`.
+struct SyncBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Run N real peers under a simulated network and clock errors; report render skew and latency.",
+        discussion: """
+            Every peer is a headless GStreamer player with its own session connection through the real session \
+            server, its own clock error (offset and drift, injected into its view of time only) and its own \
+            simulated link. A schedule repeats: a start with one peer slow to load, pause, play, seek, rate 1.5× \
+            and back, a stall on one peer, a late joiner. Skew at item time X is the spread of the true times at \
+            which the peers' sinks rendered X.
+
+            Links: loopback (no impairment), lan (0.5 ms ± 0.1 each way), wan (50 ms + exponential tail, mean \
+            5 ms, 1 % loss), harsh (50 ± 10 ms uniform, 2 % loss), asymmetric (30 ms up, 70 ms down).
+
+            Policies: tandem; syncplay-rules and jellyfin-rules are re-implementations of the sync rules those \
+            systems publish, run on the same players, server and network, for side-by-side figures.
+            """
+    )
+
+    @Option(help: "Peers (2–32).")
+    var peers = 4
+
+    @Option(help: ArgumentHelp("Link profile: \(LinkProfiles.names.joined(separator: ", ")).", valueName: "PROFILE"))
+    var link = "loopback"
+
+    @Option(help: "Seconds of schedule (10 minutes for the published figures).")
+    var duration = 120.0
+
+    @Option(parsing: .upToNextOption, help: ArgumentHelp(
+        "Policies to run one after another: tandem, syncplay-rules, jellyfin-rules.", valueName: "POLICY"))
+    var policy: [SyncPolicy] = [.tandem]
+
+    @Option(help: "Seed for clock errors and link randomness.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("max-clock-offset"), help: "Largest clock offset of a peer (s), either way.")
+    var maxClockOffset = 10.0
+
+    @Option(name: .customLong("max-drift"), help: "Largest clock drift of a peer (ppm), either way.")
+    var maxDrift = 200.0
+
+    @Option(help: "The media file (default: the bundled media-samples/countdown.webm).")
+    var file: String?
+
+    @Option(name: .customLong("precise-wait"), help: ArgumentHelp(
+        "How long before each buffer's release time sinks stop sleeping and spin (µs); 0 leaves waiting to GStreamer.",
+        valueName: "µs"))
+    var preciseWait = 0.0
+
+    @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
+    var json: String?
+
+    @Option(help: ArgumentHelp("Write the plot (SVG) here; with several policies, one file each (-POLICY added).",
+                               valueName: "FILE"))
+    var plot: String?
+
+    @Option(help: ArgumentHelp("Write every rendered frame as CSV here (peer, item ns, true render ns since the start; one file per policy when several): the raw ground truth.",
+                               valueName: "FILE"))
+    var frames: String?
+
+    @Flag(name: .shortAndLong, help: "Debug logging.")
+    var verbose = false
+
+    func validate() throws {
+        guard (2...32).contains(peers) else { throw ValidationError("--peers must be 2 to 32") }
+        guard LinkProfiles.isKnown(link) else {
+            throw ValidationError("unknown --link \(link): use \(LinkProfiles.names.joined(separator: ", "))")
+        }
+        guard duration >= 5 else { throw ValidationError("--duration must be at least 5 seconds") }
+        guard maxClockOffset >= 0, maxClockOffset <= 3600 else { throw ValidationError("--max-clock-offset must be 0 to 3600 s") }
+        guard maxDrift >= 0, maxDrift <= 1000 else { throw ValidationError("--max-drift must be 0 to 1000 ppm") }
+        guard !policy.isEmpty else { throw ValidationError("give at least one --policy") }
+        guard (0...5000).contains(preciseWait) else { throw ValidationError("--precise-wait must be 0 to 5000 µs") }
+    }
+
+    func run() async throws {
+        CLILogging.bootstrap(verbose: verbose)
+        try await reportingErrors {
+            let path = try file ?? Samples.path("countdown.webm")
+            let terminal = Terminal.stdoutIsTerminal
+            var reports: [SyncReport] = []
+            for policy in policy {
+                let configuration = SyncBench.Configuration(
+                    peers: peers, link: link, duration: duration, policy: policy, seed: seed,
+                    maxClockOffset: maxClockOffset, maxDriftPPM: maxDrift, file: path,
+                    preciseWait: Nanos.microseconds(preciseWait))
+                let outcome = try await SyncBench(configuration: configuration).run { line in
+                    if terminal { Terminal.shared.status("[\(policy.rawValue)] " + line) }
+                }
+                if terminal { Terminal.shared.status("") }
+                let report = SyncReport.make(outcome, command: configuration.command)
+                reports.append(report)
+                printLine(report.rendered)
+                printLine("")
+                try outcome.write(frames: frames, plot: plot, suffixed: self.policy.count > 1, say: printLine)
+            }
+            if reports.count > 1 { printLine(SyncReport.comparison(reports)) }
+            if let json {
+                try BenchFiles.write(try SyncReport.json(reports), to: json)
+                printLine("figures: \(json)")
+            }
+        }
+    }
+}
+
+extension SyncPolicy: ExpressibleByArgument {}
+
+/// `tandem bench clock`: the clock-sync estimator in seeded simulations over each link profile.
+struct ClockBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock",
+        abstract: "Simulate clock sync over each link profile and print how close the estimate gets, and when.",
+        discussion: """
+            A peer whose clock is an hour off and drifts 200 ppm synchronises with the session authority over a \
+            simulated link (deterministic, seeded). Error = estimated − true session time.
+            """
+    )
+
+    @Option(help: "Simulated seconds per run.")
+    var duration = 60.0
+
+    @Option(help: "Seeds per link (the worst is shown).")
+    var runs = 5
+
+    @Option(help: "First seed.")
+    var seed: UInt64 = 1
+
+    func run() async throws {
+        printLine(ClockBench.run(duration: duration, seed: seed, runs: runs))
+        printLine("reproduce: tandem bench clock --duration \(String(format: "%g", duration)) --runs \(runs) --seed \(seed)")
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import Tandem
+import TandemPeer
+import TandemBench
+
+/// `tandem bench relay`: one standalone session server under many participants, sessions and messages.
+struct RelayBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Load a standalone session server with participants and messages; report latency, loss, memory.",
+        discussion: """
+            Starts `tandem serve` as a process of its own, pinned to one core (it runs one event-loop thread), \
+            and connects the participants from this process, one event loop per core. Each \
+            participant sends small reliable messages to everyone in its session at --rate while clock-syncing at \
+            the normal rate. Latency is end to end on one clock (the sender's CLOCK_MONOTONIC travels in the \
+            payload), so it includes loopback and the clients: an upper bound on what the relay adds. The \
+            server's resident memory and CPU are read from /proc.
+
+            With --ramp, the load doubles from --participants until a target is missed (p99 ≤ 2 ms, no loss, \
+            ≤ 100 MB resident), which shows where it breaks.
+            """
+    )
+
+    @Option(help: "Participants in all.")
+    var participants = 1000
+
+    @Option(help: "Participants per session.")
+    var perSession = 4
+
+    @Option(help: "Messages per second each participant sends.")
+    var rate = 10.0
+
+    @Option(help: "Seconds of sending.")
+    var duration = 20.0
+
+    @Flag(help: "Double the participants until a target is missed.")
+    var ramp = false
+
+    @Option(help: "Stop ramping beyond this many participants.")
+    var maxParticipants = 16_000
+
+    @Flag(name: .customLong("in-process"), help: "Run the server inside this process instead (no pinning; memory is the whole process's).")
+    var inProcess = false
+
+    func validate() throws {
+        guard perSession >= 2 else { throw ValidationError("--per-session must be at least 2") }
+        guard participants >= perSession else { throw ValidationError("--participants must be at least --per-session") }
+        guard rate > 0, duration > 0 else { throw ValidationError("--rate and --duration must be positive") }
+    }
+
+    func run() async throws {
+        CLILogging.bootstrap(verbose: false)
+        try await reportingErrors {
+            var level = participants
+            var rows: [RelayBenchmark.Result] = []
+            while true {
+                let result = try await measure(participants: level)
+                rows.append(result)
+                printLine(result.description)
+                printLine("")
+                guard ramp, result.meetsTargets, level * 2 <= maxParticipants else { break }
+                level *= 2
+            }
+            if rows.count > 1 { printLine(RelayBenchmark.Result.table(rows)) }
+            var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
+            if ramp { command += " --ramp" }
+            if inProcess { command += " --in-process" }
+            printLine("machine: \(machineDescription())")
+            printLine("reproduce: \(command)")
+        }
+    }
+
+    private func measure(participants: Int) async throws -> RelayBenchmark.Result {
+        var configuration = RelayBenchmark.Configuration()
+        configuration.participants = participants
+        configuration.sessions = max(1, participants / perSession)
+        configuration.messagesPerSecond = rate
+        configuration.duration = duration
+        // The server has one event-loop thread (pinned to core 0); the clients get a loop per core.
+        configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        var server: Process?
+        defer { if let server, server.isRunning { server.terminate() } }
+        if !inProcess {
+            let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
+            server = started.process
+            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: started.process.processIdentifier)
+        }
+        do {
+            return try await RelayBenchmark.run(configuration)
+        } catch {
+            throw CLIError(.failure, "the relay benchmark failed: \(error)")
+        }
+    }
+}

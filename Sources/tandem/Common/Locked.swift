@@ -1,9 +1,0 @@
-import Synchronization
-
-/// A value behind a lock that tasks can share (a `Mutex` cannot be captured by escaping closures).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T: Sendable>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
-    var value: Value { mutex.withLock { $0 } }
-}

@@ -1,0 +1,243 @@
+import Foundation
+import Synchronization
+import Tandem
+import TandemPeer
+import Logging
+import ServiceLifecycle
+
+/// How a CLI participant talks to its person or script.
+///
+/// Interactive (stdin is a terminal): keys act at once, one status line redraws in place, notices appear above it.
+/// Scripted (stdin is not a terminal): one command per line on stdin; notices as plain lines, or with `--json` one
+/// JSON object per event on stdout (schema in the README).
+final class PeerConsole: Sendable {
+    enum Mode: Sendable, Equatable {
+        case interactive
+        case scripted(json: Bool)
+    }
+
+    /// Why the run ended.
+    private enum Ending: Sendable {
+        case left
+        case endedHere
+        case invalidated(InvalidationReason)
+    }
+
+    let peer: LocalPeer
+    let mode: Mode
+    private let ending = Mutex<Ending?>(nil)
+    private let names = Mutex<[ParticipantID: String]>([:])
+
+    init(peer: LocalPeer, mode: Mode) {
+        self.peer = peer
+        self.mode = mode
+        names.withLock { $0[peer.id] = peer.name }
+    }
+
+    /// The mode for these options: interactive only on a terminal and without `--json`.
+    static func mode(json: Bool) -> Mode {
+        !json && Terminal.stdinIsTerminal ? .interactive : .scripted(json: json)
+    }
+
+    // MARK: Output
+
+    /// Writes a human line (not in JSON mode).
+    func say(_ text: String) {
+        switch mode {
+        case .interactive: Terminal.shared.notice(text)
+        case .scripted(json: false): printLine(text)
+        case .scripted(json: true): break
+        }
+    }
+
+    /// Writes a JSON event (JSON mode only).
+    func emit(_ event: some PeerEvent) {
+        guard mode == .scripted(json: true) else { return }
+        printLine(event.line())
+    }
+
+    /// A warning: a line on stderr for people, a `warning` event in JSON mode.
+    func warn(_ text: String) {
+        switch mode {
+        case .interactive: Terminal.shared.notice("⚠ \(text)")
+        case .scripted(json: false): printError("tandem: warning: \(text)")
+        case .scripted(json: true): emit(WarningEvent(text: text))
+        }
+    }
+
+    // MARK: Running
+
+    /// Runs until the session ends for this participant, with `server` (an embedded one, ended with "the host left"
+    /// when the peer stops) in the same `ServiceGroup`, which turns SIGINT and SIGTERM into leaving the session. The
+    /// group traps them before the console writes anything (`invite`, then `header`): a person (or a script) may
+    /// press Ctrl-C as soon as they see the invite. Returns normally when the person left or ended the session;
+    /// throws when the session ended for another reason.
+    func run(header: [String], invite: Invite? = nil, server: SessionServer? = nil) async throws(CLIError) {
+        // Subscribed before the peer runs, so that its first events are seen.
+        let events = peer.coordinator.events
+        let linkEvents = peer.connection.linkEvents()
+        let peerService = PeerService(peer: peer, alongside: {
+            if let invite { self.emit(InviteEvent(invite: invite.description)) }
+            await self.interact(header: header, events: events, linkEvents: linkEvents)
+        }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })
+        var services = [ServiceGroupConfiguration.ServiceConfiguration(
+            service: peerService, successTerminationBehavior: .gracefullyShutdownGroup)]
+        if let server {
+            let hostLeft = InvalidationReason(code: .hostLeft, message: "the host left")
+            services.insert(.init(service: SessionServerService(server: server, reason: hostLeft)), at: 0)
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                                      logger: Logger(label: "tandem.peer")))
+        do { try await group.run() } catch { warn("\(error)") }
+        if mode == .interactive { Terminal.shared.restore() }
+        switch ending.withLock({ $0 }) {
+        case .left:
+            emit(LeftEvent(reason: "you left the session"))
+            return
+        case .endedHere:
+            emit(LeftEvent(reason: "you ended the session for everyone"))
+            return
+        case .invalidated(let reason):
+            emit(EndedEvent(code: reason.code.rawValue, reason: reason.message))
+            if reason.code == .connectionLost {
+                throw CLIError(.unreachable, "lost the connection to the session: \(reason.message) — join again with the same invite")
+            }
+            throw CLIError(ended: reason)
+        case nil:
+            emit(EndedEvent(code: "connectionLost", reason: "the connection to the session was lost"))
+            throw CLIError(.unreachable, "lost the connection to the session — join again with the same invite")
+        }
+    }
+
+    private func readInput() async {
+        switch mode {
+        case .interactive:
+            var decoder = KeyDecoder()
+            for await bytes in Terminal.keyBytes() {
+                for command in decoder.feed(bytes) {
+                    if await handle(command) { return }
+                }
+            }
+        case .scripted:
+            for await line in Terminal.lines() {
+                do {
+                    guard let command = try UserCommand.parse(line: line) else { continue }
+                    if await handle(command) { return }
+                } catch {
+                    warn(error.description)
+                }
+            }
+            // End of input: keep watching until the session ends or a signal arrives.
+        }
+    }
+
+    /// Carries out one command; true when the participant is done (left or ended the session).
+    private func handle(_ command: UserCommand) async -> Bool {
+        switch command {
+        case .leave:
+            ending.withLock { $0 = $0 ?? .left }
+            await peer.leave()
+            return true
+        case .end:
+            // Only the host may end the session for everyone (the server refuses anyone else).
+            guard peer.isHost else {
+                warn("only the host can end the session for everyone; leave with q instead")
+                return false
+            }
+            ending.withLock { $0 = $0 ?? .endedHere }
+            do {
+                try await peer.end()
+            } catch {
+                warn("could not end the session: \(error)")
+                await peer.leave()
+            }
+            return true
+        case .help:
+            say(UserCommand.keyHelp)
+            return false
+        default:
+            if let problem = await peer.perform(command) { warn(problem) }
+            return false
+        }
+    }
+
+    private func tick() async {
+        switch mode {
+        case .interactive:
+            while !Task.isCancelled {
+                Terminal.shared.status(await peer.status().line(names: names.withLock { $0 }))
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        case .scripted(json: true):
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                emit(PositionEvent(await peer.status()))
+            }
+        case .scripted(json: false):
+            return
+        }
+    }
+
+    /// Says the header, then shows events, reads commands and redraws the status until cancelled.
+    private func interact(header: [String], events: AsyncStream<CoordinatorEvent>,
+                          linkEvents: AsyncStream<LinkEvent>) async {
+        for line in header { say(line) }
+        let welcome = peer.connection.welcome
+        emit(JoinedEvent(session: welcome.sessionID, participant: .init(id: peer.id.rawValue, name: peer.name),
+                         activity: peer.session.activity.map(JoinedEvent.ActivityInfo.init)))
+        if mode == .interactive {
+            Terminal.shared.enterRawMode()
+            say(UserCommand.keyHelp)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await event in events { await self.show(event) } }
+            // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
+            group.addTask { for await event in linkEvents { self.show(event) } }
+            group.addTask { await self.readInput() }
+            group.addTask { await self.tick() }
+        }
+    }
+
+    // MARK: Events
+
+    private func show(_ event: LinkEvent) {
+        switch event {
+        case .reconnecting(let reason):
+            emit(ReconnectingEvent(reason: reason))
+        case .reconnected(let after):
+            emit(ReconnectedEvent(afterMs: EventUnits.milliseconds(after), participant: peer.id.rawValue))
+        }
+    }
+
+    private func show(_ event: CoordinatorEvent) async {
+        switch event {
+        case .timelineChanged(let timeline):
+            emit(TimelineEvent(timeline))
+        case .notice(let notice):
+            say(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
+            emit(NoticeEvent(notice))
+        case .otherParticipantsChanged(let others):
+            names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
+            emit(ParticipantsEvent(others))
+        case .waiting:
+            break  // the timeline event and the authority's notice say it
+        case .activityChanged(let envelope):
+            emit(ActivityEvent(envelope))
+        case .engineFailed(let error):
+            warn("playback: \(error.description)")
+        case .requestRejected(_, let reason):
+            warn(reason)
+        case .localSuspensionsChanged(let reasons):
+            emit(SuspensionEvent(reasons: reasons.map(\.rawValue)))
+        case .resynchronising(let drift):
+            say(String(format: "resynchronising: this player was %.1f ms off the group", Double(drift) / 1e6))
+            emit(ResyncEvent(driftMs: EventUnits.milliseconds(drift)))
+        case .invalidated(let reason):
+            ending.withLock { ending in
+                if ending == nil { ending = .invalidated(reason) }
+            }
+            if reason.code != .left { say("session over: \(reason.message)") }
+        }
+    }
+}
