@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// A session starts `.waiting`; `join()` makes it `.joined`; it ends `.invalidated(reason:)` when the participant
 /// leaves, someone ends it for everyone, or the connection is gone. Every property can be observed as an
-/// `AsyncStream` that starts with the current value.
+/// `AsyncStream` that starts with the current value. It follows the authority while its owner runs `run()`; it
+/// starts no task of its own.
 public final class GroupSession<Activity: GroupActivity>: Sendable {
     /// Where this participant stands in the session.
     public enum State: Sendable, Hashable {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Larger attachments (files, images) shared with the group, as SharePlay's journal; late joiners receive the
-/// existing ones.
+/// existing ones. It receives while its owner runs `run()`; it starts no task of its own.
 ///
 /// Bytes travel in chunks after a `begin` that announces size and SHA-256. TandemCore has no hash function of its
 /// own: give the journal a `hasher` (TandemNet uses swift-crypto's SHA-256) and it computes the digest of what it
