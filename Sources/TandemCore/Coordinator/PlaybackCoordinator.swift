@@ -33,7 +33,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     private let clock: C
     private let tickInterval: Duration
     private let locate: @Sendable (String) -> String
-    private let eventsBox = Broadcaster<CoordinatorEvent>(replaysCurrent: false)
+    private let eventsBox = FanOut<CoordinatorEvent>()
     private let commands: AsyncStream<(UInt64, EngineCommand)>
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
     private let outgoing: AsyncStream<ClientMessage>
