@@ -74,7 +74,7 @@ package final class LocalPeer: Sendable {
         let mapping = connection.clockMapping()
         let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline
-        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0) }
+        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0)).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime(), expected: expected,

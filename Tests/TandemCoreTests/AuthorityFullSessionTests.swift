@@ -52,12 +52,12 @@ struct AuthorityFullSessionTests {
         peers.deliver(h.send(.readiness(.ready(AuthorityHarness.info())), from: dave))
         #expect(h.authority.timeline.isPlaying)
         // dave: 40 ms delay + 900 ms preroll + 40 ms margin.
-        #expect(h.authority.timeline.anchorSessionTime == h.now + Nanos.milliseconds(980))
+        #expect(h.authority.timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(980))
         check(h, peers, "started")
 
         h.advance(ms: 60_000)
         peers.deliver(h.request(.pause(itemTime: Nanos.milliseconds(59_020)), from: bob))
-        #expect(h.authority.timeline.anchorItemTime == Nanos.milliseconds(59_020))
+        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.milliseconds(59_020))
         check(h, peers, "paused")
 
         h.advance(ms: 2_000)
@@ -69,7 +69,7 @@ struct AuthorityFullSessionTests {
             peers.deliver(h.send(.prepared(generation: seekGeneration), from: id))
             check(h, peers, "prepared \(id)")
         }
-        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == Nanos.seconds(1_800))
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(1_800))
 
         h.advance(ms: 10_000)
         peers.deliver(h.request(.rate(1.5), from: dave))

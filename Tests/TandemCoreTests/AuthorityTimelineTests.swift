@@ -15,9 +15,9 @@ struct AuthorityTimelineTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         #expect(timeline.generation == before + 1)
-        #expect(timeline.anchorItemTime == 0)
+        #expect(timeline.anchorItemTime.nanoseconds == 0)
         // Slowest: bob, 80 ms delay + 300 ms preroll, plus the 40 ms margin.
-        #expect(timeline.anchorSessionTime == h.now + Nanos.milliseconds(420))
+        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(420))
         #expect(timeline.originator == a)
         #expect(actions.timelines(to: a) == [timeline])
         #expect(actions.timelines(to: b) == [timeline])
@@ -35,8 +35,8 @@ struct AuthorityTimelineTests {
         h.advance(ms: 500)
         h.request(.play, from: a)
         // bob is prepared at 1:00 (only his delay counts); alice is not (her preroll counts).
-        #expect(h.authority.timeline.anchorSessionTime == h.now + Nanos.milliseconds(140))
-        #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(60))
+        #expect(h.authority.timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(140))
+        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(60))
     }
 
     @Test func conflictingRequestsEndWithEveryoneOnTheLastGeneration() {
@@ -60,7 +60,7 @@ struct AuthorityTimelineTests {
             #expect(Set(received.map(\.generation)).count == 3)
             #expect(received.last == last)
         }
-        #expect(last.isPaused && last.anchorItemTime == Nanos.seconds(90) && last.rate == 1.5)
+        #expect(last.isPaused && last.anchorItemTime.nanoseconds == Nanos.seconds(90) && last.rate == 1.5)
     }
 
     @Test func pauseSnapsEveryoneToTheOriginatorsItemTime() {
@@ -72,10 +72,11 @@ struct AuthorityTimelineTests {
         let actions = h.request(.pause(itemTime: Nanos.milliseconds(64_950)), from: b)
         let timeline = h.authority.timeline
         #expect(timeline.isPaused)
-        #expect(timeline.anchorItemTime == Nanos.milliseconds(64_950))
-        #expect(timeline.anchorSessionTime == h.now)
+        #expect(timeline.anchorItemTime.nanoseconds == Nanos.milliseconds(64_950))
+        #expect(timeline.anchorSessionTime.nanoseconds == h.now)
         #expect(timeline.originator == b)
-        #expect(timeline.expectedItemTime(atSessionTime: h.now + Nanos.seconds(5)) == Nanos.milliseconds(64_950))
+        #expect(timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: h.now + Nanos.seconds(5)))
+                == ItemTime(nanoseconds: Nanos.milliseconds(64_950)))
         #expect(actions.notices(.paused, to: a).first?.text == "bob paused at 1:04")
         #expect(actions.notices(.paused, to: a).first?.participant == b)
     }
@@ -89,7 +90,7 @@ struct AuthorityTimelineTests {
         h.advance(ms: 30_000)
         let seek = h.request(.seek(itemTime: Nanos.seconds(600), play: true), from: b)
         let waiting = h.authority.timeline
-        #expect(waiting.anchorItemTime == Nanos.seconds(600))
+        #expect(waiting.anchorItemTime.nanoseconds == Nanos.seconds(600))
         #expect(waiting.waitingFor == [a: [.loading], b: [.loading]])
         #expect(seek.notices(.seeked, to: a).first?.text == "bob jumped to 10:00")
 
@@ -105,9 +106,9 @@ struct AuthorityTimelineTests {
         let playing = h.authority.timeline
         #expect(playing.isPlaying)
         #expect(playing.generation == stillWaiting + 1)
-        #expect(playing.anchorItemTime == Nanos.seconds(600))
+        #expect(playing.anchorItemTime.nanoseconds == Nanos.seconds(600))
         // Both prepared: only bob's delay and the margin.
-        #expect(playing.anchorSessionTime == h.now + Nanos.milliseconds(65))
+        #expect(playing.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(65))
         #expect(second.timelines(to: a) == [playing])
         #expect(!second.notices(.resumed, to: a).isEmpty)
     }
@@ -127,7 +128,7 @@ struct AuthorityTimelineTests {
         }
         #expect(h.authority.timeline.generation == generation)
         h.request(.seek(itemTime: Nanos.seconds(100), play: false), from: a)
-        #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(100))
+        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(100))
     }
 
     @Test func rateChangeWhilePlayingPrerollsEveryoneAtTheNewRateThenStartsTogether() {
@@ -146,8 +147,8 @@ struct AuthorityTimelineTests {
         // Where the group will be once the request has reached the farthest peer, plus the start margin: peers
         // stop on arrival, short of that point, so nobody shows a frame twice.
         let stop = h.now + Nanos.milliseconds(30) + AuthorityConfiguration().startMargin
-        #expect(waiting.anchorSessionTime == stop)
-        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: stop))
+        #expect(waiting.anchorSessionTime.nanoseconds == stop)
+        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stop)))
         #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
         h.advance(ms: 40)
         h.send(.prepared(generation: h.authority.timeline.generation), from: a)
@@ -156,10 +157,10 @@ struct AuthorityTimelineTests {
         // Both prepared: the start needs no preroll, only the slowest one-way delay and the margin.
         let new = h.authority.timeline
         #expect(new.isPlaying && new.rate == 1.5)
-        #expect(new.anchorItemTime == waiting.anchorItemTime)
-        #expect(new.anchorSessionTime == h.now + Nanos.milliseconds(70))
-        #expect(new.expectedItemTime(atSessionTime: new.anchorSessionTime + Nanos.seconds(2))
-            == new.anchorItemTime + Nanos.seconds(3))
+        #expect(new.anchorItemTime.nanoseconds == waiting.anchorItemTime.nanoseconds)
+        #expect(new.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(70))
+        #expect(new.expectedItemTime(atSessionTime: new.anchorSessionTime + .seconds(2))
+            == new.anchorItemTime + .seconds(3))
 
         for bad in [0, -1, Double.nan, Double.infinity] {
             let rejected = h.request(.rate(bad), from: a)
@@ -183,12 +184,12 @@ struct AuthorityTimelineTests {
         // Bob heard of the change late (after alice was prepared, so the waiting list has a newer generation) and
         // had shown 80 ms more: both prepare again there, then start.
         #expect(h.authority.timeline.generation == waiting.generation + 1)
-        let past = waiting.anchorItemTime + Nanos.milliseconds(80)
+        let past = waiting.anchorItemTime.nanoseconds + Nanos.milliseconds(80)
         let actions = h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
         #expect(actions.notices(.waiting, to: a).isEmpty)
         let moved = h.authority.timeline
         #expect(moved.generation == waiting.generation + 2)
-        #expect(moved.anchorItemTime == past && moved.rate == 1.5)
+        #expect(moved.anchorItemTime.nanoseconds == past && moved.rate == 1.5)
         #expect(Set(moved.waitingFor?.keys.map { $0 } ?? []) == [a, b])
         // Stale or behind the stop: ignored.
         h.send(.renderedPast(generation: waiting.generation, itemTime: past + Nanos.seconds(1)), from: b)
@@ -196,7 +197,7 @@ struct AuthorityTimelineTests {
         #expect(h.authority.timeline == moved)
         h.send(.prepared(generation: moved.generation), from: a)
         h.send(.prepared(generation: moved.generation), from: b)
-        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == past)
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime.nanoseconds == past)
     }
 
     @Test func rateWhilePausedIsKeptForTheNextPlay() {

@@ -19,8 +19,8 @@ struct AuthorityWaitingTests {
         let ready = h.send(.readiness(.ready(AuthorityHarness.info())), from: c)
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
-        #expect(timeline.anchorItemTime == 0)
-        #expect(timeline.anchorSessionTime == h.now + Nanos.milliseconds(440))
+        #expect(timeline.anchorItemTime.nanoseconds == 0)
+        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(440))
         for peer in [a, b, c] { #expect(ready.timelines(to: peer) == [timeline]) }
         #expect(ready.notices(.resumed, to: a).count == 1)
     }
@@ -53,8 +53,8 @@ struct AuthorityWaitingTests {
         let waiting = h.authority.timeline
         let stopAt = h.now + Nanos.milliseconds(90)
         #expect(waiting.waitingFor == [b: [.stallRecovery]])
-        #expect(waiting.anchorSessionTime == stopAt)
-        #expect(waiting.anchorItemTime == playing.expectedItemTime(atSessionTime: stopAt))
+        #expect(waiting.anchorSessionTime.nanoseconds == stopAt)
+        #expect(waiting.anchorItemTime == playing.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stopAt)))
         #expect(stall.notices(.waiting, to: a).first?.text.hasSuffix("waiting for bob (buffering)") == true)
         #expect(stall.wakeUps == [h.now + Nanos.seconds(10)])
 
@@ -62,8 +62,8 @@ struct AuthorityWaitingTests {
         h.send(.suspension(.end(id: 9, proposedItemTime: nil)), from: b)
         let resumed = h.authority.timeline
         #expect(resumed.isPlaying)
-        #expect(resumed.anchorItemTime == waiting.anchorItemTime)
-        #expect(resumed.anchorSessionTime == h.now + Nanos.milliseconds(190))
+        #expect(resumed.anchorItemTime.nanoseconds == waiting.anchorItemTime.nanoseconds)
+        #expect(resumed.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(190))
     }
 
     @Test func endingASuspensionCanProposeTheResumeTime() {
@@ -77,7 +77,7 @@ struct AuthorityWaitingTests {
         h.advance(ms: 2_000)
         h.send(.suspension(.end(id: 1, proposedItemTime: Nanos.seconds(300))), from: b)
         #expect(h.authority.timeline.isPlaying)
-        #expect(h.authority.timeline.anchorItemTime == Nanos.seconds(300))
+        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(300))
     }
 
     @Test func beyondThePerReasonLimitTheGroupDoesNotWait() {
@@ -136,7 +136,7 @@ struct AuthorityWaitingTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         // bob is excused: neither his preroll nor his loading holds anyone back.
-        #expect(timeline.anchorSessionTime == h.now + Nanos.milliseconds(40))
+        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(40))
         let timedOut = fired.notices(.waitingTimedOut, to: a)
         #expect(timedOut.count == 1)
         #expect(timedOut.first?.participant == b)
@@ -228,12 +228,12 @@ struct AuthorityWaitingTests {
         h.advance(ms: 120_000)
         let (late, _) = h.join("dave")
         #expect(h.authority.timeline.waitingFor == [late: [.loading]])
-        let stopTime = h.authority.timeline.anchorItemTime
+        let stopTime = h.authority.timeline.anchorItemTime.nanoseconds
         #expect(abs(stopTime - Nanos.seconds(120)) < Nanos.milliseconds(100))
         h.advance(ms: 3_000)
         h.send(.readiness(.ready(AuthorityHarness.info())), from: late)
         #expect(h.authority.timeline.isPlaying)
-        #expect(h.authority.timeline.anchorItemTime == stopTime)
+        #expect(h.authority.timeline.anchorItemTime.nanoseconds == stopTime)
     }
 
     @Test func failedParticipantsAreNotWaitedFor() {
@@ -260,7 +260,7 @@ struct AuthorityWaitingTests {
         #expect(change.messages(to: a).first == .activity(episode2))
         #expect(change.notices(.activityChanged, to: a).first?.text == "bob changed the activity to Episode 2")
         let waiting = h.authority.timeline
-        #expect(waiting.itemID == "episode2" && waiting.anchorItemTime == 0)
+        #expect(waiting.itemID == "episode2" && waiting.anchorItemTime.nanoseconds == 0)
         #expect(waiting.waitingFor == [a: [.loading], b: [.loading]])
         #expect(h.authority.participants.allSatisfy { $0.readiness == .loading(progress: nil) })
         #expect(h.authority.activity == episode2)
@@ -271,8 +271,8 @@ struct AuthorityWaitingTests {
         h.advance(ms: 700)
         h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
         let playing = h.authority.timeline
-        #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime == 0)
-        #expect(playing.anchorSessionTime == h.now + Nanos.milliseconds(40))
+        #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime.nanoseconds == 0)
+        #expect(playing.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(40))
     }
 
     @Test func activityChangeWhilePausedStaysPaused() {

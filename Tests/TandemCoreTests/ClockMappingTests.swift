@@ -14,7 +14,7 @@ import TandemCore
     @Test func timelineProjectsOnlyWhilePlaying() {
         var t = Timeline(generation: 1, itemID: "x", rate: 1.5, anchorSessionTime: 1_000, anchorItemTime: 10,
                          status: .playing)
-        #expect(t.expectedItemTime(atSessionTime: 2_000) == 10 + 1_500)
+        #expect(t.expectedItemTime(atSessionTime: 2_000) == ItemTime(nanoseconds: 10 + 1_500))
         #expect(t.expectedItemTime(atSessionTime: 500) == 10)
         t.status = .paused
         #expect(t.expectedItemTime(atSessionTime: 2_000) == 10)

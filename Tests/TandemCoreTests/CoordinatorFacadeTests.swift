@@ -169,7 +169,7 @@ final class ChangeFeed: Sendable {
         clock.advance(by: .seconds(1))
         await alice.pause()
         #expect(await changes.until { await bob.timeline?.status == .paused })
-        let pausedAt = await hub.timeline.anchorItemTime
+        let pausedAt = await hub.timeline.anchorItemTime.nanoseconds
         #expect(pausedAt > 0)
         #expect(await changes.until { bobEngine.calls.last == "prepare \(pausedAt)" })
         #expect(bobEngine.currentItemTime() == pausedAt)
@@ -212,7 +212,7 @@ final class ChangeFeed: Sendable {
         #expect(!aliceEngine.calls.contains { $0.hasPrefix("play") })
         await suspension.end(proposingNewTime: 30_000_000_000)
         #expect(await changes.until { await alice.timeline?.isPlaying == true })
-        #expect(await hub.timeline.anchorItemTime == 30_000_000_000)
+        #expect(await hub.timeline.anchorItemTime.nanoseconds == 30_000_000_000)
         #expect(await changes.until { aliceEngine.calls.contains { $0.hasPrefix("play 30000000000") }
             && bobEngine.calls.contains { $0.hasPrefix("play 30000000000") } })
     }

@@ -21,7 +21,8 @@ private let s: Int64 = 1_000_000_000
 
     static func timeline(_ gen: UInt64, _ status: Timeline.Status, at session: Int64, item: Int64, rate: Double = 1,
                          by: ParticipantID? = nil) -> Timeline {
-        Timeline(generation: gen, itemID: "movie", rate: rate, anchorSessionTime: session, anchorItemTime: item,
+        Timeline(generation: gen, itemID: "movie", rate: rate, anchorSessionTime: SessionInstant(nanoseconds: session),
+                 anchorItemTime: ItemTime(nanoseconds: item),
                  status: status, originator: by)
     }
 

@@ -139,7 +139,7 @@ private let tolerance: Int64 = 5_000
             #expect(peer.engine.renderedItemTime(atTrue: sim.now) == pausedAt, "peer\(i) stopped elsewhere")
         }
         #expect(sim.authority.timeline.status == .paused)
-        #expect(sim.authority.timeline.anchorItemTime == pausedAt)
+        #expect(sim.authority.timeline.anchorItemTime.nanoseconds == pausedAt)
         Self.expectSameGeneration(sim)
         Self.expectInStep(sim, over: 4 * s...6 * s, "2 (before the pause)")
     }

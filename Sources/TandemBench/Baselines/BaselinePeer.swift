@@ -123,7 +123,7 @@ package actor BaselinePeer: PeerDriver {
     package func play() async { await request(.play) }
 
     package func pause() async {
-        let position = engine.currentItemTime() ?? timeline?.anchorItemTime ?? 0
+        let position = engine.currentItemTime() ?? timeline?.anchorItemTime.nanoseconds ?? 0
         playingGeneration = nil
         let engine = self.engine
         operationSink.yield { _ = try? await engine.pause() }
@@ -165,7 +165,7 @@ package actor BaselinePeer: PeerDriver {
             let engine = self.engine, connection = self.connection
             enqueue(generation) {
                 _ = try? await engine.pause()
-                try? await engine.prepare(at: timeline.anchorItemTime, rate: timeline.rate)
+                try? await engine.prepare(at: timeline.anchorItemTime.nanoseconds, rate: timeline.rate)
                 try? await connection.send(.prepared(generation: generation))
             }
         case .playing:
@@ -206,17 +206,17 @@ package actor BaselinePeer: PeerDriver {
     private func startSyncplay(_ timeline: Timeline) {
         // A command the server has just relayed starts at once from its position, forwarded by half the round
         // trip; joining a timeline that has been running uses the server's position from its latest state.
-        let fresh = lastServerTime.map { timeline.anchorSessionTime > $0.t3 } ?? true
+        let fresh = lastServerTime.map { timeline.anchorSessionTime.nanoseconds > $0.t3 } ?? true
         let item = fresh
-            ? timeline.anchorItemTime + Int64(timeline.rate * (smoothedRoundTrip ?? 0) / 2)
-            : syncplayGlobalPosition(timeline) ?? timeline.anchorItemTime
+            ? timeline.anchorItemTime.nanoseconds + Int64(timeline.rate * (smoothedRoundTrip ?? 0) / 2)
+            : syncplayGlobalPosition(timeline) ?? timeline.anchorItemTime.nanoseconds
         startNow(timeline, at: item)
     }
 
     private func syncplayGlobalPosition(_ timeline: Timeline) -> Int64? {
         guard let last = lastServerTime else { return nil }
         return BaselineRules.Syncplay.globalPosition(
-            serverPosition: timeline.expectedItemTime(atSessionTime: last.t3), rate: timeline.rate,
+            serverPosition: timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: last.t3)).nanoseconds, rate: timeline.rate,
             smoothedRoundTrip: smoothedRoundTrip ?? 0, sinceArrival: clock.now.nanoseconds - last.arrival)
     }
 
@@ -255,19 +255,19 @@ package actor BaselinePeer: PeerDriver {
     private func startJellyfin(_ timeline: Timeline, skipping: Bool = false) {
         guard let offset = jellyfinOffset else {
             // Not synchronised yet: start like a player without a schedule, and let the corrections catch up.
-            startNow(timeline, at: timeline.anchorItemTime)
+            startNow(timeline, at: timeline.anchorItemTime.nanoseconds)
             return
         }
         playingGeneration = timeline.generation
         setSpeed(1)
         let now = clock.now.nanoseconds
-        var startSession = timeline.anchorSessionTime
-        var item = timeline.anchorItemTime
+        var startSession = timeline.anchorSessionTime.nanoseconds
+        var item = timeline.anchorItemTime.nanoseconds
         let preroll = engine.prerollEstimate
         if skipping || startSession < now + offset + preroll + Nanos.milliseconds(20) {
             // Joining late: go to where the group will be once this player has prerolled.
             startSession = now + offset + preroll + Nanos.milliseconds(100)
-            item = timeline.expectedItemTime(atSessionTime: startSession)
+            item = timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: startSession)).nanoseconds
         }
         let localStart = startSession - offset
         let startItem = item
@@ -299,7 +299,7 @@ package actor BaselinePeer: PeerDriver {
             return
         }
         guard now >= cooldownUntil, let offset = jellyfinOffset, let position = engine.currentItemTime() else { return }
-        let expected = timeline.expectedItemTime(atSessionTime: now + offset)
+        let expected = timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: now + offset)).nanoseconds
         switch BaselineRules.Jellyfin.correction(position: position, expected: expected) {
         case .none: break
         case .speed(let factor):

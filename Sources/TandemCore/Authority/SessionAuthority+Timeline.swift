@@ -11,15 +11,15 @@ extension SessionAuthority {
                 // Already playing or about to: nothing to change; tell the requester where the group stands.
                 return [.send(.timeline(timeline), to: id)]
             }
-            let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime)
+            let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime.nanoseconds)
             let blocking = blockers(at: position, requiringPreparation: false)
             if blocking.isEmpty {
-                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now)
-                    + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime))", now))
+                return startPlaying(at: timeline.anchorItemTime.nanoseconds, originator: id, now: now)
+                    + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime.nanoseconds))", now))
             }
             waitingRequiresPreparation = false
             let actions = publish(status: .waiting(for: blocking), anchorSessionTime: now,
-                                  anchorItemTime: timeline.anchorItemTime, originator: id)
+                                  anchorItemTime: timeline.anchorItemTime.nanoseconds, originator: id)
             beginWaiting(blocking, now: now)
             return actions + broadcast(notice(.waiting, blocking.keys.sorted().first,
                                               "\(who) pressed play; \(waitingText(blocking))", now))
@@ -73,8 +73,8 @@ extension SessionAuthority {
                 actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
                 return actions + reconcile(now: now)
             } else {
-                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
-                                  anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)
+                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime.nanoseconds,
+                                  anchorItemTime: timeline.anchorItemTime.nanoseconds, rate: rate, originator: id)
             }
             actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
             return actions
@@ -88,8 +88,8 @@ extension SessionAuthority {
         // The same stop: the waiting list may have changed since (new generations, same position), but nobody
         // has moved the group elsewhere.
         guard case .waiting = timeline.status, generation <= timeline.generation,
-              generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
-              itemTime > max(timeline.anchorItemTime, proposedResumeItemTime ?? 0), seekProblem(itemTime) == nil
+              generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime.nanoseconds),
+              itemTime > max(timeline.anchorItemTime.nanoseconds, proposedResumeItemTime ?? 0), seekProblem(itemTime) == nil
         else { return [] }
         proposedResumeItemTime = itemTime
         // Everyone prepares again at the new point; that is no news to show as "waiting for …".
@@ -174,7 +174,8 @@ extension SessionAuthority {
         actions += broadcast(notice(.activityChanged, id, "\(name(of: id)) changed the activity to \(title)", now))
         actions += broadcastParticipants()
         var next = Timeline(generation: timeline.generation + 1, itemID: envelope.itemID, rate: 1,
-                            anchorSessionTime: now, anchorItemTime: 0, status: .paused, originator: id)
+                            anchorSessionTime: SessionInstant(nanoseconds: now), anchorItemTime: 0, status: .paused,
+                            originator: id)
         if wantsToPlay {
             let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: 0), requiringPreparation: false)
             next.status = .waiting(for: blocking)
@@ -260,7 +261,7 @@ extension SessionAuthority {
         }
 
         // Lift excuses of participants that no longer hold anything the group would wait for.
-        let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime)
+        let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime.nanoseconds)
         let requiresPreparation: Bool
         if case .waiting = timeline.status { requiresPreparation = waitingRequiresPreparation } else { requiresPreparation = false }
         for id in memberOrder where members[id]?.isExcused == true {
@@ -297,9 +298,9 @@ extension SessionAuthority {
                 actions += startPlaying(at: itemTime, originator: nil, now: now)
                 actions += broadcast(notice(.resumed, nil,
                                             "everyone is ready; playing from \(AuthorityText.itemTime(itemTime))", now))
-            } else if blocking != current || position.itemTime != timeline.anchorItemTime {
+            } else if blocking != current || position.itemTime != timeline.anchorItemTime.nanoseconds {
                 let added = blocking.filter { current[$0.key] != $0.value }
-                actions += publish(status: .waiting(for: blocking), anchorSessionTime: timeline.anchorSessionTime,
+                actions += publish(status: .waiting(for: blocking), anchorSessionTime: timeline.anchorSessionTime.nanoseconds,
                                    anchorItemTime: position.itemTime, originator: timeline.originator)
                 proposedResumeItemTime = nil
                 if !added.isEmpty {
@@ -342,7 +343,7 @@ extension SessionAuthority {
     /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
     func stopPoint(now: Int64) -> (sessionTime: Int64, itemTime: Int64) {
         let stopAt = now + maxOneWayDelay + configuration.startMargin
-        return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
+        return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stopAt)).nanoseconds))
     }
 
     var maxOneWayDelay: Int64 {
@@ -372,14 +373,15 @@ extension SessionAuthority {
     mutating func publish(status: Timeline.Status, anchorSessionTime: Int64, anchorItemTime: Int64,
                           rate: Double? = nil, originator: ParticipantID?) -> [Action] {
         publish(Timeline(generation: timeline.generation + 1, itemID: timeline.itemID, rate: rate ?? timeline.rate,
-                         anchorSessionTime: anchorSessionTime, anchorItemTime: anchorItemTime, status: status,
+                         anchorSessionTime: SessionInstant(nanoseconds: anchorSessionTime),
+                         anchorItemTime: ItemTime(nanoseconds: anchorItemTime), status: status,
                          originator: originator))
     }
 
     /// Makes `next` the current timeline and broadcasts it.
     mutating func publish(_ next: Timeline) -> [Action] {
         timeline = next
-        generationPositions[next.generation] = ItemPosition(itemID: next.itemID, itemTime: next.anchorItemTime)
+        generationPositions[next.generation] = ItemPosition(itemID: next.itemID, itemTime: next.anchorItemTime.nanoseconds)
         generationPositions[next.generation &- 64] = nil
         if next.isPlaying {
             // Positions prepared while paused are stale once the group plays.

@@ -82,7 +82,8 @@ public struct SessionAuthority: Sendable {
         self.sessionID = sessionID
         self.activity = activity
         self.configuration = configuration
-        self.timeline = Timeline(generation: 1, itemID: activity?.itemID ?? "", rate: 1, anchorSessionTime: now,
+        self.timeline = Timeline(generation: 1, itemID: activity?.itemID ?? "", rate: 1,
+                                 anchorSessionTime: SessionInstant(nanoseconds: now),
                                  anchorItemTime: 0, status: .paused)
         generationPositions[1] = ItemPosition(itemID: timeline.itemID, itemTime: 0)
     }

@@ -12,9 +12,9 @@ extension PlaybackCoordinatorStateMachine {
     /// so it tells the authority how far it got and the group resumes from there.
     func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
         // Only a stop on this very line: a seek names an item time of its own.
-        guard abs(line.item(at: tl.anchorSessionTime) - tl.anchorItemTime) <= Nanos.milliseconds(1) else { return }
+        guard abs(line.item(at: tl.anchorSessionTime.nanoseconds) - tl.anchorItemTime.nanoseconds) <= Nanos.milliseconds(1) else { return }
         let stopped = sessionNow + configuration.stopAllowance
-        guard stopped > tl.anchorSessionTime else { return }
+        guard stopped > tl.anchorSessionTime.nanoseconds else { return }
         actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
     }
 
@@ -42,7 +42,7 @@ extension PlaybackCoordinatorStateMachine {
 
         switch tl.status {
         case .paused, .waiting:
-            let x = tl.anchorItemTime
+            let x = tl.anchorItemTime.nanoseconds
             if case .waiting = tl.status, case .playing(let line) = target {
                 reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: now), into: &actions)
             }
@@ -73,7 +73,7 @@ extension PlaybackCoordinatorStateMachine {
             } else {
                 // Too late to make the scheduled start: preroll at the projected position and join alone.
                 let start = sNow + needed
-                let item = tl.expectedItemTime(atSessionTime: start)
+                let item = tl.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: start)).nanoseconds
                 issue(.prepare(itemTime: item, rate: line.rate), into: &actions)
                 issue(.play(from: item, atSessionTime: start, rate: line.rate), into: &actions)
             }

@@ -55,8 +55,8 @@ extension PlaybackCoordinatorStateMachine {
             // The group waits for us: preroll at its stop first and only then end the suspension (after saying
             // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
             // preroll estimate.
-            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
-            target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
+            issue(.prepare(itemTime: tl.anchorItemTime.nanoseconds, rate: tl.rate), into: &actions)
+            target = .prepared(itemTime: tl.anchorItemTime.nanoseconds, rate: tl.rate)
             recovery = (lastCommandID, suspension, tl.generation)
         } else {
             closeSuspension(suspension, proposing: nil, into: &actions)

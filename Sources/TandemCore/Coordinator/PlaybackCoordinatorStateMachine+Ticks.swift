@@ -28,7 +28,7 @@ extension PlaybackCoordinatorStateMachine {
               sNow > line.session + configuration.driftSettleTime,
               now > confirmed + configuration.driftSettleTime
         else { drift = .steady; return }
-        let offLine = position - tl.expectedItemTime(atSessionTime: sNow)
+        let offLine = position - tl.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: sNow)).nanoseconds
         guard abs(offLine) > configuration.driftThreshold else { drift = .steady; return }
         guard case .drifting(let since) = drift else { drift = .drifting(since: now); return }
         guard now - since >= configuration.driftPersistence else { return }

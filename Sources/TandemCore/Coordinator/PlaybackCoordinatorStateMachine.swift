@@ -117,7 +117,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
 
     /// The item time the group should be rendering at session time `t` (nil before the first timeline).
     public func expectedItemTime(atSessionTime t: Int64) -> Int64? {
-        timeline?.expectedItemTime(atSessionTime: t)
+        timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: t)).nanoseconds
     }
 
     /// The reasons of the suspensions this peer holds now.

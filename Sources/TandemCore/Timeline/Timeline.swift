@@ -16,13 +16,16 @@ public struct Timeline: Hashable, Sendable, Codable {
     public var itemID: String
     /// Playback rate while playing (> 0). Kept while paused so play resumes at it.
     public var rate: Double
-    public var anchorSessionTime: Int64
-    public var anchorItemTime: Int64
+    /// The session instant the line is anchored at (encoded as bare nanoseconds).
+    public var anchorSessionTime: SessionInstant
+    /// The item time rendered at `anchorSessionTime` (encoded as bare nanoseconds).
+    public var anchorItemTime: ItemTime
     public var status: Status
     /// Who caused this generation (nil for the authority's own decisions).
     public var originator: ParticipantID?
 
-    public init(generation: UInt64, itemID: String, rate: Double, anchorSessionTime: Int64, anchorItemTime: Int64,
+    public init(generation: UInt64, itemID: String, rate: Double, anchorSessionTime: SessionInstant,
+                anchorItemTime: ItemTime,
                 status: Status, originator: ParticipantID? = nil) {
         self.generation = generation
         self.itemID = itemID
@@ -35,15 +38,14 @@ public struct Timeline: Hashable, Sendable, Codable {
 
     /// The item time every peer should be rendering at session time `t`.
     /// Before a scheduled start (`t < anchorSessionTime`) that is the anchor itself.
-    public func expectedItemTime(atSessionTime t: Int64) -> Int64 {
+    public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime {
         guard case .playing = status, t > anchorSessionTime else { return anchorItemTime }
-        return projection(SessionInstant(nanoseconds: t)).nanoseconds
+        return projection(t)
     }
 
     /// The line this timeline plays along: `anchorItemTime` at `anchorSessionTime`, advancing at `rate`.
     public var projection: ItemProjection {
-        ItemProjection(from: SessionInstant(nanoseconds: anchorSessionTime), to: ItemTime(nanoseconds: anchorItemTime),
-                       rate: rate)
+        ItemProjection(from: anchorSessionTime, to: anchorItemTime, rate: rate)
     }
 
     public var isPlaying: Bool { if case .playing = status { return true } else { return false } }

@@ -108,8 +108,8 @@ package struct TimelineEvent: PeerEvent, Equatable {
             waiting = Dictionary(uniqueKeysWithValues: who.map { ($0.key.rawValue, $0.value.map(\.rawValue)) })
         }
         self.init(generation: timeline.generation, state: PeerStatus.stateName(timeline), rate: timeline.rate,
-                  anchorItemTime: EventUnits.seconds(timeline.anchorItemTime),
-                  anchorSessionTime: timeline.anchorSessionTime, originator: timeline.originator?.rawValue,
+                  anchorItemTime: EventUnits.seconds(timeline.anchorItemTime.nanoseconds),
+                  anchorSessionTime: timeline.anchorSessionTime.nanoseconds, originator: timeline.originator?.rawValue,
                   waitingFor: waiting)
     }
 }
