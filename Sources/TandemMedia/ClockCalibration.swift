@@ -18,7 +18,7 @@ enum ClockCalibrationPlan: Equatable, Sendable {
                      stepThreshold: Int64, slewDuration: Int64) -> ClockCalibrationPlan {
         let anchoredTarget = target.reanchored(atLocal: now)
         guard isPlaying, slewDuration > 0 else { return .step(anchoredTarget) }
-        let reading = current.sessionTime(atLocal: now)
+        let reading = current.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
         let error = anchoredTarget.sessionAnchor &- reading
         guard abs(error) <= stepThreshold else { return .step(anchoredTarget) }
         if error == 0 && current.rate == target.rate { return .step(anchoredTarget) }

@@ -72,14 +72,14 @@ package final class LocalPeer: Sendable {
     package func status() async -> PeerStatus {
         let now = clock.now.nanoseconds
         let mapping = connection.clockMapping()
-        let sessionNow = mapping?.sessionTime(atLocal: now)
+        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
         let timeline = await coordinator.timeline
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0)).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime(), expected: expected,
             duration: player.mediaInfo?.duration, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: now), errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
+            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
             reconnecting: connection.isReconnecting)
     }
 

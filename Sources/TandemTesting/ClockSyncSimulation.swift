@@ -125,7 +125,7 @@ public enum ClockSyncSimulation {
         // True time → the peer's local clock.
         let skew = ClockMapping(localAnchor: start, sessionAnchor: start &+ configuration.peerOffset,
                                 rate: 1 + configuration.peerDriftPPM / 1_000_000)
-        func local(_ trueTime: Int64) -> Int64 { skew.sessionTime(atLocal: trueTime) }
+        func local(_ trueTime: Int64) -> Int64 { skew.sessionTime(atLocal: LocalInstant(nanoseconds: trueTime)).nanoseconds }
 
         var rng = SeededRandom(seed: configuration.seed)
         var estimator = ClockSyncEstimator(configuration: configuration.estimator)
@@ -148,7 +148,7 @@ public enum ClockSyncSimulation {
         var now = start
         while true {
             let nextPingLocal = estimator.nextPingTime(lastPing: lastPing)
-            var nextPing = nextPingLocal == Int64.min ? now : skew.localTime(atSession: nextPingLocal)
+            var nextPing = nextPingLocal == Int64.min ? now : skew.localTime(atSession: SessionInstant(nanoseconds: nextPingLocal)).nanoseconds
             if nextPing < now { nextPing = now }
             let nextArrival = inFlight.map(\.arrival).min() ?? Int64.max
             let nextCheckpoint = pendingCheckpoints.first.map { start + $0 } ?? Int64.max

@@ -71,11 +71,11 @@ public final class SessionSimulation {
         }
 
         /// The peer's local clock at true time `t`.
-        public func localTime(atTrue t: Int64) -> Int64 { localClock.sessionTime(atLocal: t) }
+        public func localTime(atTrue t: Int64) -> Int64 { localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds }
 
         /// The estimator's current error: estimated session time − true session time (ns), nil before syncing.
         public func clockError(atTrue t: Int64) -> Int64? {
-            mapping.map { $0.sessionTime(atLocal: localTime(atTrue: t)) - t }
+            mapping.map { $0.sessionTime(atLocal: LocalInstant(nanoseconds: localTime(atTrue: t))).nanoseconds - t }
         }
     }
 

@@ -72,12 +72,12 @@ public struct SimulatedPlayback: Sendable {
 
     /// The engine's own reading of session time at true time `t`.
     public func engineSessionTime(atTrue t: Int64) -> Int64 {
-        clockMapping.sessionTime(atLocal: localClock.sessionTime(atLocal: t))
+        clockMapping.sessionTime(atLocal: LocalInstant(nanoseconds: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds)).nanoseconds
     }
 
     /// The true time at which the engine's clock reads session time `s`.
     public func trueTime(atEngineSession s: Int64) -> Int64 {
-        localClock.localTime(atSession: clockMapping.localTime(atSession: s))
+        localClock.localTime(atSession: SessionInstant(nanoseconds: clockMapping.localTime(atSession: SessionInstant(nanoseconds: s)).nanoseconds)).nanoseconds
     }
 
     private func piece(atTrue t: Int64) -> (start: Int64, piece: Piece)? {

@@ -4,11 +4,12 @@ import TandemCore
 @Suite struct ClockMappingTests {
     @Test func roundTripsAndComposes() {
         let m = ClockMapping(localAnchor: 1_000, sessionAnchor: 3_600_000_000_000, rate: 1.0002)
-        let local: Int64 = 5_000_000_000
-        #expect(abs(m.localTime(atSession: m.sessionTime(atLocal: local)) - local) <= 1)
+        let local: LocalInstant = 5_000_000_000
+        #expect((m.localTime(atSession: m.sessionTime(atLocal: local)) - local).magnitude <= 1)
         let skew = ClockMapping(localAnchor: 0, sessionAnchor: 42, rate: 0.9999)
         let composed = m.composed(after: skew)
-        #expect(abs(composed.sessionTime(atLocal: local) - m.sessionTime(atLocal: skew.sessionTime(atLocal: local))) <= 1)
+        let skewed = LocalInstant(nanoseconds: skew.sessionTime(atLocal: local).nanoseconds)
+        #expect((composed.sessionTime(atLocal: local) - m.sessionTime(atLocal: skewed)).magnitude <= 1)
     }
 
     @Test func timelineProjectsOnlyWhilePlaying() {

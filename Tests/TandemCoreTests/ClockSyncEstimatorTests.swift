@@ -12,13 +12,13 @@ import TandemTesting
                          authorityShift: Int64 = 0) -> ClockSample {
         let t2 = sent + up
         let t3 = t2 + turnaround
-        return ClockSample(t1: skew.sessionTime(atLocal: sent), t2: t2 + authorityShift, t3: t3 + authorityShift,
-                           t4: skew.sessionTime(atLocal: t3 + down))
+        return ClockSample(t1: skew.sessionNanos(atLocal: sent), t2: t2 + authorityShift, t3: t3 + authorityShift,
+                           t4: skew.sessionNanos(atLocal: t3 + down))
     }
 
     /// The estimate's error (estimated − true session time) at true time `trueTime`.
     static func error(_ estimator: ClockSyncEstimator, at trueTime: Int64) -> Int64? {
-        estimator.sessionTime(atLocal: skew.sessionTime(atLocal: trueTime)).map { $0 - trueTime }
+        estimator.sessionTime(atLocal: skew.sessionNanos(atLocal: trueTime)).map { $0 - trueTime }
     }
 
     /// An estimator fed `count` exchanges a second apart with seeded LAN-like jitter, from true time 1000 s.
@@ -81,7 +81,7 @@ import TandemTesting
         var estimator = ClockSyncEstimator()
         let sample = Self.exchange(sentAt: 1_000_000_000_000, up: 30_000_000, down: 70_000_000)
         estimator.add(sample)
-        #expect(estimator.mapping?.offset(atLocal: sample.localMidpoint) == sample.offset)
+        #expect(estimator.mapping?.offset(atLocal: LocalInstant(nanoseconds: sample.localMidpoint)).nanoseconds == sample.offset)
         #expect(estimator.roundTrip == sample.roundTrip)
         #expect(estimator.errorBound! >= 50_000_000)
         // 30 ms up, 70 ms back: the estimate is 20 ms early, and the bound says it may be.
@@ -116,7 +116,7 @@ import TandemTesting
         let (clean, t) = Self.converged()
         var spiked = clean
         spiked.add(Self.exchange(sentAt: t, up: 500_000 + extraUp, down: 500_000 + extraDown))
-        let probe = Self.skew.sessionTime(atLocal: t + 1_000_000_000)
+        let probe = Self.skew.sessionNanos(atLocal: t + 1_000_000_000)
         let moved = spiked.sessionTime(atLocal: probe)! - clean.sessionTime(atLocal: probe)!
         #expect(abs(moved) <= 1_000, "a 500 ms spike moved the estimate by \(moved) ns")
         #expect(spiked.roundTrip == clean.roundTrip)
@@ -128,7 +128,7 @@ import TandemTesting
         let (clean, t) = Self.converged()
         var corrupted = clean
         corrupted.add(Self.exchange(sentAt: t, up: 500_000, down: 500_000, authorityShift: 500_000_000))
-        let probe = Self.skew.sessionTime(atLocal: t + 1_000_000_000)
+        let probe = Self.skew.sessionNanos(atLocal: t + 1_000_000_000)
         let moved = corrupted.sessionTime(atLocal: probe)! - clean.sessionTime(atLocal: probe)!
         #expect(abs(moved) <= 1_000, "a corrupted sample moved the estimate by \(moved) ns")
         #expect(corrupted.rejectedCount == 1)
@@ -142,12 +142,12 @@ import TandemTesting
         for _ in 0..<(estimator.configuration.resetAfterRejections + 4) {
             estimator.pingSent()
             let t3 = t + 500_000 + 20_000
-            estimator.add(ClockSample(t1: stepped.sessionTime(atLocal: t), t2: t + 500_000, t3: t3,
-                                      t4: stepped.sessionTime(atLocal: t3 + 500_000)))
+            estimator.add(ClockSample(t1: stepped.sessionNanos(atLocal: t), t2: t + 500_000, t3: t3,
+                                      t4: stepped.sessionNanos(atLocal: t3 + 500_000)))
             t += 1_000_000_000
         }
         #expect(estimator.resetCount == 1)
-        let estimate = estimator.sessionTime(atLocal: stepped.sessionTime(atLocal: t))!
+        let estimate = estimator.sessionTime(atLocal: stepped.sessionNanos(atLocal: t))!
         #expect(abs(estimate - t) < 100_000)
         #expect(estimator.currentInterval < estimator.configuration.steadyInterval)  // pinging fast again
     }
@@ -195,4 +195,9 @@ import TandemTesting
         #expect(perUpdate < .milliseconds(1))
         #endif
     }
+}
+
+private extension ClockMapping {
+    /// The mapping read on plain nanoseconds (these tests use it as a true → local skew).
+    func sessionNanos(atLocal t: Int64) -> Int64 { sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds }
 }

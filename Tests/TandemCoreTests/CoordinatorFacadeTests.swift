@@ -59,7 +59,7 @@ final class RecordingEngine: PlaybackEngine {
         let now = clock.now.nanoseconds
         return state.withLock { s in
             guard let line = s.line else { return s.still }
-            let session = s.mapping.sessionTime(atLocal: now)
+            let session = s.mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
             return line.item + Int64(Double(max(0, session - line.session)) * line.rate)
         }
     }

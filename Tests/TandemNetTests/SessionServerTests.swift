@@ -80,7 +80,7 @@ struct SessionServerTests {
             try await Task.sleep(nanoseconds: 100_000_000)
             guard let mapping = client.clockMapping() else { continue }
             let local = clock.now.nanoseconds
-            let error = mapping.sessionTime(atLocal: local) - local
+            let error = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds - local
             errors.append(error)
             inBound = abs(error) <= 100_000 ? inBound + 1 : 0
         }
@@ -114,7 +114,7 @@ struct SessionServerTests {
             try await Task.sleep(nanoseconds: 50_000_000)
             if let mapping = client.clockMapping() {
                 let local = clock.now.nanoseconds
-                error = mapping.sessionTime(atLocal: local) - local
+                error = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds - local
             }
         }
         let found = try #require(error, "no clock estimate within 5 s of joining over a 300 ms round trip")

@@ -353,7 +353,7 @@ package actor BaselinePeer: PeerDriver {
     private func setSpeed(_ factor: Double) {
         guard factor != speedFactor else { return }
         let now = clock.now.nanoseconds
-        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: engineMapping.sessionTime(atLocal: now), rate: factor)
+        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: engineMapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, rate: factor)
         speedFactor = factor
         engine.setClockMapping(engineMapping)
     }

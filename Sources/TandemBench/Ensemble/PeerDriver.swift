@@ -27,6 +27,6 @@ extension LocalPeer: PeerDriver {
     package func seek(to itemTime: Int64) async { await coordinator.seek(to: itemTime) }
     package func setRate(_ rate: Double) async { await coordinator.setRate(rate) }
     package func estimatedSessionTime(atLocal local: Int64) async -> Int64? {
-        connection.clockMapping()?.sessionTime(atLocal: local)
+        connection.clockMapping()?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds
     }
 }

@@ -44,7 +44,7 @@ extension PlaybackCoordinatorStateMachine {
         case .paused, .waiting:
             let x = tl.anchorItemTime.nanoseconds
             if case .waiting = tl.status, case .playing(let line) = target {
-                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: now), into: &actions)
+                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, into: &actions)
             }
             if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
                 if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {
@@ -59,7 +59,7 @@ extension PlaybackCoordinatorStateMachine {
         case .playing:
             let line = tl.projection
             if case .playing(let current) = target, current == line { return }
-            let sNow = mapping.sessionTime(atLocal: now)
+            let sNow = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
             let needed = configuration.prerollEstimate + configuration.joinMargin
             if case .playing = target, line.session > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping.

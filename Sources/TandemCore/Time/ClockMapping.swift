@@ -39,18 +39,16 @@ public struct ClockMapping: Sendable, Codable, Hashable, CustomStringConvertible
     }
 
     /// The target-axis time at source time `local`.
-    public func sessionTime(atLocal local: Int64) -> Int64 { map(LocalInstant(nanoseconds: local)).nanoseconds }
+    public func sessionTime(atLocal local: LocalInstant) -> SessionInstant { map(local) }
 
     /// The source-axis time at target time `session`.
-    public func localTime(atSession session: Int64) -> Int64 {
-        map.inverse(SessionInstant(nanoseconds: session)).nanoseconds
-    }
+    public func localTime(atSession session: SessionInstant) -> LocalInstant { map.inverse(session) }
 
     /// The session time at a local instant.
     public func callAsFunction(_ local: LocalInstant) -> SessionInstant { map(local) }
 
     /// Offset `session − local` at source time `local`.
-    public func offset(atLocal local: Int64) -> Int64 { map.offset(at: LocalInstant(nanoseconds: local)).nanoseconds }
+    public func offset(atLocal local: LocalInstant) -> TimeSpan { map.offset(at: local) }
 
     /// `self ∘ inner`: first `inner`, then `self`.
     public func composed(after inner: ClockMapping) -> ClockMapping {

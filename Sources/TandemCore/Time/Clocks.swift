@@ -55,10 +55,10 @@ public struct SkewedClock: MonotonicClock {
         let anchor = base.now.nanoseconds
         self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: anchor + offset, rate: 1 + driftPPM / 1_000_000)
     }
-    public var now: LocalInstant { LocalInstant(nanoseconds: skew.sessionTime(atLocal: base.now.nanoseconds)) }
+    public var now: LocalInstant { LocalInstant(nanoseconds: skew.sessionTime(atLocal: base.now).nanoseconds) }
     public var minimumResolution: Duration { base.minimumResolution }
     public func sleep(until deadline: LocalInstant, tolerance: Duration? = nil) async throws {
-        let baseDeadline = LocalInstant(nanoseconds: skew.localTime(atSession: deadline.nanoseconds))
+        let baseDeadline = skew.localTime(atSession: SessionInstant(nanoseconds: deadline.nanoseconds))
         try await base.sleep(until: baseDeadline, tolerance: tolerance)
     }
 }

@@ -23,7 +23,8 @@ extension GStreamerPlayer {
                                                  slewDuration: configuration.slewDuration)
             switch plan {
             case .step(let next):
-                let backwards = state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)
+                let backwards = state.calibration.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+                    - next.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
                 state.calibration = next
                 if !state.transport.isPlaying {
                     // Not playing: nothing waits on the clock, and the next start sets the base time from the
@@ -67,7 +68,7 @@ extension GStreamerPlayer {
     /// The engine clock's reading now (session time), ns.
     public func sessionTimeNow() -> Int64 {
         let calibration = state.withLock { $0.calibration }
-        return calibration.sessionTime(atLocal: SystemMonotonicClock().now.nanoseconds)
+        return calibration.sessionTime(atLocal: SystemMonotonicClock().now).nanoseconds
     }
 
     /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on (ns).
@@ -78,7 +79,7 @@ extension GStreamerPlayer {
 
     /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
     public func monotonicTime(atSessionTime sessionTime: Int64) -> Int64 {
-        state.withLock { $0.calibration }.localTime(atSession: sessionTime)
+        state.withLock { $0.calibration }.localTime(atSession: SessionInstant(nanoseconds: sessionTime)).nanoseconds
     }
 
     /// The current local → session mapping (as last given to `setClockMapping`).

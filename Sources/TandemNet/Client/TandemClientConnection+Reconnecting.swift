@@ -130,7 +130,7 @@ extension TandemClientConnection {
         return true
     }
 
-    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now.nanoseconds) ?? 0 }
+    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now).nanoseconds ?? 0 }
 
     /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
     /// `reconnected` when that worked. The stream ends when the connection closes.
