@@ -42,17 +42,17 @@ package final class DrillEngine: PlaybackEngine {
         return try await player.load(location)
     }
 
-    package func prepare(at itemTime: Int64, rate: Double) async throws { try await player.prepare(at: itemTime, rate: rate) }
+    package func prepare(at itemTime: ItemTime, rate: Double) async throws { try await player.prepare(at: itemTime, rate: rate) }
 
-    package func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws {
+    package func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws {
         try await player.play(from: itemTime, atSessionTime: sessionTime, rate: rate)
     }
 
     @discardableResult
-    package func pause() async throws -> Int64 { try await player.pause() }
-    package func currentItemTime() -> Int64? { player.currentItemTime() }
+    package func pause() async throws -> ItemTime { try await player.pause() }
+    package func currentItemTime() -> ItemTime? { player.currentItemTime() }
     package func setClockMapping(_ mapping: ClockMapping) { player.setClockMapping(mapping) }
-    package var prerollEstimate: Int64 { player.prerollEstimate }
+    package var prerollEstimate: TimeSpan { player.prerollEstimate }
     package func close() async { await player.close() }
 
     /// Stalls now, as a starved network source would: rendering stops and `.stalled` is reported; after

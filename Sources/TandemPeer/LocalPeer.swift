@@ -36,7 +36,7 @@ package final class LocalPeer: Sendable {
                         engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate
+        options.prerollEstimate = player.prerollEstimate.nanoseconds
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
                          clock: options.clock, configuration: configuration)
@@ -77,8 +77,8 @@ package final class LocalPeer: Sendable {
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0)).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
-            timeline: timeline, position: engine.currentItemTime(), expected: expected,
-            duration: player.mediaInfo?.duration, others: await coordinator.otherParticipants,
+            timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
+            duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
             clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
             reconnecting: connection.isReconnecting)
     }

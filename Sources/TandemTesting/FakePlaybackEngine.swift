@@ -20,7 +20,7 @@ public final class FakePlaybackEngine: PlaybackEngine {
         (events, eventSink) = AsyncStream.makeStream(of: PlaybackEngineEvent.self)
     }
 
-    public var prerollEstimate: Int64 { playback.withLock { $0.profile.prerollEstimate } }
+    public var prerollEstimate: TimeSpan { TimeSpan(nanoseconds: playback.withLock { $0.profile.prerollEstimate }) }
 
     public func load(_ location: String) async throws -> MediaInfo {
         guard case .loaded(let info) = try await run(.load(itemID: location)) else { throw PlaybackError.notLoaded }
@@ -28,23 +28,23 @@ public final class FakePlaybackEngine: PlaybackEngine {
         return info
     }
 
-    public func prepare(at itemTime: Int64, rate: Double) async throws {
-        _ = try await run(.prepare(itemTime: itemTime, rate: rate))
+    public func prepare(at itemTime: ItemTime, rate: Double) async throws {
+        _ = try await run(.prepare(itemTime: itemTime.nanoseconds, rate: rate))
     }
 
-    public func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws {
-        _ = try await run(.play(from: itemTime, atSessionTime: sessionTime, rate: rate))
+    public func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws {
+        _ = try await run(.play(from: itemTime.nanoseconds, atSessionTime: sessionTime.nanoseconds, rate: rate))
     }
 
     @discardableResult
-    public func pause() async throws -> Int64 {
+    public func pause() async throws -> ItemTime {
         guard case .paused(let itemTime) = try await run(.pause) else { throw PlaybackError.notLoaded }
-        return itemTime
+        return ItemTime(nanoseconds: itemTime)
     }
 
-    public func currentItemTime() -> Int64? {
+    public func currentItemTime() -> ItemTime? {
         let now = clock.now.nanoseconds
-        return playback.withLock { $0.renderedItemTime(atTrue: now) }
+        return playback.withLock { $0.renderedItemTime(atTrue: now) }.map { ItemTime(nanoseconds: $0) }
     }
 
     public func setClockMapping(_ mapping: ClockMapping) {

@@ -19,7 +19,7 @@ struct AuthorityHarness {
                                         payload: Data("{}".utf8), itemID: "movie")
 
     static func info(duration: Int64 = Nanos.seconds(5400), contentID: String? = "abc") -> MediaInfo {
-        MediaInfo(duration: duration, isSeekable: true, hasVideo: true, hasAudio: true, contentID: contentID)
+        MediaInfo(duration: TimeSpan(nanoseconds: duration), isSeekable: true, hasVideo: true, hasAudio: true, contentID: contentID)
     }
 
     mutating func advance(ms: Double) { now += Nanos.milliseconds(ms) }

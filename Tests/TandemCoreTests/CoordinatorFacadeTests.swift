@@ -20,7 +20,7 @@ final class RecordingEngine: PlaybackEngine {
     let state = Mutex(State())
     let events: AsyncStream<PlaybackEngineEvent>
     let eventSink: AsyncStream<PlaybackEngineEvent>.Continuation
-    var prerollEstimate: Int64 { 20_000_000 }
+    var prerollEstimate: TimeSpan { 20_000_000 }
 
     init(clock: any MonotonicClock, changes: ChangeFeed = ChangeFeed(), media: MediaInfo = FakeEngineProfile.defaultMedia) {
         self.clock = clock
@@ -41,27 +41,30 @@ final class RecordingEngine: PlaybackEngine {
         return media
     }
 
-    func prepare(at itemTime: Int64, rate: Double) async throws {
+    func prepare(at itemTime: ItemTime, rate: Double) async throws {
+        let itemTime = itemTime.nanoseconds
         record { $0.calls.append("prepare \(itemTime)"); $0.line = nil; $0.still = itemTime }
     }
 
-    func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws {
+    func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws {
+        let (itemTime, sessionTime) = (itemTime.nanoseconds, sessionTime.nanoseconds)
         record { $0.calls.append("play \(itemTime) at \(sessionTime) rate \(rate)"); $0.line = (itemTime, sessionTime, rate) }
     }
 
-    func pause() async throws -> Int64 {
-        let item = currentItemTime() ?? 0
+    func pause() async throws -> ItemTime {
+        let item = currentItemTime()?.nanoseconds ?? 0
         record { $0.calls.append("pause"); $0.line = nil; $0.still = item }
-        return item
+        return ItemTime(nanoseconds: item)
     }
 
-    func currentItemTime() -> Int64? {
+    func currentItemTime() -> ItemTime? {
         let now = clock.now.nanoseconds
-        return state.withLock { s in
+        let item = state.withLock { s in
             guard let line = s.line else { return s.still }
             let session = s.mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
             return line.item + Int64(Double(max(0, session - line.session)) * line.rate)
         }
+        return ItemTime(nanoseconds: item)
     }
 
     func setClockMapping(_ mapping: ClockMapping) { state.withLock { $0.mapping = mapping } }
@@ -172,8 +175,8 @@ final class ChangeFeed: Sendable {
         let pausedAt = await hub.timeline.anchorItemTime.nanoseconds
         #expect(pausedAt > 0)
         #expect(await changes.until { bobEngine.calls.last == "prepare \(pausedAt)" })
-        #expect(bobEngine.currentItemTime() == pausedAt)
-        #expect(aliceEngine.currentItemTime() == pausedAt)
+        #expect(bobEngine.currentItemTime()?.nanoseconds == pausedAt)
+        #expect(aliceEngine.currentItemTime()?.nanoseconds == pausedAt)
 
         let sawTimeline = await collect(1, from: aliceEvents.filter {
             if case .timelineChanged(let t) = $0 { t.status == .paused } else { false }

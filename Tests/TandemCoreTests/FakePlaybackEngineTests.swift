@@ -6,7 +6,7 @@ import TandemTesting
     @Test func itLoadsPlaysAndPausesOnItsClockAsAPlaybackEngine() async throws {
         let clock = ManualClock(1_000_000_000)
         let engine: any PlaybackEngine = FakePlaybackEngine(clock: clock)
-        #expect(engine.prerollEstimate == FakeEngineProfile().prerollEstimate)
+        #expect(engine.prerollEstimate.nanoseconds == FakeEngineProfile().prerollEstimate)
         #expect(engine.currentItemTime() == nil)
 
         let loading = Task { try await engine.load("movie") }
@@ -16,7 +16,7 @@ import TandemTesting
         #expect(engine.currentItemTime() == 0)
 
         let start = clock.now.nanoseconds + 500_000_000
-        let playing = Task { try await engine.play(from: 10_000_000_000, atSessionTime: start, rate: 1) }
+        let playing = Task { try await engine.play(from: 10_000_000_000, atSessionTime: SessionInstant(nanoseconds: start), rate: 1) }
         await clock.waitForSleepers()
         clock.advance(by: .milliseconds(80))    // the seek to the new position
         try await playing.value

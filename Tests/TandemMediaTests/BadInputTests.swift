@@ -80,29 +80,29 @@ struct BadInputTests {
     @Test("seeks outside the item and bad rates are refused; the player stays usable")
     func seeksAndRates() async throws {
         let player = try Samples.headlessPlayer()
-        await #expect(throws: PlaybackError.notLoaded) { try await player.prepare(at: 0, rate: 1) }
+        await #expect(throws: PlaybackError.notLoaded) { try await player.prepare(at: ItemTime(nanoseconds: 0), rate: 1) }
         let info = try await player.load(Samples.short)
-        let duration = try #require(info.duration)
+        let duration = try #require(info.duration?.nanoseconds)
         await #expect(throws: PlaybackError.seekOutOfRange(itemTime: -1, duration: duration)) {
-            try await player.prepare(at: -1, rate: 1)
+            try await player.prepare(at: ItemTime(nanoseconds: -1), rate: 1)
         }
         await #expect(throws: PlaybackError.seekOutOfRange(itemTime: duration + 1, duration: duration)) {
-            try await player.prepare(at: duration + 1, rate: 1)
+            try await player.prepare(at: ItemTime(nanoseconds: duration + 1), rate: 1)
         }
         for rate in [0, Double.nan, -1, .infinity] {
             await #expect(throws: PlaybackError.self) {
-                try await player.play(from: 0, atSessionTime: player.sessionTimeNow() + Nanos.seconds(1), rate: rate)
+                try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.seconds(1)), rate: rate)
             }
             do {
-                try await player.prepare(at: 0, rate: rate)
+                try await player.prepare(at: ItemTime(nanoseconds: 0), rate: rate)
                 Issue.record("rate \(rate) accepted")
             } catch {
                 guard case .invalidRate = error else { Issue.record("unexpected \(error)"); continue }
             }
         }
         // Still fine after all that.
-        try await player.prepare(at: Nanos.seconds(3), rate: 1)
-        #expect(abs((player.currentItemTime() ?? 0) - Nanos.seconds(3)) <= Nanos.milliseconds(34))
+        try await player.prepare(at: ItemTime(nanoseconds: Nanos.seconds(3)), rate: 1)
+        #expect(abs((player.currentItemTime()?.nanoseconds ?? 0) - Nanos.seconds(3)) <= Nanos.milliseconds(34))
         // And a good file loads after a bad one.
         await #expect(throws: PlaybackError.notMedia(path: Samples.notMedia)) { _ = try await player.load(Samples.notMedia) }
         #expect(try await player.load(Samples.countdownOpus).hasAudio)

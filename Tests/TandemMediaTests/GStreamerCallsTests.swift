@@ -21,7 +21,7 @@ struct GStreamerCallsTests {
         let pipeline = player.handles.pipeline
         #expect(pipeline.queryDuration() == nil)
         let info = try await player.load(Samples.countdown)
-        #expect(pipeline.queryDuration() == info.duration)
+        #expect(pipeline.queryDuration() == info.duration?.nanoseconds)
         #expect(pipeline.querySeekable())
         #expect((pipeline.queryPosition() ?? -1) >= 0)
         #expect(pipeline.seek(to: Nanos.seconds(2), rate: 1))

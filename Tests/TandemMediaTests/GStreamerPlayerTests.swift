@@ -12,18 +12,18 @@ struct GStreamerPlayerTests {
     func prerollReportsMediaInfo() async throws {
         let player = try Samples.headlessPlayer()
         let video = try await player.load(Samples.countdown)
-        #expect(abs((video.duration ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(abs((video.duration?.nanoseconds ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
         #expect(video.hasVideo && video.hasAudio && video.isSeekable)
         #expect(video.contentID?.count == 64)
 
         let audio = try await player.load(Samples.countdownOpus)
-        #expect(abs((audio.duration ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(abs((audio.duration?.nanoseconds ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
         #expect(audio.hasAudio && !audio.hasVideo)
 
         let short = try await player.load("file://" + Samples.short)
-        #expect(abs((short.duration ?? 0) - Nanos.seconds(25)) < Nanos.milliseconds(50))
+        #expect(abs((short.duration?.nanoseconds ?? 0) - Nanos.seconds(25)) < Nanos.milliseconds(50))
         #expect(short.contentID != video.contentID)
-        #expect(player.currentItemTime() == 0)
+        #expect(player.currentItemTime()?.nanoseconds == 0)
         await player.close()
     }
 
@@ -43,16 +43,16 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let start = player.sessionTimeNow() + Nanos.milliseconds(300)
-        try await player.play(from: Nanos.seconds(2), atSessionTime: start, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(2)), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 900)
-        let position = try #require(player.currentItemTime())
+        let position = try #require(player.currentItemTime()?.nanoseconds)
         let expected = Nanos.seconds(2) + (player.sessionTimeNow() - start)
         #expect(abs(position - expected) < Nanos.milliseconds(100), "position \(position), expected \(expected)")
 
-        let held = try await player.pause()
+        let held = try await player.pause().nanoseconds
         #expect(held > Nanos.seconds(2) + Nanos.milliseconds(300))
         try await sleep(ms: 300)
-        #expect(player.currentItemTime() == held)
+        #expect(player.currentItemTime()?.nanoseconds == held)
         let records = player.renderProbe.drain()
         #expect(records.contains { $0.kind == .video } && records.contains { $0.kind == .audio })
         #expect(records.allSatisfy { $0.isExact })
@@ -67,13 +67,13 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let target = Nanos.milliseconds(12_345)
-        try await player.prepare(at: target, rate: 1)
-        let position = try #require(player.currentItemTime())
+        try await player.prepare(at: ItemTime(nanoseconds: target), rate: 1)
+        let position = try #require(player.currentItemTime()?.nanoseconds)
         #expect(abs(position - target) <= frame)
 
         _ = player.renderProbe.drain()
         let start = player.sessionTimeNow() + Nanos.milliseconds(200)
-        try await player.play(from: target, atSessionTime: start, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: target), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 500)
         _ = try await player.pause()
         let firstVideo = try #require(player.renderProbe.drain().first { $0.kind == .video })
@@ -88,11 +88,11 @@ struct GStreamerPlayerTests {
         _ = try await a.load(Samples.countdown)
         _ = try await b.load(Samples.countdown)
         let x = Nanos.seconds(5)
-        try await a.prepare(at: x, rate: 1)
-        try await b.prepare(at: x, rate: 1)
+        try await a.prepare(at: ItemTime(nanoseconds: x), rate: 1)
+        try await b.prepare(at: ItemTime(nanoseconds: x), rate: 1)
         let t = a.sessionTimeNow() + Nanos.milliseconds(400)
-        async let playA: Void = a.play(from: x, atSessionTime: t, rate: 1)
-        async let playB: Void = b.play(from: x, atSessionTime: t, rate: 1)
+        async let playA: Void = a.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
+        async let playB: Void = b.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         _ = try await (playA, playB)
         try await sleep(ms: 1400)
         _ = try await a.pause()
@@ -122,9 +122,9 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let x = Nanos.seconds(1)
-        try await player.prepare(at: x, rate: 1)
+        try await player.prepare(at: ItemTime(nanoseconds: x), rate: 1)
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
-        try await player.play(from: x, atSessionTime: t, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 800)
         let changedAt = SystemMonotonicClock().now.nanoseconds
         player.setClockMapping(.offset(Nanos.milliseconds(200)))
@@ -149,7 +149,7 @@ struct GStreamerPlayerTests {
         let t = player.sessionTimeNow() + Nanos.milliseconds(500)
         // The start must preroll at x first, so it keeps the player's queue busy; the backward step arrives
         // meanwhile (not yet playing) and must still hold for the sinks once the start has gone through.
-        let starting = Task { try await player.play(from: x, atSessionTime: t, rate: 1) }
+        let starting = Task { try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1) }
         try await sleep(ms: 5)
         player.setClockMapping(.offset(Nanos.milliseconds(95)))
         try await starting.value
@@ -178,7 +178,7 @@ struct GStreamerPlayerTests {
         player.setClockMapping(.offset(Nanos.milliseconds(-100)))
         #expect(abs(player.pipelineClockNow() - player.sessionTimeNow()) < Nanos.milliseconds(1))
         let t = player.sessionTimeNow() + Nanos.milliseconds(400)
-        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 1000)
         _ = try await player.pause()
         // Item d was due when session time read t + d, that is monotonic t + d + 100 ms.
@@ -193,7 +193,7 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
-        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 500)
         let before = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
         player.setClockMapping(.offset(Nanos.milliseconds(10)))
@@ -215,7 +215,7 @@ struct GStreamerPlayerTests {
         let now = SystemMonotonicClock().now.nanoseconds
         #expect(abs(player.sessionTimeNow() - (now - Nanos.milliseconds(300))) < Nanos.milliseconds(2))
         let t = player.sessionTimeNow() + Nanos.milliseconds(300)
-        try await player.play(from: 0, atSessionTime: t, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 600)
         _ = try await player.pause()
         let first = try #require(player.renderProbe.drain().first { $0.kind == .video })
@@ -230,7 +230,7 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let t = player.sessionTimeNow() - Nanos.seconds(2)
-        try await player.play(from: Nanos.seconds(3), atSessionTime: t, rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3)), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 600)
         _ = try await player.pause()
         let video = player.renderProbe.drain().filter { $0.kind == .video }
@@ -244,7 +244,7 @@ struct GStreamerPlayerTests {
     func endOfStream() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdownOpus)
-        try await player.play(from: Nanos.milliseconds(39_600), atSessionTime: player.sessionTimeNow() + Nanos.milliseconds(100), rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: Nanos.milliseconds(39_600)), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.milliseconds(100)), rate: 1)
         let sawEnd = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await event in player.events where event == .endOfStream { return true }

@@ -61,12 +61,12 @@ struct EmbeddingExampleTests {
         var playing = false
         for _ in 0..<300 where !playing {
             try await Task.sleep(for: .milliseconds(100))
-            playing = await bob.timeline?.isPlaying == true && (bobPlayer.currentItemTime() ?? 0) > 500_000_000
+            playing = await bob.timeline?.isPlaying == true && (bobPlayer.currentItemTime()?.nanoseconds ?? 0) > 500_000_000
         }
         #expect(playing)
         let start = await ann.timeline
         #expect(start == (await bob.timeline))
-        let a = annPlayer.currentItemTime() ?? 0, b = bobPlayer.currentItemTime() ?? 0
+        let a = annPlayer.currentItemTime()?.nanoseconds ?? 0, b = bobPlayer.currentItemTime()?.nanoseconds ?? 0
         #expect(abs(a - b) < 50_000_000, "ann at \(a), bob at \(b)")
 
         // App messages, with their source stamped by the server.

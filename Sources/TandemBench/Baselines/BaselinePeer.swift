@@ -70,7 +70,7 @@ package actor BaselinePeer: PeerDriver {
     package static func connect(invite: Invite, name: String, file: String, player: GStreamerPlayer, engine: any PlaybackEngine,
                         options: TandemClient.Options, rules: Rules) async throws(TandemClientError) -> BaselinePeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate
+        options.prerollEstimate = player.prerollEstimate.nanoseconds
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         return BaselinePeer(connection: connection, player: player, engine: engine, file: file, clock: options.clock,
                             rules: rules)
@@ -123,7 +123,7 @@ package actor BaselinePeer: PeerDriver {
     package func play() async { await request(.play) }
 
     package func pause() async {
-        let position = engine.currentItemTime() ?? timeline?.anchorItemTime.nanoseconds ?? 0
+        let position = engine.currentItemTime()?.nanoseconds ?? timeline?.anchorItemTime.nanoseconds ?? 0
         playingGeneration = nil
         let engine = self.engine
         operationSink.yield { _ = try? await engine.pause() }
@@ -165,7 +165,7 @@ package actor BaselinePeer: PeerDriver {
             let engine = self.engine, connection = self.connection
             enqueue(generation) {
                 _ = try? await engine.pause()
-                try? await engine.prepare(at: timeline.anchorItemTime.nanoseconds, rate: timeline.rate)
+                try? await engine.prepare(at: timeline.anchorItemTime, rate: timeline.rate)
                 try? await connection.send(.prepared(generation: generation))
             }
         case .playing:
@@ -194,8 +194,9 @@ package actor BaselinePeer: PeerDriver {
         let clamped = max(0, item)
         enqueue(timeline.generation) {
             do {
-                try await engine.prepare(at: clamped, rate: timeline.rate)
-                try await engine.play(from: clamped, atSessionTime: player.sessionTimeNow() + Nanos.milliseconds(10),
+                try await engine.prepare(at: ItemTime(nanoseconds: clamped), rate: timeline.rate)
+                try await engine.play(from: ItemTime(nanoseconds: clamped),
+                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.milliseconds(10)),
                                       rate: timeline.rate)
             } catch {}
         }
@@ -222,7 +223,7 @@ package actor BaselinePeer: PeerDriver {
 
     private func syncplayCheck(now: Int64) {
         guard let timeline, timeline.isPlaying, playingGeneration == timeline.generation, now >= cooldownUntil,
-              let position = engine.currentItemTime(), let global = syncplayGlobalPosition(timeline) else { return }
+              let position = engine.currentItemTime()?.nanoseconds, let global = syncplayGlobalPosition(timeline) else { return }
         switch BaselineRules.Syncplay.correction(position: position, global: global, slowedDown: speedFactor != 1) {
         case .none: break
         case .slowDown:
@@ -263,7 +264,7 @@ package actor BaselinePeer: PeerDriver {
         let now = clock.now.nanoseconds
         var startSession = timeline.anchorSessionTime.nanoseconds
         var item = timeline.anchorItemTime.nanoseconds
-        let preroll = engine.prerollEstimate
+        let preroll = engine.prerollEstimate.nanoseconds
         if skipping || startSession < now + offset + preroll + Nanos.milliseconds(20) {
             // Joining late: go to where the group will be once this player has prerolled.
             startSession = now + offset + preroll + Nanos.milliseconds(100)
@@ -276,7 +277,7 @@ package actor BaselinePeer: PeerDriver {
         let margin = Nanos.milliseconds(10)
         enqueue(generation) { [weak self] in
             do {
-                try await engine.prepare(at: startItem, rate: timeline.rate)
+                try await engine.prepare(at: ItemTime(nanoseconds: startItem), rate: timeline.rate)
                 // The scheduled unpause: a timer that fires at the local time of the start, then play().
                 while true {
                     let wait = localStart - margin - clock.now.nanoseconds
@@ -284,7 +285,9 @@ package actor BaselinePeer: PeerDriver {
                     guard let self, await self.isCurrent(generation) else { return }
                     try? await Task.sleep(for: .nanoseconds(min(wait, Nanos.milliseconds(20))))
                 }
-                try await engine.play(from: startItem, atSessionTime: player.sessionTimeNow() + margin, rate: timeline.rate)
+                try await engine.play(from: ItemTime(nanoseconds: startItem),
+                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + margin),
+                                      rate: timeline.rate)
             } catch {}
         }
     }
@@ -298,7 +301,7 @@ package actor BaselinePeer: PeerDriver {
             cooldownUntil = now + BaselineRules.Jellyfin.cooldown
             return
         }
-        guard now >= cooldownUntil, let offset = jellyfinOffset, let position = engine.currentItemTime() else { return }
+        guard now >= cooldownUntil, let offset = jellyfinOffset, let position = engine.currentItemTime()?.nanoseconds else { return }
         let expected = timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: now + offset)).nanoseconds
         switch BaselineRules.Jellyfin.correction(position: position, expected: expected) {
         case .none: break

@@ -107,7 +107,7 @@ package struct DemoRun {
         let now = SystemMonotonicClock().now.nanoseconds
         var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
         for member in ensemble.all {
-            let position = member.drill.currentItemTime().map(formatClock) ?? "–"
+            let position = member.drill.currentItemTime().map { formatClock($0.nanoseconds) } ?? "–"
             parts.append("\(member.name) \(position)")
         }
         let recent = ensemble.withTruth { truth in

@@ -101,7 +101,7 @@ extension SessionAuthority {
 
     func seekProblem(_ itemTime: Int64) -> String? {
         if itemTime < 0 { return "cannot seek to \(AuthorityText.itemTime(itemTime)): before the start of the item" }
-        if let duration = referenceMedia?.info.duration, itemTime > duration {
+        if let duration = referenceMedia?.info.duration?.nanoseconds, itemTime > duration {
             return "cannot seek to \(AuthorityText.itemTime(itemTime)): the item is only \(AuthorityText.itemTime(duration)) long"
         }
         return nil
@@ -109,7 +109,7 @@ extension SessionAuthority {
 
     func clampToItem(_ itemTime: Int64) -> Int64 {
         var value = max(0, itemTime)
-        if let duration = referenceMedia?.info.duration { value = min(value, duration) }
+        if let duration = referenceMedia?.info.duration?.nanoseconds { value = min(value, duration) }
         return value
     }
 
@@ -408,7 +408,7 @@ extension SessionAuthority {
         for other in toCheck {
             guard let member = members[other], case .ready(let otherInfo) = member.readiness else { continue }
             var differences: [String] = []
-            if let mine = otherInfo.duration, let theirs = reference.info.duration,
+            if let mine = otherInfo.duration?.nanoseconds, let theirs = reference.info.duration?.nanoseconds,
                abs(mine - theirs) > configuration.mediaDurationTolerance {
                 differences.append("duration \(AuthorityText.itemTime(mine)) vs \(AuthorityText.itemTime(theirs))")
             }

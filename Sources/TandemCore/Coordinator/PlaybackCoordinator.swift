@@ -50,7 +50,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
                 locate: @escaping @Sendable (String) -> String = { $0 }) {
         var configuration = configuration
-        configuration.prerollEstimate = engine.prerollEstimate
+        configuration.prerollEstimate = engine.prerollEstimate.nanoseconds
         machine = PlaybackCoordinatorStateMachine(configuration: configuration)
         self.engine = engine
         self.link = link
@@ -89,7 +89,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// Pauses here at once and everyone at this engine's position.
     public func pause() {
         let now = clock.now.nanoseconds
-        let item = engine.currentItemTime()
+        let item = engine.currentItemTime()?.nanoseconds
             ?? machine.sessionTime(atLocal: now).flatMap { machine.expectedItemTime(atSessionTime: $0) } ?? 0
         apply(machine.pause(currentItemTime: item, now: now))
     }
@@ -158,7 +158,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
 
     private func tick() {
         apply(machine.tick(now: clock.now.nanoseconds, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
-                           engineItemTime: engine.currentItemTime()))
+                           engineItemTime: engine.currentItemTime()?.nanoseconds))
     }
 
     private static func execute(_ command: EngineCommand, on engine: any PlaybackEngine,
@@ -167,12 +167,13 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
             switch command {
             case .load(let itemID): return .loaded(try await engine.load(locate(itemID)))
             case .prepare(let itemTime, let rate):
-                try await engine.prepare(at: itemTime, rate: rate)
+                try await engine.prepare(at: ItemTime(nanoseconds: itemTime), rate: rate)
                 return .prepared(itemTime: itemTime)
             case .play(let itemTime, let sessionTime, let rate):
-                try await engine.play(from: itemTime, atSessionTime: sessionTime, rate: rate)
+                try await engine.play(from: ItemTime(nanoseconds: itemTime), atSessionTime: SessionInstant(nanoseconds: sessionTime),
+                                      rate: rate)
                 return .playing
-            case .pause: return .paused(itemTime: try await engine.pause())
+            case .pause: return .paused(itemTime: try await engine.pause().nanoseconds)
             case .setClockMapping(let mapping):
                 engine.setClockMapping(mapping)
                 return nil

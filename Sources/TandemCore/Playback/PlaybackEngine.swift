@@ -1,7 +1,7 @@
 /// What a player reports about a loaded item.
 public struct MediaInfo: Sendable, Codable, Hashable {
-    /// Duration in nanoseconds, when known.
-    public var duration: Int64?
+    /// Duration, when known (encoded as bare nanoseconds).
+    public var duration: TimeSpan?
     /// Whether accurate seeking works on this item.
     public var isSeekable: Bool
     public var hasVideo: Bool
@@ -11,7 +11,7 @@ public struct MediaInfo: Sendable, Codable, Hashable {
     /// The item's own title tag, if any.
     public var title: String?
 
-    public init(duration: Int64?, isSeekable: Bool, hasVideo: Bool, hasAudio: Bool,
+    public init(duration: TimeSpan?, isSeekable: Bool, hasVideo: Bool, hasAudio: Bool,
                 contentID: String? = nil, title: String? = nil) {
         self.duration = duration
         self.isSeekable = isSeekable
@@ -80,7 +80,7 @@ public enum PlaybackEngineEvent: Sendable, Hashable {
 }
 
 /// The player a `PlaybackCoordinator` drives. `GStreamerPlayer` (TandemMedia) is the real one; TandemTesting has a
-/// simulated one. All times are nanoseconds.
+/// simulated one. Item times are `ItemTime`, session times `SessionInstant`, durations `TimeSpan`.
 ///
 /// Time model: the engine owns a clock that reads **session time**, calibrated with `setClockMapping`, which maps
 /// the peer's *local* monotonic time to session time. `play(from:atSessionTime:rate:)` renders `itemTime` exactly
@@ -95,26 +95,26 @@ public protocol PlaybackEngine: AnyObject, Sendable {
 
     /// Pauses (if needed) and prerolls at `itemTime` with an accurate seek, ready to start at `rate`.
     /// Returns when the first frame/sample at `itemTime` is ready to render.
-    func prepare(at itemTime: Int64, rate: Double) async throws
+    func prepare(at itemTime: ItemTime, rate: Double) async throws
 
     /// Renders `itemTime` when the engine's clock reads `sessionTime`, then continues at `rate`.
     /// If not prepared at `itemTime`, the engine prepares first (so call `prepare` ahead of time for precision).
     /// If `sessionTime` is already past, playback joins the timeline at `itemTime + rate × (now − sessionTime)`.
-    func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws
+    func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws
 
     /// Pauses at once and returns the item time it paused at.
     @discardableResult
-    func pause() async throws -> Int64
+    func pause() async throws -> ItemTime
 
     /// The item time being rendered now, if loaded.
-    func currentItemTime() -> Int64?
+    func currentItemTime() -> ItemTime?
 
     /// Sets the calibration of the engine's clock: local monotonic time → session time.
     /// Small changes while playing are slewed (no audible or visible steps); large ones step.
     func setClockMapping(_ mapping: ClockMapping)
 
-    /// How long `prepare` typically takes here (ns), so the group can schedule starts the slowest peer can make.
-    var prerollEstimate: Int64 { get }
+    /// How long `prepare` typically takes here, so the group can schedule starts the slowest peer can make.
+    var prerollEstimate: TimeSpan { get }
 
     /// Releases the pipeline.
     func close() async

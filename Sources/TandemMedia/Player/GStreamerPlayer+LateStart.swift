@@ -18,15 +18,15 @@ extension GStreamerPlayer {
             if prepared == Prepared(itemTime: startItem, rate: rate), startSession >= now + margin {
                 break
             }
-            if startSession >= now + prerollEstimate {
+            if startSession >= now + prerollEstimate.nanoseconds {
                 try prepareOnQueue(at: startItem, rate: rate)
                 continue
             }
             // Too late to start at `sessionTime`: join the timeline a little ahead, where this peer can make it.
-            let lead = prerollEstimate * Int64(attempt + 1) + Nanos.milliseconds(30)
+            let lead = prerollEstimate.nanoseconds * Int64(attempt + 1) + Nanos.milliseconds(30)
             startSession = max(sessionTime, now + lead)
             startItem = line(SessionInstant(nanoseconds: startSession)).nanoseconds
-            if let duration = state.withLock({ $0.transport.info?.duration }), startItem >= duration {
+            if let duration = state.withLock({ $0.transport.info?.duration?.nanoseconds }), startItem >= duration {
                 throw .seekOutOfRange(itemTime: startItem, duration: duration)
             }
             try prepareOnQueue(at: startItem, rate: rate)

@@ -44,7 +44,7 @@ extension GStreamerPlayer {
         attachLateSinks()
         let duration = pipeline.queryDuration()
         let info = MediaInfo(
-            duration: duration,
+            duration: duration.map { TimeSpan(nanoseconds: $0) },
             isSeekable: pipeline.querySeekable(),
             hasVideo: hasVideo, hasAudio: hasAudio,
             contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil,

@@ -77,8 +77,8 @@ extension GStreamerPlayer {
     func validate(itemTime: Int64, rate: Double) throws(PlaybackError) -> MediaInfo {
         guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
         guard rate.isFinite, rate > 0 else { throw .invalidRate(rate) }
-        if itemTime < 0 { throw .seekOutOfRange(itemTime: itemTime, duration: info.duration) }
-        if let duration = info.duration, itemTime > duration {
+        if itemTime < 0 { throw .seekOutOfRange(itemTime: itemTime, duration: info.duration?.nanoseconds) }
+        if let duration = info.duration?.nanoseconds, itemTime > duration {
             throw .seekOutOfRange(itemTime: itemTime, duration: duration)
         }
         return info

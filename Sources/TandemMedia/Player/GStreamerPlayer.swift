@@ -103,29 +103,30 @@ public final class GStreamerPlayer: PlaybackEngine {
         return try await onQueue { () throws(PlaybackError) -> MediaInfo in try self.loadOnQueue(source) }
     }
 
-    public func prepare(at itemTime: Int64, rate: Double) async throws(PlaybackError) {
-        try await onQueue { () throws(PlaybackError) in try self.prepareOnQueue(at: itemTime, rate: rate) }
+    public func prepare(at itemTime: ItemTime, rate: Double) async throws(PlaybackError) {
+        try await onQueue { () throws(PlaybackError) in try self.prepareOnQueue(at: itemTime.nanoseconds, rate: rate) }
     }
 
-    public func play(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) async throws(PlaybackError) {
+    public func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant,
+                     rate: Double) async throws(PlaybackError) {
         try await onQueue { () throws(PlaybackError) in
-            try self.playOnQueue(from: itemTime, atSessionTime: sessionTime, rate: rate)
+            try self.playOnQueue(from: itemTime.nanoseconds, atSessionTime: sessionTime.nanoseconds, rate: rate)
         }
     }
 
     @discardableResult
-    public func pause() async throws(PlaybackError) -> Int64 {
-        try await onQueue { () throws(PlaybackError) -> Int64 in try self.pauseOnQueue() }
+    public func pause() async throws(PlaybackError) -> ItemTime {
+        ItemTime(nanoseconds: try await onQueue { () throws(PlaybackError) -> Int64 in try self.pauseOnQueue() })
     }
 
-    public func currentItemTime() -> Int64? {
+    public func currentItemTime() -> ItemTime? {
         let (loaded, held) = state.withLock { ($0.transport.info != nil, $0.transport.heldItemTime) }
         guard loaded else { return nil }
-        if let held { return held }
-        return handles.pipeline.queryPosition()
+        if let held { return ItemTime(nanoseconds: held) }
+        return handles.pipeline.queryPosition().map { ItemTime(nanoseconds: $0) }
     }
 
-    public var prerollEstimate: Int64 { state.withLock { $0.prerolls.estimate } }
+    public var prerollEstimate: TimeSpan { TimeSpan(nanoseconds: state.withLock { $0.prerolls.estimate }) }
 
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

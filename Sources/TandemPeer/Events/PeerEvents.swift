@@ -157,7 +157,7 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package init(_ readiness: TandemCore.Readiness) {
             switch readiness {
             case .loading(let progress): self = .loading(progress: progress)
-            case .ready(let info): self = .ready(duration: EventUnits.seconds(info.duration))
+            case .ready(let info): self = .ready(duration: EventUnits.seconds(info.duration?.nanoseconds))
             case .failed(let why): self = .failed(reason: why)
             case .unknown: self = .unknown
             }
