@@ -130,7 +130,7 @@ package final class LocalPeer: Sendable {
         if let duration, itemTime >= duration {
             return String(format: "cannot seek to %.1f s: the item lasts %.1f s", Double(itemTime) / 1e9, Double(duration) / 1e9)
         }
-        await coordinator.seek(to: itemTime)
+        await coordinator.seek(to: ItemTime(nanoseconds: itemTime))
         return nil
     }
 }

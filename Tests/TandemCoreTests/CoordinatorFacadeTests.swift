@@ -165,7 +165,7 @@ final class ChangeFeed: Sendable {
         let bobPlay = bobEngine.calls.filter { $0.hasPrefix("play") }
         #expect(alicePlay.count == 1)
         #expect(alicePlay == bobPlay, "both engines get the same start: \(alicePlay) vs \(bobPlay)")
-        #expect(await alice.expectedItemTime(atSessionTime: clock.now.nanoseconds + 1_000_000_000) ?? 0 > 0)
+        #expect(await alice.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: clock.now.nanoseconds + 1_000_000_000))?.nanoseconds ?? 0 > 0)
         #expect(await alice.otherParticipants.map(\.participant.name) == ["bob"])
 
         // Past the scheduled start (the lead is well under a second), so the engines have moved.

@@ -80,7 +80,7 @@ private let s: Int64 = 1_000_000_000
         let commands = Self.engineCommands(actions).map(\.1)
         #expect(commands == [.prepare(itemTime: 10 * s, rate: 1),
                              .play(from: 10 * s, atSessionTime: 3 * s, rate: 1)])
-        #expect(m.expectedItemTime(atSessionTime: 4 * s) == 11 * s)
+        #expect(m.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: 4 * s)) == ItemTime(nanoseconds: 11 * s))
     }
 
     @Test func aLateJoinerPrerollsAtTheProjectedPositionAndJoinsTheRunningTimeline() {

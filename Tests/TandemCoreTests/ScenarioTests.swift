@@ -370,7 +370,7 @@ private let tolerance: Int64 = 5_000
         #expect(sim.peers[1].machine.resyncCount == 0)
         sim.run(until: 9 * s)
         #expect(sim.peers[1].machine.resyncCount == 1)
-        #expect(sim.peers[1].events.contains { if case .resynchronising(let d) = $0.event { abs(d - 80 * ms) < ms } else { false } })
+        #expect(sim.peers[1].events.contains { if case .resynchronising(let d) = $0.event { abs(d.nanoseconds - 80 * ms) < ms } else { false } })
         for i in [0, 2, 3] {
             #expect(sim.peers[i].engine.starts.count == 1, "peer\(i) was disturbed")
             #expect(sim.peers[i].machine.resyncCount == 0)

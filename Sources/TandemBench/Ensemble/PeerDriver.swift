@@ -24,7 +24,7 @@ package protocol PeerDriver: AnyObject, Sendable {
 extension LocalPeer: PeerDriver {
     package func play() async { await coordinator.play() }
     package func pause() async { await coordinator.pause() }
-    package func seek(to itemTime: Int64) async { await coordinator.seek(to: itemTime) }
+    package func seek(to itemTime: Int64) async { await coordinator.seek(to: ItemTime(nanoseconds: itemTime)) }
     package func setRate(_ rate: Double) async { await coordinator.setRate(rate) }
     package func estimatedSessionTime(atLocal local: Int64) async -> Int64? {
         connection.clockMapping()?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds

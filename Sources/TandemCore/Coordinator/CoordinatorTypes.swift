@@ -41,7 +41,7 @@ public enum CoordinatorEvent: Hashable, Sendable {
     /// The reasons this participant currently holds the group (or itself) back for.
     case localSuspensionsChanged([SuspensionReason])
     /// Local playback strayed from the timeline and is being resynchronised.
-    case resynchronising(driftNanos: Int64)
+    case resynchronising(drift: TimeSpan)
     /// The session ended for this participant.
     case invalidated(InvalidationReason)
 }

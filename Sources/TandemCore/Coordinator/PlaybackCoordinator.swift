@@ -21,7 +21,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
         /// Ends the suspension; the group resumes on its own schedule.
         public func end() async { await coordinator.end(id, proposing: nil) }
         /// Ends the suspension and asks the group to resume from `itemTime`.
-        public func end(proposingNewTime itemTime: Int64) async { await coordinator.end(id, proposing: itemTime) }
+        public func end(proposingNewTime itemTime: ItemTime) async {
+            await coordinator.end(id, proposing: itemTime.nanoseconds)
+        }
 
         public static func == (a: Suspension, b: Suspension) -> Bool { a.id == b.id && a.coordinator === b.coordinator }
         public func hash(into hasher: inout Hasher) { hasher.combine(id) }
@@ -71,7 +73,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// Everyone else, with their readiness and suspensions.
     public var otherParticipants: [ParticipantState] { machine.otherParticipants }
     /// The item time the group should render at session time `t`.
-    public func expectedItemTime(atSessionTime t: Int64) -> Int64? { machine.expectedItemTime(atSessionTime: t) }
+    public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime? { machine.expectedItemTime(atSessionTime: t) }
     /// Reasons for which local suspensions make the group wait (others only hold this peer back).
     public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason> {
         machine.configuration.suspensionReasonsThatTriggerWaiting
@@ -90,11 +92,13 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     public func pause() {
         let now = clock.now.nanoseconds
         let item = engine.currentItemTime()?.nanoseconds
-            ?? machine.sessionTime(atLocal: now).flatMap { machine.expectedItemTime(atSessionTime: $0) } ?? 0
+            ?? machine.sessionTime(atLocal: now).flatMap {
+                machine.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0))?.nanoseconds
+            } ?? 0
         apply(machine.pause(currentItemTime: item, now: now))
     }
 
-    public func seek(to itemTime: Int64) { apply(machine.seek(to: itemTime, now: clock.now.nanoseconds)) }
+    public func seek(to itemTime: ItemTime) { apply(machine.seek(to: itemTime.nanoseconds, now: clock.now.nanoseconds)) }
     public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now.nanoseconds)) }
 
     /// Holds playback back for `reason` until the returned suspension ends.

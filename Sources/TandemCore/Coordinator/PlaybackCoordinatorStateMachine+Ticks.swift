@@ -36,6 +36,6 @@ extension PlaybackCoordinatorStateMachine {
         resyncCount += 1
         target = .idle
         confirmedPrepared = nil
-        actions.append(.event(.resynchronising(driftNanos: offLine)))
+        actions.append(.event(.resynchronising(drift: TimeSpan(nanoseconds: offLine))))
     }
 }

@@ -116,8 +116,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     // MARK: Queries
 
     /// The item time the group should be rendering at session time `t` (nil before the first timeline).
-    public func expectedItemTime(atSessionTime t: Int64) -> Int64? {
-        timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: t)).nanoseconds
+    public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime? {
+        timeline?.expectedItemTime(atSessionTime: t)
     }
 
     /// The reasons of the suspensions this peer holds now.

@@ -231,8 +231,8 @@ final class PeerConsole: Sendable {
         case .localSuspensionsChanged(let reasons):
             emit(SuspensionEvent(reasons: reasons.map(\.rawValue)))
         case .resynchronising(let drift):
-            say(String(format: "resynchronising: this player was %.1f ms off the group", Double(drift) / 1e6))
-            emit(ResyncEvent(driftMs: EventUnits.milliseconds(drift)))
+            say(String(format: "resynchronising: this player was %.1f ms off the group", drift.milliseconds))
+            emit(ResyncEvent(driftMs: EventUnits.milliseconds(drift.nanoseconds)))
         case .invalidated(let reason):
             ending.withLock { ending in
                 if ending == nil { ending = .invalidated(reason) }
