@@ -1,17 +1,31 @@
 import Foundation
 
-/// Finds the bundled media samples: `media-samples/` in the current directory, or next to the source tree the
-/// executable was built in (`.build/<config>/tandem` → `../../media-samples`).
+/// Finds the bundled media samples (`media-samples/`): in the current directory, next to the source tree the
+/// executable was built in (`.build/<config>/tandem` → `../../media-samples`), or in the source tree this file was
+/// compiled from (tests). The one place that looks; the demo, the benchmarks and the tests all ask here.
 package enum Samples {
-    package static func path(_ name: String) throws(MissingSample) -> String {
-        var candidates = [FileManager.default.currentDirectoryPath + "/media-samples/" + name]
+    /// The first `media-samples` directory found, or nil.
+    package static var directory: URL? {
+        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<5 {
-            candidates.append(directory.appendingPathComponent("media-samples/" + name).path)
+            candidates.append(directory)
             directory.deleteLastPathComponent()
         }
-        if let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) { return found }
-        throw MissingSample(name: name)
+        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent())
+        var isDirectory: ObjCBool = false
+        return candidates.map { $0.appendingPathComponent("media-samples") }.first {
+            FileManager.default.fileExists(atPath: $0.path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+    }
+
+    /// The path of the sample `name`.
+    package static func path(_ name: String) throws(MissingSample) -> String {
+        guard let path = directory?.appendingPathComponent(name).path, FileManager.default.fileExists(atPath: path) else {
+            throw MissingSample(name: name)
+        }
+        return path
     }
 }
 

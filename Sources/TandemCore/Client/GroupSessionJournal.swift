@@ -57,11 +57,7 @@ public final class GroupSessionJournal: Sendable {
     /// Bytes per chunk on the wire.
     public let chunkSize: Int
     /// Shared with the receiving task, which outlives no journal but must not capture it.
-    private final class Locked: Sendable {
-        let mutex = Mutex(State())
-    }
-
-    private let locked = Locked()
+    private let locked = Locked(State())
     private let updates: Broadcaster<[Attachment]>
     private let pump: Mutex<Task<Void, Never>?> = Mutex(nil)
 
@@ -98,11 +94,11 @@ public final class GroupSessionJournal: Sendable {
     deinit { pump.withLock { $0?.cancel() } }
 
     /// The complete attachments, in announcement order.
-    public var attachments: [Attachment] { locked.mutex.withLock { $0.complete } }
+    public var attachments: [Attachment] { locked.withLock { $0.complete } }
     /// The attachments now, then after every change.
     public var attachmentUpdates: AsyncStream<[Attachment]> { updates.subscribe() }
     /// Why incoming attachments were dropped (bad checksum, failed upload), in arrival order.
-    public var failures: [String] { locked.mutex.withLock { $0.failures } }
+    public var failures: [String] { locked.withLock { $0.failures } }
 
     /// The name to show for an attachment in a failure: the plaintext one when it opens.
     private static func displayName(_ info: AttachmentInfo, cipher: (any PayloadCipher)?) -> String {
@@ -137,9 +133,9 @@ public final class GroupSessionJournal: Sendable {
 
     /// A reconnect's fresh snapshot: forgets attachments removed while the link was down and half-received ones (the
     /// authority replays the rest); returns the new list when it changed.
-    private static func resync(to snapshot: SessionSnapshot, _ locked: Locked) -> [Attachment]? {
+    private static func resync(to snapshot: SessionSnapshot, _ locked: Locked<State>) -> [Attachment]? {
         let kept = Set(snapshot.attachments.map(\.id))
-        return locked.mutex.withLock { s -> [Attachment]? in
+        return locked.withLock { s -> [Attachment]? in
             s.incoming.removeAll()
             let before = s.complete.count
             s.complete.removeAll { !kept.contains($0.id) }
@@ -148,17 +144,17 @@ public final class GroupSessionJournal: Sendable {
     }
 
     /// Applies one journal message; returns the new list when it changed.
-    private static func apply(_ entry: JournalMessage, to locked: Locked, hasher: Hasher?,
+    private static func apply(_ entry: JournalMessage, to locked: Locked<State>, hasher: Hasher?,
                               cipher: (any PayloadCipher)?) -> [Attachment]? {
         if case .commit(let id) = entry {
             // Hashing and opening a large attachment happen outside the lock.
             // After a reconnect the authority replays every attachment: one already here stays where it is.
-            guard let done = locked.mutex.withLock({ s -> Incoming? in
+            guard let done = locked.withLock({ s -> Incoming? in
                 let done = s.incoming.removeValue(forKey: id)
                 return s.complete.contains(where: { $0.id == id }) ? nil : done
             }) else { return nil }
             let outcome = finish(done, hasher: hasher, cipher: cipher)
-            return locked.mutex.withLock { s -> [Attachment]? in
+            return locked.withLock { s -> [Attachment]? in
                 switch outcome {
                 case .success(let attachment):
                     s.complete.append(attachment)
@@ -169,7 +165,7 @@ public final class GroupSessionJournal: Sendable {
                 }
             }
         }
-        return locked.mutex.withLock { s -> [Attachment]? in
+        return locked.withLock { s -> [Attachment]? in
             switch entry {
             case .begin(let info):
                 s.incoming[info.id] = Incoming(info: info)
@@ -200,7 +196,7 @@ public final class GroupSessionJournal: Sendable {
     @discardableResult
     public func add(_ data: Data, name: String) async throws -> Attachment {
         guard data.count <= maxSize else { throw JournalError.tooLarge(size: data.count, limit: maxSize) }
-        let serial = locked.mutex.withLock { s -> Int in
+        let serial = locked.withLock { s -> Int in
             defer { s.nextID += 1 }
             return s.nextID
         }
@@ -233,7 +229,7 @@ public final class GroupSessionJournal: Sendable {
         }
         let attachment = Attachment(info: info, data: data)
         // The authority does not send our own attachments back to us.
-        let list = locked.mutex.withLock { s -> [Attachment] in
+        let list = locked.withLock { s -> [Attachment] in
             s.complete.append(attachment)
             return s.complete
         }
