@@ -45,8 +45,9 @@ install-files:
 	@test -x "$(BIN)/tandem" || { echo "no tandem binary in '$(BIN)'"; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 $(BIN)/tandem $(DESTDIR)$(PREFIX)/bin/tandem
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/tandem/media-samples
+	install -s -m 755 $(BIN)/tandem $(DESTDIR)$(PREFIX)/bin/tandem
+	install -m 644 media-samples/*.webm media-samples/*.opus $(DESTDIR)$(PREFIX)/share/tandem/media-samples/
 	$(BIN)/tandem --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem
 	$(BIN)/tandem --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem
 	$(BIN)/tandem --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
@@ -57,6 +58,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/tandem $(DESTDIR)$(PREFIX)/share/man/man1/tandem.1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
+	rm -rf $(DESTDIR)$(PREFIX)/share/tandem
 
 ## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, docs) and its SHA-256.
 release: deps
@@ -69,12 +71,15 @@ release: deps
 	tar -C dist -czf dist/tandem-$(VERSION)-linux-$(ARCH).tar.gz tandem-$(VERSION)-linux-$(ARCH)
 	cd dist && sha256sum tandem-$(VERSION)-linux-$(ARCH).tar.gz | tee tandem-$(VERSION)-linux-$(ARCH).tar.gz.sha256
 
-## Installs the debug build into a scratch prefix and checks what landed (part of `make test`).
+## Installs the debug build into a scratch prefix outside the source tree and checks what landed (part of
+## `make test`).
+SMOKE_PREFIX := $(or $(TMPDIR),/tmp)/tandem-install-smoke
 install-smoke:
 	swift build --product generate-manual
-	rm -rf .build/install-smoke
-	@$(MAKE) --no-print-directory install-files BIN=.build/debug PREFIX=$(CURDIR)/.build/install-smoke
-	bash scripts/check-install.sh .build/install-smoke $(VERSION)
+	rm -rf $(SMOKE_PREFIX)
+	@$(MAKE) --no-print-directory install-files BIN=.build/debug PREFIX=$(SMOKE_PREFIX)
+	bash scripts/check-install.sh $(SMOKE_PREFIX) $(VERSION)
+	rm -rf $(SMOKE_PREFIX)
 
 ## The whole test suite. One test at a time: on two cores, CPU-bound simulations running beside the tests that
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).

@@ -33,6 +33,7 @@ let package = Package(
         .target(
             name: "TandemMedia",
             dependencies: ["TandemCore", "CTandemGStreamerShim", "CTandemGStreamer",
+                           .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .target(

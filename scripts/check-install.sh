@@ -2,7 +2,7 @@
 # Checks what `make install` put under PREFIX: the binary runs and reports VERSION, the completions and the man
 # page are there and describe the real commands. Usage: check-install.sh PREFIX VERSION
 set -euo pipefail
-prefix=$1 version=$2
+prefix=$(cd "$1" && pwd) version=$2
 fail() { echo "install check: $*" >&2; exit 1; }
 bin=$prefix/bin/tandem
 [ -x "$bin" ] || fail "no executable at $bin"
@@ -23,4 +23,9 @@ for sub in host join serve demo probe bench; do
 done
 grep -q '^\.Dt TANDEM 1' "$man" || fail "the man page has no '.Dt TANDEM 1' header"
 grep -q 'invite-file' "$man" || fail "the man page does not document join's options"
+[ -s "$prefix/share/tandem/media-samples/countdown.webm" ] || fail "the demo's sample is not installed"
+(cd / && "$bin" probe "$prefix/share/tandem/media-samples/countdown.webm" > /dev/null) || fail "tandem probe failed"
+# The demo finds its sample from anywhere, not only from the source tree (its first lines are enough).
+demo=$(cd / && timeout 4 "$bin" demo 2>&1 || true)
+grep -q "^Tandem demo:" <<< "$demo" || fail "tandem demo did not start outside the source tree: $demo"
 echo "install check: tandem $version, completions (bash, zsh, fish) and man page under $prefix"

@@ -33,7 +33,7 @@ final class BusPump: @unchecked Sendable {
         self.logger = logger
     }
 
-    deinit { tdm_gst_unref(bus) }
+    deinit { gst_object_unref(bus) }
 
     /// Starts the thread. It keeps this object alive until `stop()`.
     func start() {

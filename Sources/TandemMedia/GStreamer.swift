@@ -65,13 +65,16 @@ public enum GStreamer {
     /// caps do not parse. Feed it to `debianPackage(providing:)`.
     public static func missingDecoderDetail(caps: String) -> String? {
         guard initialize() else { return nil }
-        return take(tdm_gst_missing_decoder_detail(caps))
+        guard let parsed = gst_caps_from_string(caps) else { return nil }
+        defer { gst_caps_unref(parsed) }
+        return take(gst_missing_decoder_installer_detail_new(parsed))
     }
 
-    /// Takes ownership of a C string this shim allocated and returns it as a Swift string.
+    /// Takes ownership of a C string GLib allocated (the shim's "caller frees" strings too) and returns it as a
+    /// Swift string.
     static func take(_ pointer: UnsafeMutablePointer<CChar>?) -> String? {
         guard let pointer else { return nil }
-        defer { tdm_gst_free(pointer) }
+        defer { g_free(pointer) }
         return String(cString: pointer)
     }
 }

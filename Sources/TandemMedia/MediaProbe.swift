@@ -127,7 +127,7 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         return MediaProbe(location: location, duration: r.duration >= 0 ? r.duration : nil,
                           isSeekable: r.seekable != 0, container: string(r.container), title: string(r.title),
                           streams: streams,
-                          contentID: source.isFile ? GStreamer.take(tdm_gst_file_fingerprint(source.path)) : nil)
+                          contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil)
     }
 
     public init(location: String, duration: Int64?, isSeekable: Bool, container: String?, title: String?,

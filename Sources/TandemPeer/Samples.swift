@@ -1,8 +1,9 @@
 import Foundation
 
 /// Finds the bundled media samples (`media-samples/`): in the current directory, next to the source tree the
-/// executable was built in (`.build/<config>/tandem` → `../../media-samples`), or in the source tree this file was
-/// compiled from (tests). The one place that looks; the demo, the benchmarks and the tests all ask here.
+/// executable was built in (`.build/<config>/tandem` → `../../media-samples`), where `make install` put them
+/// (`PREFIX/bin/tandem` → `PREFIX/share/tandem/media-samples`), or in the source tree this file was compiled from
+/// (tests). The one place that looks; the demo, the benchmarks and the tests all ask here.
 package enum Samples {
     /// The first `media-samples` directory found, or nil.
     package static var directory: URL? {
@@ -10,6 +11,7 @@ package enum Samples {
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<5 {
             candidates.append(directory)
+            candidates.append(directory.appendingPathComponent("share/tandem"))
             directory.deleteLastPathComponent()
         }
         candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

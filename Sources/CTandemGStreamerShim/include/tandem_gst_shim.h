@@ -2,73 +2,36 @@
 #define TANDEM_GST_SHIM_H
 // C helpers for what Swift cannot import from GStreamer/GLib: cast macros, varargs calls, signal handlers and
 // code that must run on GStreamer's streaming threads without touching Swift. Every function is prefixed
-// tdm_gst_ and says who owns what it returns.
+// tdm_gst_ and says who owns what it returns. What Swift can call itself (state changes, seeks, queries, clock
+// calibration, g_free, gst_object_unref) it calls directly; the sections below name the file of each concern.
 #include <gst/gst.h>
 #include <stdint.h>
 #include <stddef.h>
 
-// MARK: - Process and memory
+// MARK: - Process (init.c)
 
 /// Initialises GStreamer once per process (thread-safe, idempotent). Returns 1 on success, 0 on failure.
 int tdm_gst_init(void);
 
-/// Frees a string or block this shim returned as "caller frees" (g_free). NULL is fine.
-void tdm_gst_free(void *pointer);
-
-/// Drops one reference of any GstObject/GObject (gst_object_unref). NULL is fine.
-void tdm_gst_unref(void *object);
-
-/// CLOCK_MONOTONIC in nanoseconds: the true time base of the engine's clock and of the render probe.
-int64_t tdm_gst_monotonic_now(void);
-
-// MARK: - Elements and properties (g_object_set/get are variadic)
-
-/// Creates an element from a factory name. Returns a full (non-floating) reference the caller unrefs, or NULL
-/// when the factory does not exist (a missing plugin).
-GstElement *tdm_gst_element_make(const char *factory, const char *name);
+// MARK: - Elements and properties (elements.c: g_object_set/get are variadic)
 
 /// Builds a bin from a gst-launch style description (gst_parse_bin_from_description with ghost pads).
 /// Returns a full reference the caller unrefs, or NULL and sets *error_message (caller frees with
-/// tdm_gst_free) and *missing_element to 1 when the failure is an unknown element name.
+/// g_free) and *missing_element to 1 when the failure is an unknown element name.
 /// When the description is a single element it is returned as is (no wrapping bin).
 GstElement *tdm_gst_bin_from_description(const char *description, char **error_message, int *missing_element);
 
-/// 1 when the object has a property of that name.
-int tdm_gst_has_property(void *object, const char *property);
-/// Typed g_object_set wrappers. They do nothing when the property does not exist.
+/// Creates a playbin named `name` with text/subtitles disabled. Full reference, caller unrefs; NULL if missing.
+GstElement *tdm_gst_playbin_new(const char *name);
+
+/// Sets a string property; does nothing when the property does not exist.
 void tdm_gst_set_string(void *object, const char *property, const char *value);
-void tdm_gst_set_bool(void *object, const char *property, int value);
-void tdm_gst_set_int(void *object, const char *property, int value);
-void tdm_gst_set_uint(void *object, const char *property, unsigned value);
-void tdm_gst_set_int64(void *object, const char *property, int64_t value);
-void tdm_gst_set_uint64(void *object, const char *property, uint64_t value);
-void tdm_gst_set_double(void *object, const char *property, double value);
 /// Sets an object property; the object takes its own reference, the caller keeps theirs.
 void tdm_gst_set_object(void *object, const char *property, void *value);
 /// Reads an int property (0 when missing).
 int tdm_gst_get_int(void *object, const char *property);
-/// Reads a string property. Caller frees with tdm_gst_free; NULL when unset or missing.
-char *tdm_gst_get_string(void *object, const char *property);
 
-// MARK: - Pipeline control
-
-/// Creates a playbin named `name` with text/subtitles disabled. Full reference, caller unrefs; NULL if missing.
-GstElement *tdm_gst_playbin_new(const char *name);
-/// Makes the pipeline use `clock` for ever (gst_pipeline_use_clock). The pipeline takes its own reference.
-void tdm_gst_pipeline_use_clock(GstElement *pipeline, GstClock *clock);
-/// Fixes the pipeline latency (gst_pipeline_set_latency), GST_CLOCK_TIME_NONE to go back to automatic.
-void tdm_gst_pipeline_set_latency(GstElement *pipeline, uint64_t latency);
-/// Asks the pipeline for its latency (live + min). Returns the minimum latency, or 0 when the query fails.
-uint64_t tdm_gst_query_latency(GstElement *pipeline);
-/// Sets the state; returns the GstStateChangeReturn as an int (0 failure, 1 success, 2 async, 3 no preroll).
-int tdm_gst_set_state(GstElement *element, int state);
-/// Flushing, accurate seek to `position` (ns) at `rate`. Returns 1 when the seek event was handled.
-int tdm_gst_seek(GstElement *pipeline, double rate, int64_t position);
-/// Position / duration in ns, -1 when unknown.
-int64_t tdm_gst_query_position(GstElement *pipeline);
-int64_t tdm_gst_query_duration(GstElement *pipeline);
-/// 1 when the pipeline says time seeking works, 0 otherwise.
-int tdm_gst_query_seekable(GstElement *pipeline);
+// MARK: - Bus messages (messages.c) and the error trap (error_trap.c)
 
 /// The first error (or missing plugin) seen on a pipeline's bus, recorded synchronously in the posting thread.
 /// Installed as the bus sync handler; the bus owns it (freed with the bus).
@@ -111,13 +74,15 @@ void tdm_gst_error_trap_reset(tdm_gst_error_trap *trap);
 /// Copies the recorded error into `out` (caller clears it). Returns 1 if an error was recorded.
 /// A missing-plugin message recorded before the error is merged into it (kind TDM_GST_MSG_MISSING_PLUGIN).
 int tdm_gst_error_trap_get(tdm_gst_error_trap *trap, tdm_gst_message_info *out);
-/// The first title tag seen since the last reset; caller frees with tdm_gst_free. NULL when none.
+/// The first title tag seen since the last reset; caller frees with g_free. NULL when none.
 char *tdm_gst_error_trap_title(tdm_gst_error_trap *trap);
 
 /// Waits (blocking, so never call it from an async context's thread) until the pipeline finishes an
 /// asynchronous state change. Polls every 20 ms and stops early when the trap records an error.
 /// Returns 1 when done, 0 on error or failure, -1 on timeout.
 int tdm_gst_wait_async_done(GstElement *pipeline, tdm_gst_error_trap *trap, int64_t timeout_ns);
+
+// MARK: - Sinks (sinks.c)
 
 /// 1 when a base sink inside `sink` (an element or a bin) holds a prerolled buffer (its last-sample).
 /// Tells a real preroll from an item that reached its end before any data (a truncated file).
@@ -127,24 +92,16 @@ int tdm_gst_sinks_prerolled(GstElement *sink);
 /// whenever one is added later (autoaudiosink creates its child late). Defaults are 40 ms — too loose.
 void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint64_t alignment_threshold_ns);
 
-// MARK: - Clock
+// MARK: - Clock (clock.c)
 
 /// A fresh GstSystemClock on CLOCK_MONOTONIC that only this engine uses (never the shared system clock,
 /// whose calibration would leak into every pipeline in the process). With `spin_ns` > 0 its blocking waits sleep
 /// until `spin_ns` before the target and spin the rest, so sinks release buffers on time even where timer
 /// wake-ups are late (virtual machines); 0 keeps GStreamer's own wait. Caller owns the reference.
+/// Swift calibrates and reads it through GStreamer itself (gst_clock_set_calibration, gst_clock_get_time).
 GstClock *tdm_gst_clock_new_monotonic(uint64_t spin_ns);
-/// Sets the calibration: clock time = external + rate × (internal − internal_anchor), where internal is
-/// CLOCK_MONOTONIC. Negative anchors are not allowed by GStreamer, so both must be ≥ 0.
-void tdm_gst_clock_calibrate(GstClock *clock, uint64_t internal_anchor, uint64_t external_anchor, double rate);
-/// The calibrated reading for a given internal (monotonic) time, without GStreamer's never-decrease clamp.
-uint64_t tdm_gst_clock_adjust(GstClock *clock, uint64_t internal);
-/// What the clock reads now, as its sinks see it (gst_clock_get_time: calibrated, and never going backwards).
-uint64_t tdm_gst_clock_now(GstClock *clock);
-/// The internal (monotonic) time at which the calibrated clock reads `external`.
-uint64_t tdm_gst_clock_unadjust(GstClock *clock, uint64_t external);
 
-// MARK: - Render probe
+// MARK: - Render probe (render_probe.c)
 
 /// Stream kinds of render records.
 enum { TDM_GST_KIND_VIDEO = 0, TDM_GST_KIND_AUDIO = 1 };
@@ -178,13 +135,7 @@ int tdm_gst_render_probe_latest(tdm_gst_render_probe *probe, int kind, tdm_gst_r
 /// Records overwritten before anyone drained them.
 uint64_t tdm_gst_render_probe_dropped(tdm_gst_render_probe *probe);
 
-// MARK: - Files
-
-/// A content fingerprint of a local file: lowercase hex SHA-256 of its size (decimal) and its first and last
-/// 64 KiB. Caller frees with tdm_gst_free; NULL when the file cannot be read.
-char *tdm_gst_file_fingerprint(const char *path);
-
-// MARK: - Discoverer
+// MARK: - Discoverer (discoverer.c)
 
 /// One stream found by tdm_gst_discover. Strings owned by the result.
 typedef struct {
@@ -217,9 +168,5 @@ typedef struct {
 /// Returns a result the caller frees with tdm_gst_discover_result_free (never NULL).
 tdm_gst_discover_result *tdm_gst_discover(const char *uri, int64_t timeout_ns);
 void tdm_gst_discover_result_free(tdm_gst_discover_result *result);
-
-/// The installer detail string GStreamer would post for a missing decoder of `caps` (e.g. "video/x-h264").
-/// Caller frees with tdm_gst_free; NULL when the caps do not parse.
-char *tdm_gst_missing_decoder_detail(const char *caps);
 
 #endif

@@ -13,7 +13,7 @@ extension GStreamerPlayer {
 
     public func setClockMapping(_ mapping: ClockMapping) {
         let target = mapping.composed(after: localTimeModel)
-        let now = tdm_gst_monotonic_now()
+        let now = SystemMonotonicClock().now()
         let work: ClockWork = state.withLock { state in
             state.sessionMapping = mapping
             state.calibrationGeneration += 1
@@ -67,13 +67,13 @@ extension GStreamerPlayer {
     /// The engine clock's reading now (session time), ns.
     public func sessionTimeNow() -> Int64 {
         let calibration = state.withLock { $0.calibration }
-        return calibration.sessionTime(atLocal: tdm_gst_monotonic_now())
+        return calibration.sessionTime(atLocal: SystemMonotonicClock().now())
     }
 
     /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on (ns).
     public func pipelineClockNow() -> Int64 {
         let (clock, lead) = state.withLock { ($0.clock, $0.clockLead) }
-        return Int64(bitPattern: tdm_gst_clock_now(clock.clock)) - lead
+        return Int64(bitPattern: UInt64(gst_clock_get_time(clock.clock))) - lead
     }
 
     /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
@@ -93,13 +93,13 @@ extension GStreamerPlayer {
         // Whether the pipeline plays is read here, on the queue, after any start queued before: a playing
         // pipeline only takes a new clock on its way to PLAYING, so it is cycled through PAUSED.
         let playing = state.withLock { $0.transport.isPlaying }
-        if playing { _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue)) }
-        tdm_gst_pipeline_use_clock(pipeline, fresh)
+        if playing { pipeline.setState(GST_STATE_PAUSED) }
+        gst_pipeline_use_clock(pipeline.asPipeline, fresh)
         state.withLock { $0.clock = ClockHandle(fresh) }
-        tdm_gst_unref(fresh)
+        gst_object_unref(fresh)
         if playing {
             // start time stays NONE, so the base time set by `play` keeps its meaning on the new clock.
-            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PLAYING.rawValue))
+            pipeline.setState(GST_STATE_PLAYING)
         }
         logger.debug("replaced the engine clock after a backward step", metadata: ["calibration": "\(calibration)"])
     }
@@ -111,10 +111,21 @@ extension GStreamerPlayer {
         var mapping = ClockMapping(localAnchor: calibration.localAnchor, sessionAnchor: calibration.sessionAnchor &+ lead,
                                    rate: calibration.rate)
         if mapping.localAnchor < 0 || mapping.sessionAnchor < 0 {
-            mapping = mapping.reanchored(atLocal: max(tdm_gst_monotonic_now(), 0))
+            mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now(), 0))
         }
-        tdm_gst_clock_calibrate(clock, UInt64(max(0, mapping.localAnchor)), UInt64(max(0, mapping.sessionAnchor)),
-                                mapping.rate)
+        let rate = rateFraction(mapping.rate)
+        gst_clock_set_calibration(clock, GstClockTime(max(0, mapping.localAnchor)),
+                                  GstClockTime(max(0, mapping.sessionAnchor)), rate.numerator, rate.denominator)
+    }
+
+    /// A calibration rate as GStreamer takes it, a fraction over 10⁹, never below 1/10⁹.
+    static func rateFraction(_ rate: Double) -> (numerator: GstClockTime, denominator: GstClockTime) {
+        let denominator: GstClockTime = 1_000_000_000
+        let scaled = rate * 1e9 + 0.5
+        // Truncated like C's conversion; rates outside what a GstClockTime holds (none in practice) clamp.
+        guard scaled >= 1 else { return (1, denominator) }
+        guard scaled < 1.8e19 else { return (GstClockTime(1.8e19), denominator) }
+        return (GstClockTime(scaled), denominator)
     }
 }
 
@@ -134,5 +145,5 @@ final class ClockHandle: @unchecked Sendable {
         self.clock = clock
         if let clock { gst_object_ref(UnsafeMutableRawPointer(clock)) }
     }
-    deinit { tdm_gst_unref(clock) }
+    deinit { if let clock { gst_object_unref(clock) } }
 }

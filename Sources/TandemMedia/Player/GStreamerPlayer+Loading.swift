@@ -13,13 +13,13 @@ extension GStreamerPlayer {
         defer { bus.setContext(location: source.display, isFile: source.isFile, loading: false) }
         bus.emit(.loading(progress: 0))
 
-        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_READY.rawValue))
+        pipeline.setState(GST_STATE_READY)
         _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(5))
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
         tdm_gst_set_string(pipeline, "uri", source.uri)
-        let started = tdm_gst_monotonic_now()
-        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
+        let started = SystemMonotonicClock().now()
+        pipeline.setState(GST_STATE_PAUSED)
         let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
         if done != 1 {
             let error = trappedError(source: source)
@@ -27,30 +27,30 @@ extension GStreamerPlayer {
                     ? (source.isFile ? .truncatedOrCorrupt(path: source.display, detail: "preroll timed out")
                         : .unreachable(uri: source.display, detail: "no data within the preroll timeout"))
                     : .engineFailure("the pipeline refused to preroll \(source.display)"))
-            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_NULL.rawValue))
+            pipeline.setState(GST_STATE_NULL)
             throw error
         }
         let hasVideo = tdm_gst_get_int(pipeline, "n-video") > 0
         let hasAudio = tdm_gst_get_int(pipeline, "n-audio") > 0
         let gotData = tdm_gst_sinks_prerolled(handles.videoSink) != 0 || tdm_gst_sinks_prerolled(handles.audioSink) != 0
         guard (hasVideo || hasAudio) && gotData else {
-            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_NULL.rawValue))
+            pipeline.setState(GST_STATE_NULL)
             if source.isFile {
                 throw .truncatedOrCorrupt(path: source.display, detail: "no audio or video could be read from it")
             }
             throw .notMedia(path: source.display)
         }
-        recordPreroll(tdm_gst_monotonic_now() - started)
+        recordPreroll(SystemMonotonicClock().now() - started)
         attachLateSinks()
-        let duration = tdm_gst_query_duration(pipeline)
+        let duration = pipeline.queryDuration()
         let info = MediaInfo(
-            duration: duration >= 0 ? duration : nil,
-            isSeekable: tdm_gst_query_seekable(pipeline) != 0,
+            duration: duration,
+            isSeekable: pipeline.querySeekable(),
             hasVideo: hasVideo, hasAudio: hasAudio,
-            contentID: source.isFile ? GStreamer.take(tdm_gst_file_fingerprint(source.path)) : nil,
+            contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil,
             title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)))
         state.withLock { $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0)) }
-        logger.debug("loaded", metadata: ["location": "\(source.display)", "duration": "\(duration)"])
+        logger.debug("loaded", metadata: ["location": "\(source.display)", "duration": "\(duration ?? -1)"])
         bus.emit(.ready(info))
         return info
     }

@@ -10,13 +10,13 @@ extension GStreamerPlayer {
         let pipeline = handles.pipeline
         let wasPlaying = state.withLock { $0.transport.isPlaying }
         if wasPlaying {
-            _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
+            pipeline.setState(GST_STATE_PAUSED)
             state.withLock { $0.transport = .paused(info, .unknown) }
         }
         if !info.isSeekable && itemTime != 0 { throw .notSeekable }
         tdm_gst_error_trap_reset(handles.trap)
-        let started = tdm_gst_monotonic_now()
-        guard tdm_gst_seek(pipeline, rate, itemTime) != 0 else {
+        let started = SystemMonotonicClock().now()
+        guard pipeline.seek(to: itemTime, rate: rate) else {
             throw .engineFailure("the pipeline refused a seek to \(Nanos.toSeconds(itemTime)) s at rate \(rate)")
         }
         let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
@@ -25,11 +25,10 @@ extension GStreamerPlayer {
             throw trappedError(source: nil, location: location)
                 ?? .engineFailure(done == -1 ? "preroll after seeking timed out" : "preroll after seeking failed")
         }
-        recordPreroll(tdm_gst_monotonic_now() - started)
-        let position = tdm_gst_query_position(pipeline)
+        recordPreroll(SystemMonotonicClock().now() - started)
+        let position = pipeline.queryPosition()
         state.withLock {
-            $0.transport = .paused(info, .prerolled(Prepared(itemTime: itemTime, rate: rate),
-                                                    at: position >= 0 ? position : itemTime))
+            $0.transport = .paused(info, .prerolled(Prepared(itemTime: itemTime, rate: rate), at: position ?? itemTime))
         }
     }
 
@@ -38,8 +37,8 @@ extension GStreamerPlayer {
         let info = try validate(itemTime: itemTime, rate: rate)
         let pipeline = handles.pipeline
         let start = try prerollForStart(from: itemTime, atSessionTime: sessionTime, rate: rate)
-        let latency = tdm_gst_query_latency(pipeline)
-        tdm_gst_pipeline_set_latency(pipeline, latency)
+        let latency = pipeline.queryLatency()
+        gst_pipeline_set_latency(pipeline.asPipeline, latency)
         // After the flushing seek the running time of `start.itemTime` is 0; at rate r it advances as
         // (item − X) / r. Sinks render running time t when the clock reads base + t + latency.
         // The GstClock reads session time plus the lead (see `clockLead`). The lead is read, and the player
@@ -55,7 +54,7 @@ extension GStreamerPlayer {
         }
         gst_element_set_start_time(pipeline, GstClockTime.max)  // GST_CLOCK_TIME_NONE
         gst_element_set_base_time(pipeline, GstClockTime(base))
-        guard tdm_gst_set_state(pipeline, Int32(GST_STATE_PLAYING.rawValue)) != 0 else {
+        guard pipeline.setState(GST_STATE_PLAYING) else {
             state.withLock { $0.transport = .paused(info, .unknown) }
             throw trappedError(source: nil, location: bus.location) ?? .engineFailure("the pipeline refused to play")
         }
@@ -66,10 +65,10 @@ extension GStreamerPlayer {
         guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
         let pipeline = handles.pipeline
         if let pausedAt = state.withLock({ $0.transport.heldItemTime }) { return pausedAt }
-        _ = tdm_gst_set_state(pipeline, Int32(GST_STATE_PAUSED.rawValue))
-        let position = tdm_gst_query_position(pipeline)
+        pipeline.setState(GST_STATE_PAUSED)
+        let position = pipeline.queryPosition()
         _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(2))
-        let held = max(0, position >= 0 ? position : tdm_gst_query_position(pipeline))
+        let held = max(0, position ?? pipeline.queryPosition() ?? 0)
         state.withLock { $0.transport = .paused(info, .held(at: held)) }
         return held
     }

@@ -52,14 +52,14 @@ public final class GStreamerPlayer: PlaybackEngine {
         do {
             videoSink = try Self.makeSink(configuration.videoSink, kind: .video)
         } catch {
-            tdm_gst_unref(playbin)
+            gst_object_unref(playbin)
             throw error
         }
         do {
             audioSink = try Self.makeSink(configuration.audioSink, kind: .audio)
         } catch {
-            tdm_gst_unref(videoSink)
-            tdm_gst_unref(playbin)
+            gst_object_unref(videoSink)
+            gst_object_unref(playbin)
             throw error
         }
         tdm_gst_tune_audio_sinks(audioSink, configuration.audioDriftTolerance / 1000,
@@ -74,16 +74,16 @@ public final class GStreamerPlayer: PlaybackEngine {
         renderProbe = probe
 
         let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
-        let now = tdm_gst_monotonic_now()
+        let now = SystemMonotonicClock().now()
         let calibration = localTimeModel.reanchored(atLocal: now)
         Self.apply(calibration, lead: 0, to: clock)
-        tdm_gst_pipeline_use_clock(playbin, clock)
+        gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
 
         handles = GstHandles(pipeline: playbin, videoSink: videoSink, audioSink: audioSink, trap: trap)
         state = Locked(PlayerState(clock: ClockHandle(clock), calibration: calibration,
                                         probeAttached: attached))
-        tdm_gst_unref(clock)  // the handle and the pipeline hold their own references
+        gst_object_unref(clock)  // the handle and the pipeline hold their own references
         queue = DispatchQueue(label: "tandem.media.player")
         let (stream, continuation) = AsyncStream<PlaybackEngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         events = stream
@@ -122,8 +122,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         let (loaded, held) = state.withLock { ($0.transport.info != nil, $0.transport.heldItemTime) }
         guard loaded else { return nil }
         if let held { return held }
-        let position = tdm_gst_query_position(handles.pipeline)
-        return position >= 0 ? position : nil
+        return handles.pipeline.queryPosition()
     }
 
     public var prerollEstimate: Int64 { state.withLock { $0.prerolls.estimate } }
@@ -133,7 +132,7 @@ public final class GStreamerPlayer: PlaybackEngine {
             queue.async {
                 self.bus.stop()
                 self.state.withLock { $0.isClosed = true }
-                _ = tdm_gst_set_state(self.handles.pipeline, Int32(GST_STATE_NULL.rawValue))
+                self.handles.pipeline.setState(GST_STATE_NULL)
                 continuation.resume()
             }
         }
@@ -159,10 +158,10 @@ public final class GStreamerPlayer: PlaybackEngine {
     }
 
     private func teardown() {
-        _ = tdm_gst_set_state(handles.pipeline, Int32(GST_STATE_NULL.rawValue))
+        handles.pipeline.setState(GST_STATE_NULL)
         state.withLock { $0.clock = ClockHandle(nil) }
-        tdm_gst_unref(handles.videoSink)
-        tdm_gst_unref(handles.audioSink)
-        tdm_gst_unref(handles.pipeline)
+        gst_object_unref(handles.videoSink)
+        gst_object_unref(handles.audioSink)
+        gst_object_unref(handles.pipeline)
     }
 }

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+@testable import TandemMedia
+
+@Suite("Media fingerprint")
+struct MediaFingerprintTests {
+    /// The committed samples' fingerprints, as the C shim computed them before the fingerprint moved to Swift:
+    /// peers running either version must agree.
+    @Test("the samples keep the fingerprints the C shim gave them", arguments: [
+        ("countdown.opus", "29421004c6315ee73095b1b3a1a5b41fb02c0aa55bebc1ac41c8e36b8d7ee23d"),
+        ("countdown.webm", "7af0cfd2244a1789b3e6f39959cae52690adea1a2a7d5c304d7196d087a15668"),
+        ("not-media.webm", "2896b50ca78f4777f6d5c1fe7afbbcff20f8cf788e653cd5fb76793bca55495e"),
+        ("short.webm", "6b56a38a956c71cd665e4471b1a470ba9aa81b7702ea9c88e3371b164396d5cf"),
+    ])
+    func pinned(name: String, fingerprint: String) {
+        #expect(MediaFingerprint.ofFile(atPath: Samples.path(name)) == fingerprint)
+    }
+
+    /// The definition, checked against coreutils: SHA-256 of "<size>\n", the first and the last 64 KiB.
+    @Test("equals sha256sum of the size, the first and the last 64 KiB",
+          arguments: [0, 1, 65_535, 65_536, 65_537, 200_000])
+    func matchesSha256sum(size: Int) throws {
+        let directory = try Samples.scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("data.bin")
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: file)
+
+        let script = "{ printf '%s\\n' \"$(stat -c %s \"$1\")\"; head -c 65536 \"$1\"; tail -c 65536 \"$1\"; } "
+            + "| sha256sum"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script, "sh", file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let expected = try #require(text.split(separator: " ").first.map(String.init))
+        #expect(expected.count == 64)
+        #expect(MediaFingerprint.ofFile(atPath: file.path) == expected)
+    }
+
+    @Test("a file that cannot be opened has none")
+    func missingFile() {
+        #expect(MediaFingerprint.ofFile(atPath: "/nonexistent/tandem-\(UUID().uuidString)") == nil)
+    }
+}
