@@ -5,29 +5,35 @@ import Foundation
 /// (`PREFIX/bin/tandem` → `PREFIX/share/tandem/media-samples`), or in the source tree this file was compiled from
 /// (tests). The one place that looks; the demo, the benchmarks and the tests all ask here.
 package enum Samples {
-    /// The first `media-samples` directory found, or nil.
-    package static var directory: URL? {
-        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
+    /// Where `media-samples` may be, in the order looked at.
+    private static var candidates: [URL] {
+        var bases = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<5 {
-            candidates.append(directory)
-            candidates.append(directory.appendingPathComponent("share/tandem"))
+            bases.append(directory)
+            bases.append(directory.appendingPathComponent("share/tandem"))
             directory.deleteLastPathComponent()
         }
-        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        bases.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent())
-        var isDirectory: ObjCBool = false
-        return candidates.map { $0.appendingPathComponent("media-samples") }.first {
-            FileManager.default.fileExists(atPath: $0.path, isDirectory: &isDirectory) && isDirectory.boolValue
+        return bases.map { $0.appendingPathComponent("media-samples") }
+    }
+
+    /// The first `media-samples` directory found, or nil.
+    package static var directory: URL? {
+        candidates.first { candidate in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory) && isDirectory.boolValue
         }
     }
 
-    /// The path of the sample `name`.
+    /// The path of the sample `name`: the first candidate that has it.
     package static func path(_ name: String) throws(MissingSample) -> String {
-        guard let path = directory?.appendingPathComponent(name).path, FileManager.default.fileExists(atPath: path) else {
+        let paths = candidates.map { $0.appendingPathComponent(name).path }
+        guard let found = paths.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw MissingSample(name: name)
         }
-        return path
+        return found
     }
 }
 
