@@ -44,7 +44,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -81,11 +80,18 @@ let package = Package(
             ]
         ),
         // libFuzzer target over everything decoded from the network (`make fuzz`); a plain build replays files.
-        .executableTarget(name: "tandem-fuzz", dependencies: ["TandemNet"], path: "Fuzz/Sources"),
+        // The harness that runs hostile bytes through every decoder, kept out of the shipped TandemNet.
+        .target(name: "TandemWireFuzzing", dependencies: [
+            "TandemNet", "TandemCore",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ], path: "Fuzz/Harness"),
+        .executableTarget(name: "tandem-fuzz", dependencies: ["TandemWireFuzzing"], path: "Fuzz/Sources"),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer"]),
         .testTarget(name: "TandemNetTests", dependencies: [
-            "TandemNet", "TandemCore", "TandemTesting", .product(name: "Logging", package: "swift-log"),
+            "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
