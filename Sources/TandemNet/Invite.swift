@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TandemCore
 
 /// An invitation to a session: `tandem://host:port/<session>#<secret>`, or `tandems://…` for TLS, optionally
 /// with `?pin=<sha256 hex of the server certificate (DER)>`.
