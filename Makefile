@@ -47,7 +47,7 @@ install-files:
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/tandem/media-samples
 	install -s -m 755 $(BIN)/tandem $(DESTDIR)$(PREFIX)/bin/tandem
-	install -m 644 media-samples/*.webm media-samples/*.opus $(DESTDIR)$(PREFIX)/share/tandem/media-samples/
+	install -m 644 media-samples/countdown.webm media-samples/countdown.opus $(DESTDIR)$(PREFIX)/share/tandem/media-samples/
 	$(BIN)/tandem --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem
 	$(BIN)/tandem --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem
 	$(BIN)/tandem --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish

@@ -45,7 +45,12 @@ package final class LocalPeer: Sendable {
     /// Plays with the group until the session ends for this peer (it left, or the session ended); then releases
     /// the player.
     package func run() async {
-        await coordinator.run()
+        let session = self.session
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.run() }
+            await coordinator.run()
+            group.cancelAll()
+        }
         await engine.close()
     }
 

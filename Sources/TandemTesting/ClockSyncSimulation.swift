@@ -5,7 +5,7 @@ import TandemCore
 ///
 /// Everything runs on simulated time (nothing sleeps): the authority's clock *is* true time (so session time is
 /// ground truth); the peer's local clock is off by `peerOffset` and runs `peerDriftPPM` fast. The peer pings on
-/// the estimator's schedule, the link delays or drops each packet per its `LinkProfile`, the authority stamps
+/// the estimator's schedule, its `NetworkPath` delays or drops each packet, the authority stamps
 /// `t2`/`t3` around a small turnaround, and the peer feeds each pong to its `ClockSyncEstimator`.
 ///
 /// Errors are `estimated session time − true session time` at the same instant. Between two samples the
@@ -15,7 +15,7 @@ import TandemCore
 public enum ClockSyncSimulation {
     /// What to simulate.
     public struct Configuration: Sendable {
-        public var profile: LinkProfile
+        public var profile: NetworkPath
         /// Simulated duration (ns).
         public var duration: Int64 = 60_000_000_000
         public var seed: UInt64 = 1
@@ -33,7 +33,7 @@ public enum ClockSyncSimulation {
         /// Extra delays injected into particular exchanges.
         public var spikes: [Spike] = []
 
-        public init(profile: LinkProfile, duration: Int64 = 60_000_000_000, seed: UInt64 = 1) {
+        public init(profile: NetworkPath, duration: Int64 = 60_000_000_000, seed: UInt64 = 1) {
             self.profile = profile
             self.duration = duration
             self.seed = seed
@@ -82,7 +82,7 @@ public enum ClockSyncSimulation {
         public var estimatedDriftPPM: Double?
         public var pingsSent: Int
         public var pongsReceived: Int
-        /// Pings or pongs the link dropped.
+        /// Pings or pongs the network path dropped.
         public var lost: Int
         public var rejectedSamples: Int
 
@@ -201,7 +201,7 @@ public enum ClockSyncSimulation {
     }
 
     /// Runs `runs` seeds (`seed`, `seed + 1`, …) of each profile for `duration` seconds and formats the table.
-    public static func benchmark(profiles: [LinkProfile], duration: Double = 60, seed: UInt64 = 1,
+    public static func benchmark(profiles: [NetworkPath], duration: Double = 60, seed: UInt64 = 1,
                                  runs: Int = 1) -> String {
         let groups = profiles.map { profile in
             (0..<max(1, runs)).map { run in

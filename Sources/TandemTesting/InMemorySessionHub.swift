@@ -78,19 +78,12 @@ public actor InMemorySessionHub {
 /// What arrives before anyone subscribes (e.g. journal replay right after joining) is kept and handed to the first
 /// subscriber, so nothing sent on joining is lost.
 public final class InMemorySessionLink: SessionLink {
-    private struct State {
-        var subscribers: [Int: AsyncStream<ServerMessage>.Continuation] = [:]
-        var nextKey = 0
-        var backlog: [ServerMessage] = []
-        var everSubscribed = false
-        var invalidation: InvalidationReason?
-    }
-
     public let localParticipantID: ParticipantID
     public let welcome: SessionSnapshot
     private let hub: InMemorySessionHub
     private let clock: any MonotonicClock
-    private let state = Mutex(State())
+    private let messages = FanOut<ServerMessage>(replay: .backlogToFirstSubscriber)
+    private let invalidation = Mutex<InvalidationReason?>(nil)
 
     init(id: ParticipantID, welcome: SessionSnapshot, hub: InMemorySessionHub, clock: any MonotonicClock) {
         localParticipantID = id
@@ -100,39 +93,17 @@ public final class InMemorySessionLink: SessionLink {
     }
 
     public func send(_ message: ClientMessage) async throws {
-        if let reason = state.withLock({ $0.invalidation }) { throw reason }
+        if let reason = invalidation.withLock({ $0 }) { throw reason }
         await hub.receive(message, from: localParticipantID)
     }
 
-    public func serverMessages() -> AsyncStream<ServerMessage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ServerMessage.self)
-        let key: Int? = state.withLock { s in
-            if !s.everSubscribed {
-                s.everSubscribed = true
-                for m in s.backlog { continuation.yield(m) }
-                s.backlog = []
-            }
-            if s.invalidation != nil { return nil }
-            let key = s.nextKey
-            s.nextKey += 1
-            s.subscribers[key] = continuation
-            return key
-        }
-        guard let key else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
-        }
-        return stream
-    }
+    public func serverMessages() -> AsyncStream<ServerMessage> { messages.subscribe() }
 
     public func clockMapping() -> ClockMapping? { .identity }
     public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? { (0, 0) }
 
     public func close() async {
-        guard state.withLock({ $0.invalidation == nil }) else { return }
+        guard invalidation.withLock({ $0 == nil }) else { return }
         await hub.receive(.leave, from: localParticipantID)
     }
 
@@ -143,18 +114,16 @@ public final class InMemorySessionLink: SessionLink {
     }
 
     func deliver(_ message: ServerMessage) {
-        let ending: [AsyncStream<ServerMessage>.Continuation] = state.withLock { s in
-            guard s.invalidation == nil else { return [] }
-            if !s.everSubscribed {
-                s.backlog.append(message)
-            } else {
-                for c in s.subscribers.values { c.yield(message) }
-            }
-            guard case .invalidated(let reason) = message else { return [] }
-            s.invalidation = reason
-            defer { s.subscribers = [:] }
-            return Array(s.subscribers.values)
+        guard case .invalidated(let reason) = message else {
+            messages.send(message)
+            return
         }
-        for c in ending { c.finish() }
+        let first = invalidation.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = reason
+            return true
+        }
+        // As over the network, subscribers that arrive later learn why too.
+        if first { messages.finish(last: message) }
     }
 }

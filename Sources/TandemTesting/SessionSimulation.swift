@@ -5,15 +5,16 @@ import TandemCore
 ///
 /// Virtual time only (no sleeping, no tasks): `run(until:)` processes events in time order. The simulation's own
 /// clock is the **true** clock and also the authority's clock, so session time equals true time; every peer sees
-/// time through its own offset and drift. Links are TCP-like: reliable and in order per direction, a lost packet
-/// showing up as a retransmission delay (and holding back what follows it). Everything random comes from one seed.
+/// time through its own offset and drift. Network paths are TCP-like: reliable and in order per direction, a lost
+/// packet showing up as a retransmission delay (and holding back what follows it). Everything random comes from one
+/// seed.
 ///
 /// Not thread-safe: one test drives it from one task.
 public final class SessionSimulation {
     /// How to set up one peer.
     public struct PeerSetup {
         public var name: String
-        public var link: LinkProfile
+        public var link: NetworkPath
         /// The peer's local clock reads `true + clockOffset`, running `clockDriftPPM` fast.
         public var clockOffset: Int64
         public var clockDriftPPM: Double
@@ -21,7 +22,7 @@ public final class SessionSimulation {
         public var coordinator: PlaybackCoordinatorStateMachine.Configuration
         public var isHost: Bool
 
-        public init(name: String, link: LinkProfile = .lan, clockOffset: Int64 = 0, clockDriftPPM: Double = 0,
+        public init(name: String, link: NetworkPath = .lan, clockOffset: Int64 = 0, clockDriftPPM: Double = 0,
                     engine: FakeEngineProfile = .init(), coordinator: PlaybackCoordinatorStateMachine.Configuration = .init(),
                     isHost: Bool = false) {
             self.name = name

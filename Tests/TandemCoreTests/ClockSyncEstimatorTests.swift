@@ -27,8 +27,8 @@ import TandemTesting
         var rng = SeededRandom(seed: seed)
         var t: Int64 = 1_000_000_000_000
         for _ in 0..<count {
-            let up = LinkProfile.lan.up.sample(using: &rng)!
-            let down = LinkProfile.lan.down.sample(using: &rng)!
+            let up = NetworkPath.lan.up.sample(using: &rng)!
+            let down = NetworkPath.lan.down.sample(using: &rng)!
             estimator.pingSent()
             estimator.add(exchange(sentAt: t, up: up, down: down))
             t += 1_000_000_000
@@ -158,8 +158,8 @@ import TandemTesting
         var t: Int64 = 1_000_000_000_000
         var last = ClockSample(t1: 0, t2: 0, t3: 0, t4: 0)
         for _ in 0..<1_000 {
-            let up = LinkProfile.wan().up.sample(using: &rng) ?? 60_000_000
-            let down = LinkProfile.wan().down.sample(using: &rng) ?? 60_000_000
+            let up = NetworkPath.wan().up.sample(using: &rng) ?? 60_000_000
+            let down = NetworkPath.wan().down.sample(using: &rng) ?? 60_000_000
             last = Self.exchange(sentAt: t, up: up, down: down)
             estimator.add(last)
             t += 200_000_000
@@ -180,8 +180,8 @@ import TandemTesting
         let count = 1_000
         let elapsed = clock.measure {
             for _ in 0..<count {
-                let up = LinkProfile.harsh.up.sample(using: &rng) ?? 50_000_000
-                let down = LinkProfile.harsh.down.sample(using: &rng) ?? 50_000_000
+                let up = NetworkPath.harsh.up.sample(using: &rng) ?? 50_000_000
+                let down = NetworkPath.harsh.down.sample(using: &rng) ?? 50_000_000
                 estimator.add(Self.exchange(sentAt: t, up: up, down: down))
                 t += 1_000_000_000
             }

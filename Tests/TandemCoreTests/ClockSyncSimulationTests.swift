@@ -9,7 +9,7 @@ import TandemTesting
     static let seeds: [UInt64] = [1, 2, 3, 4, 5]
     static let second: Int64 = 1_000_000_000
 
-    static func run(_ profile: LinkProfile, seconds: Int64 = 60, seed: UInt64,
+    static func run(_ profile: NetworkPath, seconds: Int64 = 60, seed: UInt64,
                     spikes: [ClockSyncSimulation.Spike] = []) -> ClockSyncSimulation.Report {
         var configuration = ClockSyncSimulation.Configuration(profile: profile, duration: seconds * second, seed: seed)
         configuration.spikes = spikes

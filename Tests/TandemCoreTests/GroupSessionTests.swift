@@ -11,62 +11,78 @@ struct MovieNight: GroupActivity, Hashable {
 @Suite struct GroupSessionTests {
     @Test func joiningAndLeavingAreObservable() async throws {
         let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
-        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
-        #expect(alice.state == .waiting)
-        #expect(alice.activity == MovieNight(movie: "Heat"))
-        #expect(alice.activeParticipants.map(\.name) == ["alice"])
-        let states = alice.states
-        let people = alice.activeParticipantsUpdates
-        alice.join()
-        #expect(await collect(2, from: states) == [.waiting, .joined])
+        // The sessions run in a task group the test owns, as an app runs them.
+        try await withThrowingDiscardingTaskGroup { group in
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            group.addTask { await alice.run() }
+            #expect(alice.state == .waiting)
+            #expect(alice.activity == MovieNight(movie: "Heat"))
+            #expect(alice.activeParticipants.map(\.name) == ["alice"])
+            let states = alice.states
+            let people = alice.activeParticipantsUpdates
+            alice.join()
+            #expect(await collect(2, from: states) == [.waiting, .joined])
 
-        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
-        bob.join()
-        let names = await collect(1, from: people.filter { $0.count == 2 }.asStream()).last.map { Set($0.map(\.name)) }
-        #expect(names == ["alice", "bob"])
-        #expect(bob.localParticipant.name == "bob")
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            group.addTask { await bob.run() }
+            bob.join()
+            let names = await collect(1, from: people.filter { $0.count == 2 }.asStream()).last.map { Set($0.map(\.name)) }
+            #expect(names == ["alice", "bob"])
+            #expect(bob.localParticipant.name == "bob")
 
-        let notices = alice.notices
-        let bobStates = bob.states
-        await bob.leave()
-        #expect(bob.state == .invalidated(reason: InvalidationReason(code: .left, message: "you left the session")))
-        #expect(await collect(3, from: bobStates).count == 2)   // joined, invalidated, then the stream ends
-        let left = await collect(1, from: notices)
-        #expect(left.first?.kind == .left)
-        #expect(alice.activeParticipants.map(\.name) == ["alice"])
-        #expect(alice.state == .joined)
+            let notices = alice.notices
+            let bobStates = bob.states
+            await bob.leave()
+            #expect(bob.state == .invalidated(reason: InvalidationReason(code: .left, message: "you left the session")))
+            #expect(await collect(3, from: bobStates).count == 2)   // joined, invalidated, then the stream ends
+            let left = await collect(1, from: notices)
+            #expect(left.first?.kind == .left)
+            #expect(alice.activeParticipants.map(\.name) == ["alice"])
+            #expect(alice.state == .joined)
+            group.cancelAll()
+        }
     }
 
     @Test func aNewActivityReachesEveryone() async throws {
         let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
-        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
-        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
-        let bobActivities = bob.activityEnvelopes
-        try await alice.setActivity(MovieNight(movie: "Ronin"))
-        #expect(alice.activity == MovieNight(movie: "Ronin"))
-        let seen = await collect(2, from: bobActivities)
-        #expect(seen.last?.itemID == "Ronin")
-        #expect(bob.activity == MovieNight(movie: "Ronin"))
-        #expect(await hub.timeline.itemID == "Ronin")
+        // The sessions run in a task group the test owns, as an app runs them.
+        try await withThrowingDiscardingTaskGroup { group in
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            for session in [alice, bob] { group.addTask { await session.run() } }
+            let bobActivities = bob.activityEnvelopes
+            try await alice.setActivity(MovieNight(movie: "Ronin"))
+            #expect(alice.activity == MovieNight(movie: "Ronin"))
+            let seen = await collect(2, from: bobActivities)
+            #expect(seen.last?.itemID == "Ronin")
+            #expect(bob.activity == MovieNight(movie: "Ronin"))
+            #expect(await hub.timeline.itemID == "Ronin")
+            group.cancelAll()
+        }
     }
 
     @Test func endInvalidatesEveryoneWithAReason() async throws {
         // bob is not the host: this configuration lets everyone end the session.
         let hub = InMemorySessionHub(activity: nil, configuration: AuthorityConfiguration().withHostRolesForEveryone)
-        let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
-        let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
-        let carol = GroupSession<MovieNight>(link: try await hub.connect(name: "carol"))
-        let streams = [alice.states, bob.states, carol.states]
-        try await bob.end()
-        for stream in streams {
-            let states = await collect(2, from: stream)
-            guard case .invalidated(let reason)? = states.last else {
-                Issue.record("not invalidated: \(states)"); continue
+        // The sessions run in a task group the test owns, as an app runs them.
+        try await withThrowingDiscardingTaskGroup { group in
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            let carol = GroupSession<MovieNight>(link: try await hub.connect(name: "carol"))
+            for session in [alice, bob, carol] { group.addTask { await session.run() } }
+            let streams = [alice.states, bob.states, carol.states]
+            try await bob.end()
+            for stream in streams {
+                let states = await collect(2, from: stream)
+                guard case .invalidated(let reason)? = states.last else {
+                    Issue.record("not invalidated: \(states)"); continue
+                }
+                #expect(reason.code == .ended)
+                #expect(reason.message.contains("bob"))
             }
-            #expect(reason.code == .ended)
-            #expect(reason.message.contains("bob"))
+            await #expect(throws: GroupSession<MovieNight>.SessionError.self) { try await alice.end() }
+            group.cancelAll()
         }
-        await #expect(throws: GroupSession<MovieNight>.SessionError.self) { try await alice.end() }
     }
 
     @Test func sessionsOfAnActivityTypeArriveAsAStream() async throws {

@@ -131,27 +131,33 @@ func threePeople(_ configuration: AuthorityConfiguration = .init(), clock: Manua
         let hub = InMemorySessionHub(activity: nil)
         let alice = try await hub.connect(name: "alice", isHost: true)
         let bob = try await hub.connect(name: "bob")
-        let aliceJournal = GroupSessionJournal(link: alice)
-        let bobJournal = GroupSessionJournal(link: bob)
-        let bobUpdates = bobJournal.attachmentUpdates
-        let photo = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let added = try await aliceJournal.add(photo, name: "photo.png")
-        #expect(aliceJournal.attachments.map(\.id) == [added.id])
-        let seen = await collect(2, from: bobUpdates)   // [] then [photo]
-        #expect(seen.last?.map(\.data) == [photo])
-        #expect(seen.last?.first?.info.owner == alice.localParticipantID)
+        // The journals run in a task group the test owns, as an app runs them.
+        try await withThrowingDiscardingTaskGroup { group in
+            let aliceJournal = GroupSessionJournal(link: alice)
+            let bobJournal = GroupSessionJournal(link: bob)
+            group.addTask { await bobJournal.run() }
+            let bobUpdates = bobJournal.attachmentUpdates
+            let photo = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let added = try await aliceJournal.add(photo, name: "photo.png")
+            #expect(aliceJournal.attachments.map(\.id) == [added.id])
+            let seen = await collect(2, from: bobUpdates)   // [] then [photo]
+            #expect(seen.last?.map(\.data) == [photo])
+            #expect(seen.last?.first?.info.owner == alice.localParticipantID)
 
-        let carol = try await hub.connect(name: "carol")
-        let carolJournal = GroupSessionJournal(link: carol)
-        let carolSeen = await collect(1, from: carolJournal.attachmentUpdates.filter { !$0.isEmpty }.asStream())
-        #expect(carolSeen.first?.map(\.info.name) == ["photo.png"])
-        #expect(carolSeen.first?.first?.data == photo)
+            let carol = try await hub.connect(name: "carol")
+            let carolJournal = GroupSessionJournal(link: carol)
+            group.addTask { await carolJournal.run() }
+            let carolSeen = await collect(1, from: carolJournal.attachmentUpdates.filter { !$0.isEmpty }.asStream())
+            #expect(carolSeen.first?.map(\.info.name) == ["photo.png"])
+            #expect(carolSeen.first?.first?.data == photo)
 
-        let carolUpdates = carolJournal.attachmentUpdates
-        try await aliceJournal.remove(added)
-        #expect(aliceJournal.attachments.isEmpty)
-        let afterRemoval = await collect(2, from: carolUpdates)
-        #expect(afterRemoval.last == [])
+            let carolUpdates = carolJournal.attachmentUpdates
+            try await aliceJournal.remove(added)
+            #expect(aliceJournal.attachments.isEmpty)
+            let afterRemoval = await collect(2, from: carolUpdates)
+            #expect(afterRemoval.last == [])
+            group.cancelAll()
+        }
     }
 
     @Test func aDamagedAttachmentIsDropped() async throws {
@@ -159,14 +165,19 @@ func threePeople(_ configuration: AuthorityConfiguration = .init(), clock: Manua
         let alice = try await hub.connect(name: "alice", isHost: true)
         let bob = try await hub.connect(name: "bob")
         // Alice's hasher disagrees with Bob's: what arrives does not match the announced digest.
-        let aliceJournal = GroupSessionJournal(link: alice, hasher: { _ in "0000" })
-        let bobJournal = GroupSessionJournal(link: bob, hasher: { data in String(data.count) })
-        let bobUpdates = bobJournal.attachmentUpdates
-        try await aliceJournal.add(Data(count: 10), name: "a")
-        try await GroupSessionJournal(link: alice, hasher: { data in String(data.count) }).add(Data(count: 20), name: "b")
-        let seen = await collect(2, from: bobUpdates)
-        #expect(seen.last?.map(\.info.name) == ["b"])
-        #expect(bobJournal.failures.count == 1)
+        // The journals run in a task group the test owns, as an app runs them.
+        try await withThrowingDiscardingTaskGroup { group in
+            let aliceJournal = GroupSessionJournal(link: alice, hasher: { _ in "0000" })
+            let bobJournal = GroupSessionJournal(link: bob, hasher: { data in String(data.count) })
+            group.addTask { await bobJournal.run() }
+            let bobUpdates = bobJournal.attachmentUpdates
+            try await aliceJournal.add(Data(count: 10), name: "a")
+            try await GroupSessionJournal(link: alice, hasher: { data in String(data.count) }).add(Data(count: 20), name: "b")
+            let seen = await collect(2, from: bobUpdates)
+            #expect(seen.last?.map(\.info.name) == ["b"])
+            #expect(bobJournal.failures.count == 1)
+            group.cancelAll()
+        }
     }
 }
 

@@ -30,7 +30,7 @@ private let tolerance: Int64 = 5_000
     /// scenarios assert). Joining late is scenario 6's subject.
     static func peers(_ count: Int = 4) -> [SessionSimulation.PeerSetup] {
         let offsets: [Int64] = [3_600 * s, -2_500 * ms, 250 * ms, 42 * s, -7 * s, 1 * ms]
-        let links: [LinkProfile] = [.lan, .lan, .wan(loss: 0), .lan, .loopback, .lan]
+        let links: [NetworkPath] = [.lan, .lan, .wan(loss: 0), .lan, .loopback, .lan]
         let seeks: [Int64] = [30 * ms, 120 * ms, 300 * ms, 80 * ms, 60 * ms, 200 * ms]
         let loads: [Int64] = [300 * ms, 500 * ms, 200 * ms, 400 * ms, 250 * ms, 350 * ms]
         return (0..<count).map { i in

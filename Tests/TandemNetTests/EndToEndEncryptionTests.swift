@@ -173,6 +173,8 @@ struct EndToEndEncryptionTests {
         let raw = bobMessenger.messages(of: Data.self)
         let bobJournal = GroupSessionJournal(link: bob)
         let annJournal = GroupSessionJournal(link: ann)
+        // The journal receives while its run loop runs: a child task of this test, cancelled when it ends.
+        async let _ = bobJournal.run()
 
         try await annMessenger.send(SecretNote(text: marker))
         try await annMessenger.send(Data(marker.utf8))
@@ -196,6 +198,7 @@ struct EndToEndEncryptionTests {
         // A late joiner gets the stored (sealed) attachment replayed, and opens it.
         let carol = try await TandemClient.connect(invite: viaProxy, name: "carol", options: clientOptions())
         let carolJournal = GroupSessionJournal(link: carol)
+        async let _ = carolJournal.run()
         #expect(await eventually(within: 10) { !carolJournal.attachments.isEmpty || !carolJournal.failures.isEmpty })
         #expect(carolJournal.attachments.first?.data == attachment)
         #expect(carolJournal.attachments.first?.info.name == fileName)
@@ -244,6 +247,7 @@ struct EndToEndEncryptionTests {
         let bobMessenger = GroupSessionMessenger(link: bob)
         let notes = bobMessenger.messages(of: SecretNote.self)
         let bobJournal = GroupSessionJournal(link: bob)
+        async let _ = bobJournal.run()
 
         try await GroupSessionMessenger(link: foreign).send(SecretNote(text: "from elsewhere"))
         try await GroupSessionMessenger(link: ann).send(SecretNote(text: "from ann"))

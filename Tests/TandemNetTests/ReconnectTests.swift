@@ -77,9 +77,9 @@ func reconnectingOptions(grace: Double) -> TandemClient.Options {
 }
 
 /// Waits for the first link event satisfying `predicate`, or nil after `timeout` seconds.
-func firstLinkEvent(in stream: AsyncStream<LinkEvent>, within timeout: Double,
-                    where predicate: @escaping @Sendable (LinkEvent) -> Bool = { _ in true }) async -> LinkEvent? {
-    await withTaskGroup(of: LinkEvent?.self) { group in
+func firstConnectionEvent(in stream: AsyncStream<ConnectionEvent>, within timeout: Double,
+                    where predicate: @escaping @Sendable (ConnectionEvent) -> Bool = { _ in true }) async -> ConnectionEvent? {
+    await withTaskGroup(of: ConnectionEvent?.self) { group in
         group.addTask {
             for await event in stream where predicate(event) { return event }
             return nil
@@ -105,17 +105,17 @@ struct ReconnectTests {
         let bobID = bob.localParticipantID
         let messages = bob.serverMessages()
         let hostMessages = host.serverMessages()
-        let links = bob.linkEvents()
+        let links = bob.connectionEvents()
 
-        await bob.dropLink()
-        let lost = await firstLinkEvent(in: links, within: 3)
+        await bob.dropChannel()
+        let lost = await firstConnectionEvent(in: links, within: 3)
         guard case .reconnecting? = lost else {
             Issue.record("no reconnecting event: \(String(describing: lost))")
             return
         }
         // A reliable send during the gap waits for the new link and then goes out.
         let sent = Task { try await bob.sendAppMessage(Data("sent during the gap".utf8)) }
-        let back = await firstLinkEvent(in: links, within: 5)
+        let back = await firstConnectionEvent(in: links, within: 5)
         guard case .reconnected(let after)? = back else {
             Issue.record("no reconnected event: \(String(describing: back))")
             return
@@ -162,11 +162,11 @@ struct ReconnectTests {
         let bob = try await TandemClient.connect(invite: viaProxy, name: "bob", options: reconnectingOptions(grace: 1))
         let bobID = bob.localParticipantID
         let messages = bob.serverMessages()
-        let links = bob.linkEvents()
+        let links = bob.connectionEvents()
 
         // A cut (the server end closes too): reconnected through the proxy, same identity.
         await proxy.cut()
-        let back = await firstLinkEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } }
+        let back = await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } }
         #expect(back != nil, "did not reconnect after a cut")
         #expect(bob.localParticipantID == bobID && bob.closedReason == nil)
 
@@ -199,9 +199,9 @@ struct ReconnectTests {
         viaProxy.host = "127.0.0.1"
         let bob = try await TandemClient.connect(invite: viaProxy, name: "bob", options: reconnectingOptions(grace: 30))
         let messages = bob.serverMessages()
-        let links = bob.linkEvents()
+        let links = bob.connectionEvents()
         await proxy.stop()
-        #expect(await firstLinkEvent(in: links, within: 3) != nil)
+        #expect(await firstConnectionEvent(in: links, within: 3) != nil)
         #expect(bob.isReconnecting)
         let closedAt = ContinuousClock.now
         await bob.close()
@@ -225,11 +225,12 @@ struct ReconnectTests {
         let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
         let bob = try await TandemClient.connect(invite: invite, name: "bob", options: reconnectingOptions(grace: 10))
         let journal = GroupSessionJournal(link: bob)
-        let links = bob.linkEvents()
+        async let _ = journal.run()
+        let links = bob.connectionEvents()
         let first = try await host.uploadAttachment(Data(repeating: 1, count: 100_000), name: "one")
         #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id] })
-        await bob.dropLink()
-        #expect(await firstLinkEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } } != nil)
+        await bob.dropChannel()
+        #expect(await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } } != nil)
         let second = try await host.uploadAttachment(Data(repeating: 2, count: 1_000), name: "two")
         #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id, second.id] },
                 "attachments: \(journal.attachments.map(\.info.name))")

@@ -43,10 +43,16 @@ struct EmbeddingExampleTests {
         let (annSession, ann, annPlayer) = try await Self.participant(invite, name: "ann", host: true)
         let (bobSession, bob, bobPlayer) = try await Self.participant(invite, name: "bob")
         #expect(bobSession.activity?.movie == "Countdown")
+        // Journals are made right after joining, so that they see the attachments already there.
+        let journal = GroupSessionJournal(session: annSession)
+        let bobJournal = GroupSessionJournal(session: bobSession)
         let runs = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await ann.run() }
                 group.addTask { await bob.run() }
+                group.addTask { await annSession.run() }
+                group.addTask { await bobSession.run() }
+                group.addTask { await bobJournal.run() }
             }
         }
 
@@ -77,8 +83,6 @@ struct EmbeddingExampleTests {
         #expect(got?.1 == annSession.localParticipant.id)
 
         // Attachments reach everyone (and later joiners).
-        let journal = GroupSessionJournal(session: annSession)
-        let bobJournal = GroupSessionJournal(session: bobSession)
         _ = try await journal.add(Data("poster bytes".utf8), name: "poster.txt")
         var attachment: GroupSessionJournal.Attachment?
         for _ in 0..<100 where attachment == nil {

@@ -93,7 +93,9 @@ package actor BaselinePeer: PeerDriver {
         let samples = self.samples
         let events = engine.events
         let messages = self.messages
+        let session = self.session
         await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.run() }
             group.addTask { for await operation in operations { await operation() } }
             group.addTask { for await sample in samples { await self.add(sample) } }
             group.addTask { for await event in events { await self.engineEvent(event) } }

@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// A session starts `.waiting`; `join()` makes it `.joined`; it ends `.invalidated(reason:)` when the participant
 /// leaves, someone ends it for everyone, or the connection is gone. Every property can be observed as an
-/// `AsyncStream` that starts with the current value.
+/// `AsyncStream` that starts with the current value. It follows the authority while its owner runs `run()`; it
+/// starts no task of its own.
 public final class GroupSession<Activity: GroupActivity>: Sendable {
     /// Where this participant stands in the session.
     public enum State: Sendable, Hashable {
@@ -37,72 +38,94 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     /// The session's id.
     public let id: String
 
-    private let stateBox: Broadcaster<State>
-    private let participantsBox: Broadcaster<Set<Participant>>
-    private let activityBox: Broadcaster<ActivityEnvelope>
-    private let noticesBox: Broadcaster<Notice>
-    private let pump: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let stateBox: FanOut<State>
+    private let participantsBox: FanOut<Set<Participant>>
+    private let activityBox: FanOut<ActivityEnvelope>
+    private let noticesBox: FanOut<Notice>
+    /// The link's messages, subscribed to on creation so that nothing sent after the welcome is missed; `run()`
+    /// consumes them.
+    private let upstream: Mutex<AsyncStream<ServerMessage>?>
+    /// Activities the `activity` setter proposes; `run()` sends them.
+    private let proposals = FanOut<Activity>(replay: .backlogToFirstSubscriber)
 
-    /// A session over `link`, starting from the link's welcome snapshot.
+    /// A session over `link`, starting from the link's welcome snapshot. Nothing follows the link until `run()`.
     public init(link: any SessionLink) {
         self.link = link
         let welcome = link.welcome
         id = welcome.sessionID
         localParticipant = welcome.localParticipant
-        stateBox = Broadcaster(initial: .waiting, replaysCurrent: true)
-        participantsBox = Broadcaster(initial: Set(welcome.participants.map(\.participant)), replaysCurrent: true)
-        activityBox = Broadcaster(initial: welcome.activity, replaysCurrent: true)
-        noticesBox = Broadcaster(replaysCurrent: false)
-        // Subscribe now, so nothing sent after the welcome is missed.
-        let upstream = link.serverMessages()
-        let task = Task { [stateBox, participantsBox, activityBox, noticesBox] in
-            for await message in upstream {
-                switch message {
-                case .welcome(let snapshot):
-                    // A reconnected link's fresh snapshot: catch up with what changed while it was down.
-                    participantsBox.send(Set(snapshot.participants.map(\.participant)))
-                    if let envelope = snapshot.activity, envelope != activityBox.current { activityBox.send(envelope) }
-                case .participants(let states):
-                    participantsBox.send(Set(states.map(\.participant)))
-                case .activity(let envelope):
-                    activityBox.send(envelope)
-                case .notice(let notice):
-                    noticesBox.send(notice)
-                case .invalidated(let reason):
-                    Self.invalidate(reason, stateBox, participantsBox, activityBox, noticesBox)
-                    return
-                default:
-                    break
-                }
-            }
-            Self.invalidate(InvalidationReason(code: .connectionLost, message: "the connection to the session was lost"),
-                            stateBox, participantsBox, activityBox, noticesBox)
-        }
-        pump.withLock { $0 = task }
+        stateBox = FanOut(initial: .waiting, replay: .latest)
+        participantsBox = FanOut(initial: Set(welcome.participants.map(\.participant)), replay: .latest)
+        activityBox = FanOut(initial: welcome.activity, replay: .latest)
+        noticesBox = FanOut(replay: .none, buffering: .newest(256))
+        upstream = Mutex(link.serverMessages())
     }
 
-    deinit { pump.withLock { $0?.cancel() } }
+    /// Follows the session: applies what the authority sends to the state, participants, activity and notices,
+    /// and sends the activities the `activity` setter proposes. Returns when the session is invalidated (or the
+    /// calling task is cancelled); run it for as long as the session is in use, in a task its owner owns, as
+    /// `PlaybackCoordinator.run()`. Call it once.
+    public func run() async {
+        guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else { return }
+        let proposed = proposals.subscribe()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                for await activity in proposed { try? await setActivity(activity) }
+            }
+            group.addTask { [self] in
+                await follow(upstream)
+            }
+            // The session is over when the link's messages end: stop sending proposals.
+            _ = await group.next()
+            group.cancelAll()
+        }
+        proposals.finish()
+    }
 
-    private static func invalidate(_ reason: InvalidationReason, _ state: Broadcaster<State>,
-                                   _ participants: Broadcaster<Set<Participant>>, _ activity: Broadcaster<ActivityEnvelope>,
-                                   _ notices: Broadcaster<Notice>) {
-        if case .invalidated = state.current { return }
-        state.send(.invalidated(reason: reason))
-        state.finish()
-        participants.finish()
-        activity.finish()
-        notices.finish()
+    private func follow(_ upstream: AsyncStream<ServerMessage>) async {
+        for await message in upstream {
+            switch message {
+            case .welcome(let snapshot):
+                // A reconnected link's fresh snapshot: catch up with what changed while it was down.
+                participantsBox.send(Set(snapshot.participants.map(\.participant)))
+                if let envelope = snapshot.activity, envelope != activityBox.latest { activityBox.send(envelope) }
+            case .participants(let states):
+                participantsBox.send(Set(states.map(\.participant)))
+            case .activity(let envelope):
+                activityBox.send(envelope)
+            case .notice(let notice):
+                noticesBox.send(notice)
+            case .invalidated(let reason):
+                invalidate(reason)
+                return
+            default:
+                break
+            }
+        }
+        // Cancelled by the owner: the session goes on for others who hold it; only a closed link invalidates it.
+        if Task.isCancelled { return }
+        invalidate(InvalidationReason(code: .connectionLost, message: "the connection to the session was lost"))
+    }
+
+    private func invalidate(_ reason: InvalidationReason) {
+        if case .invalidated = stateBox.latest { return }
+        stateBox.send(.invalidated(reason: reason))
+        stateBox.finish()
+        participantsBox.finish()
+        activityBox.finish()
+        noticesBox.finish()
+        proposals.finish()
     }
 
     // MARK: Observation
 
     /// The current state.
-    public var state: State { stateBox.current ?? .waiting }
+    public var state: State { stateBox.latest ?? .waiting }
     /// The current state, then every change.
     public var states: AsyncStream<State> { stateBox.subscribe() }
 
     /// Everyone in the session, this participant included.
-    public var activeParticipants: Set<Participant> { participantsBox.current ?? [] }
+    public var activeParticipants: Set<Participant> { participantsBox.latest ?? [] }
     /// The participants, then every change.
     public var activeParticipantsUpdates: AsyncStream<Set<Participant>> { participantsBox.subscribe() }
 
@@ -110,7 +133,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     public var notices: AsyncStream<Notice> { noticesBox.subscribe() }
 
     /// The activity as it travels (identifier, metadata, item).
-    public var activityEnvelope: ActivityEnvelope? { activityBox.current }
+    public var activityEnvelope: ActivityEnvelope? { activityBox.latest }
     /// The envelope, then every change.
     public var activityEnvelopes: AsyncStream<ActivityEnvelope> { activityBox.subscribe() }
 
@@ -118,13 +141,13 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     /// activity to everyone (see `setActivity(_:itemID:)` to wait for the send and see errors).
     public var activity: Activity? {
         get {
-            guard let envelope = activityBox.current else { return nil }
+            guard let envelope = activityBox.latest else { return nil }
             return try? JSONDecoder().decode(Activity.self, from: envelope.payload)
         }
         set {
             guard let newValue else { return }
-            // A property setter cannot wait: the send runs on its own and its failure shows as the session's state.
-            Task { [self] in try? await setActivity(newValue) }
+            // A property setter cannot wait: `run()` sends it, and a failure shows as the session's state.
+            proposals.send(newValue)
         }
     }
 
@@ -154,8 +177,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     public func leave() async {
         if case .invalidated = state { return }
         await link.close()
-        Self.invalidate(InvalidationReason(code: .left, message: "you left the session"), stateBox, participantsBox,
-                        activityBox, noticesBox)
+        invalidate(InvalidationReason(code: .left, message: "you left the session"))
     }
 
     /// Ends the session for everyone.
@@ -183,26 +205,19 @@ extension GroupActivity {
 
 extension GroupActivity {
     /// The sessions of this activity type among `links`, as they arrive: the `for await session in
-    /// MyActivity.sessions(from: …)` an app iterates. A transport (TandemNet's client, TandemTesting's hub) supplies
+    /// MyActivity.sessions(from: …)` an app iterates (and `run()`s each session it keeps). A transport (TandemNet's client, TandemTesting's hub) supplies
     /// the links; links whose session carries another activity type are skipped, as are links to sessions without
     /// an activity when `includingUnset` is false.
     public static func sessions<Links: AsyncSequence & Sendable>(from links: Links, includingUnset: Bool = true)
         -> AsyncStream<GroupSession<Self>> where Links.Element == any SessionLink {
-        let (stream, continuation) = AsyncStream.makeStream(of: GroupSession<Self>.self)
-        let task = Task {
-            do {
-                for try await link in links {
-                    if let envelope = link.welcome.activity {
-                        guard envelope.activityIdentifier == activityIdentifier else { continue }
-                    } else if !includingUnset {
-                        continue
-                    }
-                    continuation.yield(GroupSession<Self>(link: link))
-                }
-            } catch {}
-            continuation.finish()
+        // Pulled by the consumer: nothing runs while nobody listens.
+        AsyncStream.pulling(links) { link in
+            if let envelope = link.welcome.activity {
+                guard envelope.activityIdentifier == activityIdentifier else { return nil }
+            } else if !includingUnset {
+                return nil
+            }
+            return GroupSession<Self>(link: link)
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 }

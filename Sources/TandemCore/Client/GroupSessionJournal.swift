@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Larger attachments (files, images) shared with the group, as SharePlay's journal; late joiners receive the
-/// existing ones.
+/// existing ones. It receives while its owner runs `run()`; it starts no task of its own.
 ///
 /// Bytes travel in chunks after a `begin` that announces size and SHA-256. TandemCore has no hash function of its
 /// own: give the journal a `hasher` (TandemNet uses swift-crypto's SHA-256) and it computes the digest of what it
@@ -56,49 +56,49 @@ public final class GroupSessionJournal: Sendable {
     public let maxSize: Int
     /// Bytes per chunk on the wire.
     public let chunkSize: Int
-    /// Shared with the receiving task, which outlives no journal but must not capture it.
-    private let locked = Locked(State())
-    private let updates: Broadcaster<[Attachment]>
-    private let pump: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let state = Mutex(State())
+    private let updates = FanOut<[Attachment]>(initial: [], replay: .latest)
+    /// The link's messages, subscribed to on creation so that the replay of existing attachments is not missed;
+    /// `run()` consumes them.
+    private let upstream: Mutex<AsyncStream<ServerMessage>?>
 
-    /// A journal over `link`. Subscribe early (right after joining), so the replay of existing attachments is seen.
-    /// Without a `hasher`, the link's own (`SessionLink.attachmentHasher`) is used.
+    /// A journal over `link`. Create it early (right after joining), so the replay of existing attachments is seen,
+    /// and `run()` it to receive attachments. Without a `hasher`, the link's own (`SessionLink.attachmentHasher`)
+    /// is used.
     public init(link: any SessionLink, hasher: Hasher? = nil, maxSize: Int = 100_000_000, chunkSize: Int = 64 * 1024) {
         self.link = link
-        let hasher = hasher ?? link.attachmentHasher
-        self.hasher = hasher
-        let cipher = link.payloadCipher
-        self.cipher = cipher
+        self.hasher = hasher ?? link.attachmentHasher
+        cipher = link.payloadCipher
         self.maxSize = maxSize
         self.chunkSize = chunkSize
-        let updates = Broadcaster<[Attachment]>(initial: [], replaysCurrent: true)
-        self.updates = updates
-        let upstream = link.serverMessages()
-        let task = Task { [locked, hasher] in
-            for await message in upstream {
-                if case .welcome(let snapshot) = message, let list = Self.resync(to: snapshot, locked) {
-                    updates.send(list)
-                }
-                guard case .journal(let entry) = message else { continue }
-                if let list = Self.apply(entry, to: locked, hasher: hasher, cipher: cipher) { updates.send(list) }
+        upstream = Mutex(link.serverMessages())
+    }
+
+    /// Receives what the others share and remove (checking and opening each attachment as it completes) until the
+    /// link closes or the calling task is cancelled; then `attachmentUpdates` streams end. Run it for as long as
+    /// the journal is in use, in a task its owner owns. Call it once.
+    public func run() async {
+        guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else { return }
+        for await message in upstream {
+            if case .welcome(let snapshot) = message, let list = resync(to: snapshot) {
+                updates.send(list)
             }
-            updates.finish()
+            guard case .journal(let entry) = message else { continue }
+            if let list = apply(entry) { updates.send(list) }
         }
-        pump.withLock { $0 = task }
+        updates.finish()
     }
 
     public convenience init<A>(session: GroupSession<A>, hasher: Hasher? = nil) {
         self.init(link: session.link, hasher: hasher)
     }
 
-    deinit { pump.withLock { $0?.cancel() } }
-
     /// The complete attachments, in announcement order.
-    public var attachments: [Attachment] { locked.withLock { $0.complete } }
+    public var attachments: [Attachment] { state.withLock { $0.complete } }
     /// The attachments now, then after every change.
     public var attachmentUpdates: AsyncStream<[Attachment]> { updates.subscribe() }
     /// Why incoming attachments were dropped (bad checksum, failed upload), in arrival order.
-    public var failures: [String] { locked.withLock { $0.failures } }
+    public var failures: [String] { state.withLock { $0.failures } }
 
     /// The name to show for an attachment in a failure: the plaintext one when it opens.
     private static func displayName(_ info: AttachmentInfo, cipher: (any PayloadCipher)?) -> String {
@@ -133,9 +133,9 @@ public final class GroupSessionJournal: Sendable {
 
     /// A reconnect's fresh snapshot: forgets attachments removed while the link was down and half-received ones (the
     /// authority replays the rest); returns the new list when it changed.
-    private static func resync(to snapshot: SessionSnapshot, _ locked: Locked<State>) -> [Attachment]? {
+    private func resync(to snapshot: SessionSnapshot) -> [Attachment]? {
         let kept = Set(snapshot.attachments.map(\.id))
-        return locked.withLock { s -> [Attachment]? in
+        return state.withLock { s -> [Attachment]? in
             s.incoming.removeAll()
             let before = s.complete.count
             s.complete.removeAll { !kept.contains($0.id) }
@@ -144,17 +144,16 @@ public final class GroupSessionJournal: Sendable {
     }
 
     /// Applies one journal message; returns the new list when it changed.
-    private static func apply(_ entry: JournalMessage, to locked: Locked<State>, hasher: Hasher?,
-                              cipher: (any PayloadCipher)?) -> [Attachment]? {
+    private func apply(_ entry: JournalMessage) -> [Attachment]? {
         if case .commit(let id) = entry {
             // Hashing and opening a large attachment happen outside the lock.
             // After a reconnect the authority replays every attachment: one already here stays where it is.
-            guard let done = locked.withLock({ s -> Incoming? in
+            guard let done = state.withLock({ s -> Incoming? in
                 let done = s.incoming.removeValue(forKey: id)
                 return s.complete.contains(where: { $0.id == id }) ? nil : done
             }) else { return nil }
-            let outcome = finish(done, hasher: hasher, cipher: cipher)
-            return locked.withLock { s -> [Attachment]? in
+            let outcome = Self.finish(done, hasher: hasher, cipher: cipher)
+            return state.withLock { s -> [Attachment]? in
                 switch outcome {
                 case .success(let attachment):
                     s.complete.append(attachment)
@@ -165,7 +164,7 @@ public final class GroupSessionJournal: Sendable {
                 }
             }
         }
-        return locked.withLock { s -> [Attachment]? in
+        return state.withLock { s -> [Attachment]? in
             switch entry {
             case .begin(let info):
                 s.incoming[info.id] = Incoming(info: info)
@@ -184,7 +183,7 @@ public final class GroupSessionJournal: Sendable {
                 var reason = reason
                 if let info = s.incoming.removeValue(forKey: id)?.info, cipher != nil {
                     // The authority names the attachment by what it saw: the sealed name.
-                    reason = reason.replacingOccurrences(of: info.name, with: displayName(info, cipher: cipher))
+                    reason = reason.replacingOccurrences(of: info.name, with: Self.displayName(info, cipher: cipher))
                 }
                 s.failures.append(reason)
                 return nil
@@ -196,7 +195,7 @@ public final class GroupSessionJournal: Sendable {
     @discardableResult
     public func add(_ data: Data, name: String) async throws -> Attachment {
         guard data.count <= maxSize else { throw JournalError.tooLarge(size: data.count, limit: maxSize) }
-        let serial = locked.withLock { s -> Int in
+        let serial = state.withLock { s -> Int in
             defer { s.nextID += 1 }
             return s.nextID
         }
@@ -229,7 +228,7 @@ public final class GroupSessionJournal: Sendable {
         }
         let attachment = Attachment(info: info, data: data)
         // The authority does not send our own attachments back to us.
-        let list = locked.withLock { s -> [Attachment] in
+        let list = state.withLock { s -> [Attachment] in
             s.complete.append(attachment)
             return s.complete
         }
@@ -242,6 +241,6 @@ public final class GroupSessionJournal: Sendable {
         do { try await link.send(.journal(.remove(id: attachment.id))) } catch let reason as InvalidationReason {
             throw JournalError.sessionInvalidated(reason)
         }
-        if let list = Self.apply(.remove(id: attachment.id), to: locked, hasher: nil, cipher: nil) { updates.send(list) }
+        if let list = apply(.remove(id: attachment.id)) { updates.send(list) }
     }
 }

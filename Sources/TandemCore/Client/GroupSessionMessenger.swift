@@ -6,7 +6,8 @@ import Synchronization
 /// Codable values travel as JSON tagged with their type name, so `messages(of:)` yields only values of that type;
 /// raw `Data` travels as is. `.reliable` messages arrive in send order per sender at every participant active at
 /// send time; `.unreliable` ones may be dropped. A message never comes back to its sender. Size and rate limits are
-/// enforced here, before anything is sent, and again by the authority.
+/// enforced here, before anything is sent, and the messages numbered (the link passes them on as they are); the
+/// authority enforces its own limits again.
 ///
 /// When the link has a `payloadCipher`, every payload is sealed before it leaves and opened on arrival, so the
 /// authority relays bytes it cannot read. A message that does not open (altered on the way, or sealed with another
@@ -58,23 +59,17 @@ public final class GroupSessionMessenger: Sendable {
         var body: Data
     }
 
-    private struct Bucket {
-        var tokens: Double
-        var updatedAt: Int64?
-        var sequence: UInt64 = 0
-    }
-
     private static let rawTag: UInt8 = 0
     private static let typedTag: UInt8 = 1
 
     private let link: any SessionLink
-    private let clock: any MonotonicClock
     public let deliveryMode: MessageDelivery
     public let limits: Limits
-    private let bucket: Mutex<Bucket>
+    /// Where this messenger's sends are checked against `limits` and numbered; the link trusts it.
+    private let gate: AppMessageGate
     private let undecryptable = Undecryptable()
 
-    /// Shared with the forwarding tasks, which must not capture the messenger.
+    /// Shared with the subscriptions, which must not capture the messenger.
     private final class Undecryptable: Sendable {
         let count = Mutex(0)
     }
@@ -87,10 +82,10 @@ public final class GroupSessionMessenger: Sendable {
     public init(link: any SessionLink, deliveryMode: MessageDelivery = .reliable, limits: Limits = .init(),
                 clock: any MonotonicClock = SystemMonotonicClock()) {
         self.link = link
-        self.clock = clock
         self.deliveryMode = deliveryMode
         self.limits = limits
-        bucket = Mutex(Bucket(tokens: Double(limits.burst)))
+        gate = AppMessageGate(maxSize: limits.maxMessageSize, messagesPerSecond: limits.messagesPerSecond,
+                              burst: limits.burst, clock: clock)
     }
 
     /// A messenger for a session's link.
@@ -118,10 +113,14 @@ public final class GroupSessionMessenger: Sendable {
     }
 
     private func sendPayload(_ payload: Data, to recipients: Recipients) async throws {
-        // The limit applies to the plaintext payload (the messenger's one-byte tag and, for Codable values, their
+        // The limits apply to the plaintext payload (the messenger's one-byte tag and, for Codable values, their
         // JSON wrapper included); the authority allows sealed payloads `PayloadSealing.allowance` bytes more.
-        guard payload.count <= limits.maxMessageSize else {
-            throw MessengerError.messageTooLarge(size: payload.count, limit: limits.maxMessageSize)
+        let sequence: UInt64
+        do { sequence = try gate.admit(size: payload.count) } catch {
+            switch error {
+            case .tooLarge(let size, let limit): throw MessengerError.messageTooLarge(size: size, limit: limit)
+            case .rateLimited(let retryAfter): throw MessengerError.rateLimited(retryAfter: retryAfter)
+            }
         }
         let sealed: Data
         if let cipher = link.payloadCipher {
@@ -130,20 +129,6 @@ public final class GroupSessionMessenger: Sendable {
             }
         } else {
             sealed = payload
-        }
-        let now = clock.now()
-        let sequence = try bucket.withLock { b -> UInt64 in
-            let rate = Double(max(1, limits.messagesPerSecond))
-            if let last = b.updatedAt {
-                b.tokens = min(Double(limits.burst), b.tokens + Double(max(0, now - last)) / 1e9 * rate)
-            }
-            b.updatedAt = now
-            guard b.tokens >= 1 else {
-                throw MessengerError.rateLimited(retryAfter: Int64(((1 - b.tokens) / rate * 1e9).rounded(.up)))
-            }
-            b.tokens -= 1
-            b.sequence += 1
-            return b.sequence
         }
         do {
             try await link.send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: deliveryMode,
@@ -178,25 +163,19 @@ public final class GroupSessionMessenger: Sendable {
         let upstream = link.serverMessages()
         let cipher = link.payloadCipher
         let undecryptable = self.undecryptable
-        let (stream, continuation) = AsyncStream.makeStream(of: (Value, MessageContext).self)
-        // One forwarding task per subscription, cancelled when the subscriber stops listening.
-        let task = Task {
-            for await message in upstream {
-                guard case .appMessage(let m) = message else { continue }
-                var payload = m.payload
-                if let cipher {
-                    guard let opened = try? cipher.open(payload) else {
-                        undecryptable.count.withLock { $0 += 1 }
-                        continue
-                    }
-                    payload = opened
+        // Pulled by the subscriber, in its own task: nothing runs while it does not listen, or after it stops.
+        return AsyncStream.pulling(upstream) { message -> (Value, MessageContext)? in
+            guard case .appMessage(let m) = message else { return nil }
+            var payload = m.payload
+            if let cipher {
+                guard let opened = try? cipher.open(payload) else {
+                    undecryptable.count.withLock { $0 += 1 }
+                    return nil
                 }
-                guard let value = decode(payload) else { continue }
-                continuation.yield((value, MessageContext(source: m.source, delivery: m.delivery)))
+                payload = opened
             }
-            continuation.finish()
+            guard let value = decode(payload) else { return nil }
+            return (value, MessageContext(source: m.source, delivery: m.delivery))
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 }

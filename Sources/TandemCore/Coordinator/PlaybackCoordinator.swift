@@ -29,7 +29,7 @@ public actor PlaybackCoordinator {
     private let clock: any MonotonicClock
     private let tickInterval: Duration
     private let locate: @Sendable (String) -> String
-    private let eventsBox = Broadcaster<CoordinatorEvent>(replaysCurrent: false)
+    private let eventsBox = FanOut<CoordinatorEvent>()
     private let commands: AsyncStream<(UInt64, EngineCommand)>
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
     private let outgoing: AsyncStream<ClientMessage>

@@ -198,7 +198,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func deliver(_ message: ServerMessage) {
         shared.deliver(message)
         if case .invalidated(let reason) = message {
-            shared.linkEnded(epoch: epoch, reason, final: true, announce: false)
+            shared.channelEnded(epoch: epoch, reason, final: true, announce: false)
         }
     }
 
@@ -210,7 +210,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         joined = false  // reported once
         var silentSince = lastReceived
         if let silence = lastSilence, clock.now() - silence.until < heartbeatTimeout { silentSince = silence.from }
-        shared.linkEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
+        shared.channelEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
     }
 
     /// Leaves a session joined by mistake (another identity than the one to take back) and closes.

@@ -9,26 +9,30 @@ final class AppMessageTap: Sendable {
     init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
 }
 
-/// What happens to a connection's link (`TandemClientConnection.linkEvents()`).
-public enum LinkEvent: Sendable, Hashable {
-    /// The link was lost (why, in words); the connection tries to reconnect as the same participant.
+/// What happens to a connection's network connection underneath (`TandemClientConnection.connectionEvents()`).
+public enum ConnectionEvent: Sendable, Hashable {
+    /// The network connection was lost (why, in words); the connection tries to reconnect as the same participant.
     case reconnecting(reason: String)
     /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
     /// `serverMessages()` subscribers.
     case reconnected(after: Int64)
 }
 
+/// The former name of `ConnectionEvent` ("link" now means only a participant's `SessionLink`).
+@available(*, deprecated, renamed: "ConnectionEvent")
+public typealias LinkEvent = ConnectionEvent
+
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {
     /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
-    struct LinkHooks: Sendable {
+    struct ReconnectHooks: Sendable {
         /// A non-final loss of the current channel: why, and when it was last heard from.
         var lost: @Sendable (InvalidationReason, Int64) -> Void
         /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
         var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
     }
     /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
-    let hooks = NIOLockedValueBox<LinkHooks?>(nil)
+    let hooks = NIOLockedValueBox<ReconnectHooks?>(nil)
     /// The epoch of the channel in use; what older channels report is ignored.
     private let epoch = NIOLockedValueBox<Int>(0)
 
@@ -39,35 +43,25 @@ final class ClientShared: Sendable {
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
     private let gap = NIOLockedValueBox(Gap())
-    /// Link-event subscribers; nil once the link has closed.
-    private let linkSubscribers = NIOLockedValueBox<[AsyncStream<LinkEvent>.Continuation]?>([])
+    /// What happens to the network connection (`connectionEvents()`); a subscriber that does not read keeps the
+    /// newest 64.
+    let connectionEvents = FanOut<ConnectionEvent>(buffering: .newest(64))
     struct ClockState {
         var mapping: ClockMapping?
         var errorBound: Int64?
         var roundTrip: Int64?
     }
     let clock = NIOLockedValueBox(ClockState())
-    private let subscribers = NIOLockedValueBox<[AsyncStream<ServerMessage>.Continuation]>([])
-    /// What arrived after the welcome but before anyone subscribed; handed to the first subscriber.
-    private let backlog = NIOLockedValueBox<[ServerMessage]?>([])
+    /// What the server sends; what arrived after the welcome but before anyone subscribed goes to the first
+    /// subscriber. Unbounded: a reliable message is never dropped.
+    let messages = FanOut<ServerMessage>(replay: .backlogToFirstSubscriber)
     private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
     /// Receives app messages instead of the subscribers, when set (load generators).
     let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
-    /// Clock-sample subscribers; nil once the link has closed.
-    private let sampleSubscribers = NIOLockedValueBox<[AsyncStream<ClockSample>.Continuation]?>([])
+    /// Every clock exchange (`clockSamples()`); a subscriber that does not read keeps the newest 64.
+    let samples = FanOut<ClockSample>(buffering: .newest(64))
 
-    func subscribeSamples(_ continuation: AsyncStream<ClockSample>.Continuation) {
-        let open = sampleSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
-
-    func deliver(_ sample: ClockSample) {
-        sampleSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(sample) } }
-    }
+    func deliver(_ sample: ClockSample) { samples.send(sample) }
 
     var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
 
@@ -75,8 +69,8 @@ final class ClientShared: Sendable {
 
     /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
     /// otherwise the connection may reconnect.
-    func linkEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
-                   silentSince: Int64 = 0) {
+    func channelEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
+                      silentSince: Int64 = 0) {
         guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
         if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
             lost(reason, silentSince)
@@ -108,7 +102,7 @@ final class ClientShared: Sendable {
     }
 
     /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
-    func waitForLink(limit: Int) async throws {
+    func waitForChannel(limit: Int) async throws {
         guard gap.withLockedValue({ $0.open }) else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let now: Result<Void, any Error>? = gap.withLockedValue { gap in
@@ -122,74 +116,27 @@ final class ClientShared: Sendable {
         }
     }
 
-    func subscribeLinkEvents(_ continuation: AsyncStream<LinkEvent>.Continuation) {
-        let open = linkSubscribers.withLockedValue { subs -> Bool in
-            guard subs != nil else { return false }
-            subs!.append(continuation)
-            return true
-        }
-        if !open { continuation.finish() }
-    }
+    func deliver(_ event: ConnectionEvent) { connectionEvents.send(event) }
 
-    func deliver(_ event: LinkEvent) {
-        linkSubscribers.withLockedValue { subs in for continuation in subs ?? [] { continuation.yield(event) } }
-    }
-
-    func subscribe(_ continuation: AsyncStream<ServerMessage>.Continuation) {
-        // Yielding under the lock keeps the backlog ahead of anything delivered concurrently.
-        subscribers.withLockedValue { subs in
-            if let early = backlog.withLockedValue({ b -> [ServerMessage]? in
-                defer { b = nil }
-                return b
-            }) {
-                for message in early { continuation.yield(message) }
-            }
-            if let reason = closed.withLockedValue({ $0 }) {
-                continuation.yield(.invalidated(reason))
-                continuation.finish()
-                return
-            }
-            subs.append(continuation)
-        }
-    }
-
-    func deliver(_ message: ServerMessage) {
-        subscribers.withLockedValue { subs in
-            if subs.isEmpty, backlog.withLockedValue({ b -> Bool in
-                b?.append(message)
-                return b != nil
-            }) { return }
-            for continuation in subs { continuation.yield(message) }
-        }
-    }
+    func deliver(_ message: ServerMessage) { messages.send(message) }
 
     /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
     func finish(_ reason: InvalidationReason, announce: Bool) {
-        let subs: [AsyncStream<ServerMessage>.Continuation]? = subscribers.withLockedValue { subs in
-            let already = closed.withLockedValue { c -> Bool in
-                defer { if c == nil { c = reason } }
-                return c != nil
-            }
-            if already { return nil }
-            defer { subs.removeAll() }
-            return subs
+        let first = closed.withLockedValue { c -> Bool in
+            guard c == nil else { return false }
+            c = reason
+            return true
         }
-        guard let subs else { return }
-        for continuation in sampleSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
-        for continuation in linkSubscribers.withLockedValue({ subs in defer { subs = nil }; return subs ?? [] }) {
-            continuation.finish()
-        }
+        guard first else { return }
+        samples.finish()
+        connectionEvents.finish()
         let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
             gap.closed = reason
             defer { gap.waiters.removeAll() }
             return gap.waiters
         }
         for waiter in waiters { waiter.resume(throwing: reason) }
-        for continuation in subs {
-            if announce { continuation.yield(.invalidated(reason)) }
-            continuation.finish()
-        }
+        // Later subscribers learn why too.
+        messages.finish(last: .invalidated(reason), sendLastNow: announce)
     }
 }

@@ -45,9 +45,10 @@ public enum TandemClient {
         public var clockSync = ClockSyncEstimator.Configuration()
         /// How often the link report (one-way delay, clock error) goes to the authority (ns).
         public var linkReportInterval: Int64 = 2_000_000_000
-        /// Largest app-message payload (bytes); bigger sends throw `messageTooLarge`.
+        /// Largest payload of `sendAppMessage` (bytes); bigger sends throw `messageTooLarge`. (A
+        /// `GroupSessionMessenger` checks its own `Limits`; the connection passes its messages on as they are.)
         public var maxMessageSize = 256 * 1024
-        /// App messages per second this peer may send; more throw `rateLimited`.
+        /// Messages per second `sendAppMessage` may send; more throw `rateLimited`.
         public var maxMessagesPerSecond = 200
         /// Chunk size for journal uploads.
         public var attachmentChunkSize = 64 * 1024
@@ -90,30 +91,30 @@ private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 /// current local → session time estimate.
 ///
 /// With `Options.reconnectGracePeriod` > 0 a lost link does not end it: it reconnects as the same participant (see
-/// `LinkEvent`), swapping in a new channel, and delivers the new welcome to its subscribers.
+/// `ConnectionEvent`), swapping in a new channel, and delivers the new welcome to its subscribers.
 public final class TandemClientConnection: SessionLink {
     public let localParticipantID: ParticipantID
     /// The snapshot of the latest join (a reconnect brings a fresh one).
-    public var welcome: SessionSnapshot { link.withLockedValue { $0.welcome } }
+    public var welcome: SessionSnapshot { current.withLockedValue { $0.welcome } }
     public let invite: Invite
     /// The current channel (a reconnect replaces it).
-    var channel: any Channel { link.withLockedValue { $0.channel } }
-    var handler: NIOLoopBound<ClientConnectionHandler> { link.withLockedValue { $0.handler } }
+    var channel: any Channel { current.withLockedValue { $0.channel } }
+    var handler: NIOLoopBound<ClientConnectionHandler> { current.withLockedValue { $0.handler } }
     let shared: ClientShared
     let options: TandemClient.Options
-    let sendTimes = NIOLockedValueBox<[Int64]>([])
-    let sequence = NIOLockedValueBox<UInt64>(0)
+    /// Limits and numbers this connection's own app messages (`sendAppMessage`).
+    let appMessageGate: AppMessageGate
     /// Seals app data end to end with the key derived from the invite.
     let appDataCipher: AppDataCipher
     var clock: any MonotonicClock { options.clock }
     let name: String
-    let link: NIOLockedValueBox<Link>
+    let current: NIOLockedValueBox<CurrentChannel>
     let phase = NIOLockedValueBox<Phase>(.connected)
     let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
     let lastEpoch = NIOLockedValueBox<Int>(0)
 
     /// The channel in use and what its join brought.
-    struct Link {
+    struct CurrentChannel {
         var channel: any Channel
         var handler: NIOLoopBound<ClientConnectionHandler>
         var welcome: SessionSnapshot
@@ -131,11 +132,13 @@ public final class TandemClientConnection: SessionLink {
                      handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
         self.invite = invite
         self.name = name
-        self.link = NIOLockedValueBox(Link(channel: channel, handler: handler, welcome: welcome))
+        current = NIOLockedValueBox(CurrentChannel(channel: channel, handler: handler, welcome: welcome))
         self.localParticipantID = welcome.localParticipant.id
         self.shared = shared
         self.options = options
         self.appDataCipher = AppDataCipher(invite: invite)
+        appMessageGate = AppMessageGate(maxSize: options.maxMessageSize, messagesPerSecond: options.maxMessagesPerSecond,
+                                        burst: options.maxMessagesPerSecond, clock: options.clock)
     }
 
     static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
@@ -145,9 +148,9 @@ public final class TandemClientConnection: SessionLink {
                                                 handler: bound, shared: shared, options: options)
         if options.reconnectGracePeriod > 0 {
             shared.hooks.withLockedValue { hooks in
-                hooks = ClientShared.LinkHooks(
+                hooks = ClientShared.ReconnectHooks(
                     lost: { [weak connection] reason, silentSince in
-                        connection?.linkLost(reason, silentSince: silentSince)
+                        connection?.channelLost(reason, silentSince: silentSince)
                     },
                     resumed: { [weak connection] epoch, welcome, channel, handler in
                         connection?.resumed(epoch: epoch, welcome: welcome, channel: channel, handler: handler) ?? false
@@ -243,25 +246,12 @@ public final class TandemClientConnection: SessionLink {
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
         if case .appMessage(let app) = message, app.delivery == .unreliable, isReconnecting { return }
-        try await shared.waitForLink(limit: options.maxSendsWaitingForReconnect)
+        try await shared.waitForChannel(limit: options.maxSendsWaitingForReconnect)
         let channel = self.channel
-        if case .appMessage(let app) = message {
-            // Payloads arrive here sealed: the limit is on the plaintext, the box adds the cipher's overhead.
-            guard app.payload.count <= options.maxMessageSize + appDataCipher.overhead else {
-                throw TandemClientError.messageTooLarge(size: app.payload.count - appDataCipher.overhead,
-                                                        limit: options.maxMessageSize)
-            }
-            let now = clock.now()
-            let allowed = sendTimes.withLockedValue { times -> Bool in
-                times.removeAll { now - $0 > 1_000_000_000 }
-                guard times.count < options.maxMessagesPerSecond else { return false }
-                times.append(now)
-                return true
-            }
-            guard allowed else { throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond) }
-            if app.delivery == .unreliable, !channel.isWritable {
-                return  // Best effort: dropped rather than queued behind reliable traffic.
-            }
+        // App messages arrive checked against their sender's limits and numbered (`AppMessageGate`): a messenger's,
+        // or `sendAppMessage`'s. Passed on as they are; the server enforces its own limits.
+        if case .appMessage(let app) = message, app.delivery == .unreliable, !channel.isWritable {
+            return  // Best effort: dropped rather than queued behind reliable traffic.
         }
         let frame = try SessionCodec.encode(message, allocator: channel.allocator)
         if !channel.isWritable {
@@ -271,11 +261,7 @@ public final class TandemClientConnection: SessionLink {
         channel.writeAndFlush(frame, promise: nil)
     }
 
-    public func serverMessages() -> AsyncStream<ServerMessage> {
-        let (stream, continuation) = AsyncStream<ServerMessage>.makeStream(bufferingPolicy: .unbounded)
-        shared.subscribe(continuation)
-        return stream
-    }
+    public func serverMessages() -> AsyncStream<ServerMessage> { shared.messages.subscribe() }
 
     public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
 
@@ -289,11 +275,7 @@ public final class TandemClientConnection: SessionLink {
 
     /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
-    public func clockSamples() -> AsyncStream<ClockSample> {
-        let (stream, continuation) = AsyncStream<ClockSample>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        shared.subscribeSamples(continuation)
-        return stream
-    }
+    public func clockSamples() -> AsyncStream<ClockSample> { shared.samples.subscribe() }
 
     public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
         shared.clock.withLockedValue { state in
@@ -337,12 +319,7 @@ public final class TandemClientConnection: SessionLink {
     }
 
     /// The next per-sender sequence number for app messages.
-    public func nextMessageSequence() -> UInt64 {
-        sequence.withLockedValue { value in
-            value += 1
-            return value
-        }
-    }
+    public func nextMessageSequence() -> UInt64 { appMessageGate.nextSequence() }
 
     // MARK: On the event loop (load generators)
 
@@ -368,15 +345,19 @@ public final class TandemClientConnection: SessionLink {
         return true
     }
 
-    /// Sends an app message (sequence numbered here), sealed like a messenger's: receivers open it with
+    /// Sends an app message, checked against `Options.maxMessageSize` and `maxMessagesPerSecond` and numbered here,
+    /// sealed like a messenger's: receivers open it with
     /// `payloadCipher`. Raw bytes, without the messenger's type tag.
     public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
                                delivery: MessageDelivery = .reliable) async throws {
-        guard payload.count <= options.maxMessageSize else {
-            throw TandemClientError.messageTooLarge(size: payload.count, limit: options.maxMessageSize)
+        let sequence: UInt64
+        do { sequence = try appMessageGate.admit(size: payload.count) } catch {
+            switch error {
+            case .tooLarge(let size, let limit): throw TandemClientError.messageTooLarge(size: size, limit: limit)
+            case .rateLimited: throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond)
+            }
         }
-        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery,
-                                                      sequence: nextMessageSequence(),
+        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery, sequence: sequence,
                                                       payload: try appDataCipher.seal(payload))))
     }
 

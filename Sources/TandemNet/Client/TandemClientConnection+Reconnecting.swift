@@ -12,7 +12,7 @@ extension TandemClientConnection {
     // MARK: Reconnecting
 
     /// The current channel was lost without the server ending the session (called on its event loop).
-    func linkLost(_ reason: InvalidationReason, silentSince: Int64) {
+    func channelLost(_ reason: InvalidationReason, silentSince: Int64) {
         let now = clock.now()
         let start = phase.withLockedValue { phase -> Bool? in
             switch phase {
@@ -33,7 +33,7 @@ extension TandemClientConnection {
         shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
                                       text: "lost the connection to the server (\(reason.message)); reconnecting…",
                                       sessionTime: sessionNow())))
-        shared.deliver(LinkEvent.reconnecting(reason: reason.message))
+        shared.deliver(ConnectionEvent.reconnecting(reason: reason.message))
         let task = Task { await self.reconnect(lostAt: now, reason: reason) }
         reconnectTask.withLockedValue { $0 = task }
     }
@@ -116,7 +116,7 @@ extension TandemClientConnection {
             return silentSince
         }
         guard let silentSince else { return false }
-        link.withLockedValue { $0 = Link(channel: channel, handler: handler, welcome: welcome) }
+        current.withLockedValue { $0 = CurrentChannel(channel: channel, handler: handler, welcome: welcome) }
         shared.makeCurrent(epoch: epoch)
         // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
         // the server forgot with the old channel (readiness, suspensions).
@@ -125,7 +125,7 @@ extension TandemClientConnection {
         shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
                                       text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
                                       sessionTime: sessionNow())))
-        shared.deliver(LinkEvent.reconnected(after: after))
+        shared.deliver(ConnectionEvent.reconnected(after: after))
         shared.endGap()
         return true
     }
@@ -134,17 +134,17 @@ extension TandemClientConnection {
 
     /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
     /// `reconnected` when that worked. The stream ends when the connection closes.
-    public func linkEvents() -> AsyncStream<LinkEvent> {
-        let (stream, continuation) = AsyncStream<LinkEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        shared.subscribeLinkEvents(continuation)
-        return stream
-    }
+    public func connectionEvents() -> AsyncStream<ConnectionEvent> { shared.connectionEvents.subscribe() }
+
+    /// The former name of `connectionEvents()`.
+    @available(*, deprecated, renamed: "connectionEvents()")
+    public func linkEvents() -> AsyncStream<ConnectionEvent> { connectionEvents() }
 
     /// Whether the connection is between a lost link and a reconnect.
     public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
 
     /// Drops the current channel as a network failure would, leaving the connection to reconnect (tests).
-    func dropLink() async {
+    func dropChannel() async {
         try? await channel.close()
     }
 }

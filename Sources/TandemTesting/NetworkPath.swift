@@ -16,7 +16,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
 
-/// How one direction of a simulated link delays and drops packets. All times in ns.
+/// How one direction of a simulated network path delays and drops packets. All times in ns.
 public struct DelayModel: Sendable, Hashable {
     public enum Jitter: Sendable, Hashable {
         case none
@@ -47,8 +47,9 @@ public struct DelayModel: Sendable, Hashable {
     }
 }
 
-/// A two-way link profile: peer → authority (`up`) and authority → peer (`down`).
-public struct LinkProfile: Sendable, Hashable {
+/// A simulated network path between a peer and the authority, both ways: peer → authority (`up`) and
+/// authority → peer (`down`).
+public struct NetworkPath: Sendable, Hashable {
     public var name: String
     public var up: DelayModel
     public var down: DelayModel
@@ -58,25 +59,25 @@ public struct LinkProfile: Sendable, Hashable {
         self.down = down
     }
 
-    public static let loopback = LinkProfile(name: "loopback", up: DelayModel(base: 50_000),
+    public static let loopback = NetworkPath(name: "loopback", up: DelayModel(base: 50_000),
                                              down: DelayModel(base: 50_000))
     /// 0.5 ms ± 0.1 ms each way.
-    public static let lan = LinkProfile(name: "lan", up: DelayModel(base: 500_000, jitter: .uniform(width: 100_000)),
+    public static let lan = NetworkPath(name: "lan", up: DelayModel(base: 500_000, jitter: .uniform(width: 100_000)),
                                         down: DelayModel(base: 500_000, jitter: .uniform(width: 100_000)))
     /// 50 ms + exponential tail (mean 5 ms) each way, with the given loss.
-    public static func wan(loss: Double = 0.01) -> LinkProfile {
-        LinkProfile(name: "wan", up: DelayModel(base: 50_000_000, jitter: .exponential(mean: 5_000_000), loss: loss),
+    public static func wan(loss: Double = 0.01) -> NetworkPath {
+        NetworkPath(name: "wan", up: DelayModel(base: 50_000_000, jitter: .exponential(mean: 5_000_000), loss: loss),
                     down: DelayModel(base: 50_000_000, jitter: .exponential(mean: 5_000_000), loss: loss))
     }
     /// 50 ms ± 10 ms uniform each way, 2 % loss.
-    public static let harsh = LinkProfile(
+    public static let harsh = NetworkPath(
         name: "harsh", up: DelayModel(base: 50_000_000, jitter: .uniform(width: 10_000_000), loss: 0.02),
         down: DelayModel(base: 50_000_000, jitter: .uniform(width: 10_000_000), loss: 0.02))
     /// 30 ms up, 70 ms down: the 20 ms half-asymmetry no clock sync can observe.
-    public static let asymmetric = LinkProfile(name: "asymmetric", up: DelayModel(base: 30_000_000),
+    public static let asymmetric = NetworkPath(name: "asymmetric", up: DelayModel(base: 30_000_000),
                                                down: DelayModel(base: 70_000_000))
 
-    public static func named(_ name: String) -> LinkProfile? {
+    public static func named(_ name: String) -> NetworkPath? {
         switch name {
         case "loopback": return .loopback
         case "lan": return .lan
@@ -88,3 +89,7 @@ public struct LinkProfile: Sendable, Hashable {
     }
     public static let allNames = ["loopback", "lan", "wan", "harsh", "asymmetric"]
 }
+
+/// The former name of `NetworkPath` ("link" now means only a participant's `SessionLink`).
+@available(*, deprecated, renamed: "NetworkPath")
+public typealias LinkProfile = NetworkPath
