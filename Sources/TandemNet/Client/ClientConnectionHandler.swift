@@ -231,7 +231,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             incoming[id]?.hasher.update(data: bytes)
         case .commit(let id):
             guard let entry = incoming.removeValue(forKey: id) else { return message }
-            let digest = entry.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            let digest = SHA256Hex.hex(entry.hasher.finalize())
             if digest != entry.sha256 {
                 return .journal(.failed(id: id, reason: "SHA-256 mismatch on arrival: expected \(entry.sha256), got \(digest)"))
             }

@@ -265,7 +265,7 @@ public final class TandemClientConnection: SessionLink {
 
     /// The server checks every attachment's SHA-256 as it passes; journals hash with the same function.
     public var attachmentHasher: (@Sendable (Data) -> String)? {
-        { data in SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+        { SHA256Hex.digest($0) }
     }
 
     /// Messenger payloads and journal attachments are sealed with a key derived from the invite's secret.
@@ -367,7 +367,7 @@ public final class TandemClientConnection: SessionLink {
         let limit: Int64 = 100 * 1024 * 1024
         guard Int64(data.count) <= limit else { throw TandemClientError.attachmentTooLarge(size: data.count, limit: limit) }
         let sealed = try appDataCipher.sealRecords(data, pieceSize: options.attachmentChunkSize)
-        let digest = SHA256.hash(data: sealed).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256Hex.digest(sealed)
         let info = AttachmentInfo(id: id, owner: localParticipantID, name: try appDataCipher.sealName(name),
                                   size: Int64(sealed.count), sha256: digest)
         try await send(.journal(.begin(info)))
