@@ -75,7 +75,7 @@ final class PeerConsole: Sendable {
     func run(header: [String], invite: Invite? = nil, server: SessionServer? = nil) async throws(CLIError) {
         // Subscribed before the peer runs, so that its first events are seen.
         let events = peer.coordinator.events
-        let linkEvents = peer.connection.linkEvents()
+        let linkEvents = peer.connection.connectionEvents()
         let peerService = PeerService(peer: peer, alongside: {
             if let invite { self.emit(InviteEvent(invite: invite.description)) }
             await self.interact(header: header, events: events, linkEvents: linkEvents)
