@@ -15,13 +15,13 @@ struct LayerImportTests {
     static let allowed: [String: Set<String>] = [
         "TandemCore": [],
         "TandemMedia": ["TandemCore", "CTandemGStreamer", "CTandemGStreamerShim", "Crypto", "Logging"],
-        "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOConcurrencyHelpers", "NIOFoundationCompat", "NIOSSL",
+        "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOSSL",
                       "Crypto", "Logging"],
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
-                        "NIOPosix", "NIOConcurrencyHelpers", "Logging", "Histogram"],
+                        "NIOPosix", "Logging", "Histogram"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "ArgumentParser", "Logging", "ServiceLifecycle",
                    "UnixSignals"],
     ]

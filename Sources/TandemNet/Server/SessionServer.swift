@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
