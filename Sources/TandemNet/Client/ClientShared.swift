@@ -18,9 +18,6 @@ public enum ConnectionEvent: Sendable, Hashable {
     case reconnected(after: Int64)
 }
 
-/// The former name of `ConnectionEvent` ("link" now means only a participant's `SessionLink`).
-@available(*, deprecated, renamed: "ConnectionEvent")
-public typealias LinkEvent = ConnectionEvent
 
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {

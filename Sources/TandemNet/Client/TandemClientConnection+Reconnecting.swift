@@ -135,9 +135,6 @@ extension TandemClientConnection {
     /// `reconnected` when that worked. The stream ends when the connection closes.
     public func connectionEvents() -> AsyncStream<ConnectionEvent> { shared.connectionEvents.subscribe() }
 
-    /// The former name of `connectionEvents()`.
-    @available(*, deprecated, renamed: "connectionEvents()")
-    public func linkEvents() -> AsyncStream<ConnectionEvent> { connectionEvents() }
 
     /// Whether the connection is between a lost link and a reconnect.
     public var isReconnecting: Bool { phase.withLock { if case .reconnecting = $0 { true } else { false } } }
