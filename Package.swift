@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // GStreamer found through pkg-config.
@@ -41,9 +42,7 @@ let package = Package(
                 "TandemCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,8 +65,8 @@ let package = Package(
             "TandemPeer", "Tandem", "TandemTesting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Histogram", package: "hdrhistogram-swift"),
         ]),
         // The command line: argument parsing, the terminal, wiring.
         .executableTarget(
@@ -80,17 +79,24 @@ let package = Package(
             ]
         ),
         // libFuzzer target over everything decoded from the network (`make fuzz`); a plain build replays files.
-        .executableTarget(name: "tandem-fuzz", dependencies: ["TandemNet"], path: "Fuzz/Sources"),
+        // The harness that runs hostile bytes through every decoder, kept out of the shipped TandemNet.
+        .target(name: "TandemWireFuzzing", dependencies: [
+            "TandemNet", "TandemCore",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ], path: "Fuzz/Harness"),
+        .executableTarget(name: "tandem-fuzz", dependencies: ["TandemWireFuzzing"], path: "Fuzz/Sources"),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
-        .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore"]),
+        .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer"]),
         .testTarget(name: "TandemNetTests", dependencies: [
-            "TandemNet", "TandemCore", "TandemTesting", .product(name: "Logging", package: "swift-log"),
+            "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "TandemBenchTests", dependencies: ["TandemBench", "TandemPeer", "Tandem", "TandemTesting"]),
-        .testTarget(name: "TandemTests", dependencies: ["Tandem"]),
+        .testTarget(name: "TandemTests", dependencies: ["Tandem", "TandemPeer"]),
     ]
 )

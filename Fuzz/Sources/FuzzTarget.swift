@@ -1,5 +1,5 @@
 import Foundation
-import TandemNet
+import TandemWireFuzzing
 
 /// libFuzzer's entry point: one input through everything Tandem decodes from the network.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -5,13 +5,13 @@ import TandemTesting
 package enum ClockBench {
     /// Runs `runs` seeds of each profile for `duration` simulated seconds; the table of figures.
     package static func run(duration: Double, seed: UInt64, runs: Int) -> String {
-        let profiles: [LinkProfile] = [.lan, .wan(loss: 0.02), .harsh, .asymmetric]
+        let profiles: [NetworkPath] = [.lan, .wan(loss: 0.02), .harsh, .asymmetric]
         return ClockSyncSimulation.benchmark(profiles: profiles, duration: duration, seed: seed, runs: runs)
     }
 }
 
 /// The simulated links benchmarks run over, by name (`--link`).
-package enum LinkProfiles {
-    package static var names: [String] { LinkProfile.allNames }
-    package static func isKnown(_ name: String) -> Bool { LinkProfile.named(name) != nil }
+package enum NetworkPaths {
+    package static var names: [String] { NetworkPath.allNames }
+    package static func isKnown(_ name: String) -> Bool { NetworkPath.named(name) != nil }
 }

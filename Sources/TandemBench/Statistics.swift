@@ -1,6 +1,9 @@
 import Foundation
+import Histogram
 
-/// Summary statistics over a set of values (nanoseconds or anything else).
+/// Summary statistics over a set of values (nanoseconds, usually): percentiles from an HdrHistogram (three
+/// significant digits: a percentile is the highest value equivalent to the one at its rank), the exact maximum and
+/// mean. Every percentile Tandem reports comes from here.
 package struct Distribution: Codable, Equatable {
     package var count: Int
     package var p50: Double
@@ -8,18 +11,42 @@ package struct Distribution: Codable, Equatable {
     package var max: Double
     package var mean: Double
 
-    package init(_ values: [Double]) {
-        let sorted = values.sorted()
-        count = sorted.count
-        func quantile(_ q: Double) -> Double {
-            guard !sorted.isEmpty else { return .nan }
-            let index = min(sorted.count - 1, Int((q * Double(sorted.count - 1)).rounded(.up)))
-            return sorted[index]
-        }
-        p50 = quantile(0.5)
-        p99 = quantile(0.99)
-        max = sorted.last ?? .nan
-        mean = sorted.isEmpty ? .nan : sorted.reduce(0, +) / Double(sorted.count)
+    /// Statistics over integer values; an empty set has NaN figures.
+    package init(_ values: [Int64]) {
+        count = values.count
+        let histogram = ShiftedHistogram(values)
+        p50 = histogram.map { Double($0.value(atPercentile: 50)) } ?? .nan
+        p99 = histogram.map { Double($0.value(atPercentile: 99)) } ?? .nan
+        max = values.max().map(Double.init) ?? .nan
+        mean = values.isEmpty ? .nan : values.reduce(0.0) { $0 + Double($1) } / Double(values.count)
+    }
+
+    /// The value at `percentile` (0–100) of `values`, nil when there are none.
+    package static func percentile(_ percentile: Double, of values: [Int64]) -> Int64? {
+        ShiftedHistogram(values)?.value(atPercentile: percentile)
+    }
+
+    /// The value at `percentile` (0–100) of real `values`, counted in steps of `resolution`; nil when there are none.
+    package static func percentile(_ percentile: Double, of values: [Double], resolution: Double) -> Double? {
+        let steps = values.map { Int64(($0 / resolution).rounded()) }
+        return Self.percentile(percentile, of: steps).map { Double($0) * resolution }
+    }
+}
+
+/// An HdrHistogram of signed values: recorded relative to the smallest (or to 0), since the histogram counts
+/// unsigned values only.
+private struct ShiftedHistogram {
+    private var histogram = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+    private let base: Int64
+
+    init?(_ values: [Int64]) {
+        guard let smallest = values.min() else { return nil }
+        base = Swift.min(smallest, 0)
+        for value in values { _ = histogram.record(UInt64(value - base)) }
+    }
+
+    func value(atPercentile percentile: Double) -> Int64 {
+        Int64(histogram.valueAtPercentile(percentile)) + base
     }
 }
 
@@ -42,22 +69,4 @@ package func ms(_ ns: Double) -> String {
     guard ns.isFinite else { return "–" }
     let v = ns / 1_000_000
     return abs(v) < 10 ? String(format: "%.3f ms", v) : String(format: "%.1f ms", v)
-}
-
-/// A plain text table with aligned columns.
-package struct TextTable {
-    package var header: [String]
-    package var rows: [[String]] = []
-    package init(_ header: [String]) { self.header = header }
-    package mutating func add(_ row: [String]) { rows.append(row) }
-    package var rendered: String {
-        let all = [header] + rows
-        let widths = header.indices.map { i in all.map { $0.indices.contains(i) ? $0[i].count : 0 }.max() ?? 0 }
-        func line(_ r: [String]) -> String {
-            r.enumerated().map { i, c in c.padding(toLength: widths[i], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ")
-        }
-        return ([line(header), widths.map { String(repeating: "─", count: $0) }.joined(separator: "  ")]
-            + rows.map(line)).joined(separator: "\n")
-    }
 }

@@ -95,7 +95,7 @@ package struct SyncBench {
     package func run(progress: @escaping @Sendable (String) -> Void) async throws -> Outcome {
         let configuration = self.configuration
         let clock = SystemMonotonicClock()
-        guard let profile = LinkProfile.named(configuration.link) else {
+        guard let profile = NetworkPath.named(configuration.link) else {
             throw BenchError("unknown link profile \(configuration.link)")
         }
         var authority = AuthorityConfiguration()
@@ -235,18 +235,18 @@ package struct SyncBench {
             peers: ensemble.all.map { ($0.name, $0.joinStarted, left[$0.index]) },
             lateJoiners: lateJoiners, clockErrors: clockErrors.value, started: started, ended: stopped,
             cpu: cpu, peakMemory: memory, corrections: corrections,
-            maxOneWay: configuration.link == "loopback" ? 0 : SimulatedLink.nominalOneWay(profile))
+            maxOneWay: configuration.link == "loopback" ? 0 : SimulatedNetworkPath.nominalOneWay(profile))
     }
 }
 
 /// Each peer's set-up: its own clock error (offset, drift) and its own seeded link, in join order.
 private struct PeerSetups {
     package let configuration: SyncBench.Configuration
-    package let profile: LinkProfile
+    package let profile: NetworkPath
     package var random: SeededRandom
     package var index = 0
 
-    package init(configuration: SyncBench.Configuration, profile: LinkProfile) {
+    package init(configuration: SyncBench.Configuration, profile: NetworkPath) {
         self.configuration = configuration
         self.profile = profile
         random = SeededRandom(seed: configuration.seed)
@@ -256,8 +256,8 @@ private struct PeerSetups {
         defer { index += 1 }
         let offset = Nanos.seconds((random.unit() * 2 - 1) * configuration.maxClockOffset)
         let drift = (random.unit() * 2 - 1) * configuration.maxDriftPPM
-        let link: (any LinkImpairment)? = configuration.link == "loopback" ? nil
-            : SimulatedLink(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(index))
+        let link: (any NetworkImpairment)? = configuration.link == "loopback" ? nil
+            : SimulatedNetworkPath(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(index))
         var player = GStreamerPlayer.Configuration.headless
         player.preciseWait = configuration.preciseWait
         return Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,

@@ -1,5 +1,6 @@
 import Foundation
 import Tandem
+import TandemTesting
 
 extension SyncReport {
     /// Side-by-side figures of several policies from the same run.

@@ -1,6 +1,7 @@
 import Foundation
 import Tandem
 import TandemPeer
+import TandemTesting
 
 /// The figures of one `bench sync` run, all from ground truth (render probes on the true clock).
 package struct SyncReport: Codable, Sendable {
@@ -12,11 +13,11 @@ package struct SyncReport: Codable, Sendable {
         package var max: Double?
 
         package init(nanoseconds values: [Int64]) {
-            let d = Distribution(values.map { Double($0) / 1e6 })
+            let d = Distribution(values)
             count = d.count
-            p50 = d.count > 0 ? d.p50 : nil
-            p99 = d.count > 0 ? d.p99 : nil
-            max = d.count > 0 ? d.max : nil
+            p50 = d.count > 0 ? d.p50 / 1e6 : nil
+            p99 = d.count > 0 ? d.p99 / 1e6 : nil
+            max = d.count > 0 ? d.max / 1e6 : nil
         }
     }
 
@@ -197,7 +198,7 @@ package struct SyncReport: Codable, Sendable {
             skewByMinute: minutes.keys.sorted().map { Minute(minute: $0, skew: Stats(nanoseconds: minutes[$0]!)) },
             largestSkews: Array(largest),
             medianOffsetByPeer: Dictionary(uniqueKeysWithValues: steadyOffsets.compactMap { peer, offsets in
-                offsets.count >= 30 ? (outcome.peers[peer].name, Distribution(offsets).p50) : nil
+                offsets.count >= 30 ? (outcome.peers[peer].name, Distribution.percentile(50, of: offsets, resolution: 0.001) ?? .nan) : nil
             }),
             commands: latencies.keys.sorted().map { key in
                 let entry = latencies[key]!
@@ -321,7 +322,7 @@ package struct SyncReport: Codable, Sendable {
             SVGPlot.Marker(x: Nanos.toSeconds($0.time - outcome.started), label: $0.label)
         }
         let magnitudes = series.flatMap { $0.points.map { abs($0.1) } }.sorted()
-        let p999 = magnitudes.isEmpty ? 1 : magnitudes[min(magnitudes.count - 1, Int(Double(magnitudes.count) * 0.999))]
+        let p999 = Distribution.percentile(99.9, of: magnitudes, resolution: 0.001) ?? 1
         return SVGPlot(title: title, xLabel: "time (s)", yLabel: "render offset from the group median (ms)",
                        series: series, markers: markers, clip: max(1, p999 * 1.5)).render()
     }

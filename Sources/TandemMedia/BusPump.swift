@@ -7,7 +7,7 @@ import TandemCore
 /// Serves a pipeline's bus on a thread of its own and turns messages into `PlaybackEngineEvent`s.
 ///
 /// `@unchecked Sendable`: the bus and pipeline pointers are set once and used only through thread-safe
-/// GStreamer API (gst_bus_timed_pop); the mutable context lives in a `LockedState`; the continuation is Sendable.
+/// GStreamer API (gst_bus_timed_pop); the mutable context lives in a `Locked`; the continuation is Sendable.
 final class BusPump: @unchecked Sendable {
     private struct Context {
         var location = "the item"
@@ -21,7 +21,7 @@ final class BusPump: @unchecked Sendable {
     private let bus: UnsafeMutablePointer<GstBus>
     private let pipeline: UnsafeMutablePointer<GstElement>
     private let continuation: AsyncStream<PlaybackEngineEvent>.Continuation
-    private let context = LockedState(Context())
+    private let context = Locked(Context())
     private let exited = DispatchSemaphore(value: 0)
     private let logger: Logger
 

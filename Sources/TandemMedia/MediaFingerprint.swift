@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TandemCore
 
 /// A content fingerprint of a local file, cheap enough for any size: lowercase hex SHA-256 of its size (decimal,
 /// then a newline), its first 64 KiB and its last 64 KiB (a file of at most 64 KiB is hashed twice).
@@ -22,6 +23,6 @@ enum MediaFingerprint {
             guard (try? file.seek(toOffset: start)) != nil else { break }
             hasher.update(data: (try? file.read(upToCount: chunkSize)) ?? Data())
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return SHA256Hex.hex(hasher.finalize())
     }
 }

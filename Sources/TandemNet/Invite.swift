@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TandemCore
 
 /// An invitation to a session: `tandem://host:port/<session>#<secret>`, or `tandems://…` for TLS, optionally
 /// with `?pin=<sha256 hex of the server certificate (DER)>`.
@@ -68,7 +69,7 @@ public struct Invite: Hashable, Sendable, CustomStringConvertible {
         components.port = port
         components.path = "/" + session
         if let pin = pinnedCertificateSHA256 {
-            components.queryItems = [URLQueryItem(name: "pin", value: Invite.hex(pin))]
+            components.queryItems = [URLQueryItem(name: "pin", value: SHA256Hex.hex(pin))]
         }
         components.fragment = secret
         return components.string ?? "\(components.scheme!)://\(host):\(port)/\(session)#\(secret)"
@@ -94,8 +95,6 @@ public struct Invite: Hashable, Sendable, CustomStringConvertible {
         return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
-
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     static func bytes(fromHex hex: String) -> [UInt8]? {
         let chars = Array(hex.replacingOccurrences(of: ":", with: ""))

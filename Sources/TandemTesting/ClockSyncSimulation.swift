@@ -217,9 +217,8 @@ public enum ClockSyncSimulation {
     /// Columns: error at 1, 5 and 30 s; the largest |error| from 5 s and from 30 s on; the final error bound
     /// and the regression part of it; the estimated drift against the true one; pings sent and lost.
     public static func formatTable(_ groups: [[Report]]) -> String {
-        let header = ["link", "seeds", "|err| 1 s", "|err| 5 s", "|err| 30 s", "max ≥5 s", "max ≥30 s",
-                      "bound", "±stat", "drift ppm", "pings", "lost"]
-        var rows: [[String]] = []
+        var table = TextTable(["link", "seeds", "|err| 1 s", "|err| 5 s", "|err| 30 s", "max ≥5 s", "max ≥30 s",
+                               "bound", "±stat", "drift ppm", "pings", "lost"], rightAligned: Set(1...11), rule: "-")
         for group in groups where !group.isEmpty {
             func worst(_ value: (Report) -> Int64?) -> String {
                 let values = group.compactMap(value)
@@ -227,7 +226,7 @@ public enum ClockSyncSimulation {
             }
             let driftErrors = group.compactMap { r in r.estimatedDriftPPM.map { ($0, abs($0 - r.trueDriftPPM)) } }
             let drift = driftErrors.max { $0.1 < $1.1 }.map { String(format: "%.2f (%.0f)", $0.0, group[0].trueDriftPPM) } ?? "–"
-            rows.append([
+            table.add([
                 group[0].profileName,
                 "\(group.count)",
                 worst { $0.error(at: 1_000_000_000).map(abs) },
@@ -242,18 +241,7 @@ public enum ClockSyncSimulation {
                 "\(group.map(\.lost).reduce(0, +) / group.count)",
             ])
         }
-        let widths = header.indices.map { column in
-            ([header[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
-        }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return column == 0 ? cell + pad : pad + cell
-            }.joined(separator: "  ")
-        }
-        var out = line(header) + "\n"
-        out += widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n"
-        for row in rows { out += line(row) + "\n" }
+        var out = table.rendered + "\n"
         if let first = groups.first?.first {
             out += String(format: "(peer clock %+.0f s and %+.0f ppm off; %.0f s simulated; ",
                           Nanos.toSeconds(first.peerOffset), first.trueDriftPPM, Nanos.toSeconds(first.duration))

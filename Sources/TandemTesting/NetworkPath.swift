@@ -90,6 +90,3 @@ public struct NetworkPath: Sendable, Hashable {
     public static let allNames = ["loopback", "lan", "wan", "harsh", "asymmetric"]
 }
 
-/// The former name of `NetworkPath` ("link" now means only a participant's `SessionLink`).
-@available(*, deprecated, renamed: "NetworkPath")
-public typealias LinkProfile = NetworkPath

@@ -1,15 +1,15 @@
 import Testing
 import TandemBench
+import TandemTesting
 
 @Suite("Statistics and tables")
 struct StatisticsTests {
-    @Test("a distribution's percentiles, maximum and mean")
+    @Test("a distribution's percentiles (nearest rank, from the histogram), exact maximum and mean")
     func distribution() {
-        let values = (1...100).map(Double.init)
-        let distribution = Distribution(values.shuffled())
+        let distribution = Distribution((1...100).map(Int64.init).shuffled())
         #expect(distribution.count == 100)
-        #expect(distribution.p50 == 51)
-        #expect(distribution.p99 == 100)
+        #expect(distribution.p50 == 50)
+        #expect(distribution.p99 == 99)
         #expect(distribution.max == 100)
         #expect(distribution.mean == 50.5)
     }
@@ -19,6 +19,17 @@ struct StatisticsTests {
         let distribution = Distribution([])
         #expect(distribution.count == 0)
         #expect(distribution.p50.isNaN && distribution.max.isNaN && distribution.mean.isNaN)
+        #expect(Distribution.percentile(50, of: [Int64]()) == nil)
+    }
+
+    @Test("percentiles keep three significant digits, and take negative values")
+    func precision() {
+        let latencies: [Int64] = [1_234_567, 2_345_678, 3_456_789]
+        let p50 = Distribution.percentile(50, of: latencies)!
+        #expect(p50 >= 2_345_678 && Double(p50 - 2_345_678) / 2_345_678 < 0.001)
+        #expect(Distribution.percentile(100, of: latencies) == 3_456_789)
+        #expect(Distribution.percentile(50, of: [-30, -20, -10, 0, 10]) == -10)
+        #expect(Distribution.percentile(99.9, of: [0.25, 0.5, 1.5], resolution: 0.001) == 1.5)
     }
 
     @Test("least-squares slope")

@@ -158,4 +158,30 @@ struct SessionProcessTests {
         #expect(text.contains("https://example.com/countdown.webm"), "\(text)")
         #expect(text.contains("Countdown"))
     }
+
+    @Test("signals leave gracefully: SIGINT makes a joiner leave (exit 0, `left`, the host sees it go); SIGTERM to the host ends the session for the others (exit 8, hostLeft)")
+    func signalsLeaveGracefully() async throws {
+        let host = try Self.host()
+        defer { host.stop() }
+        let invite = try await Self.invite(of: host)
+        let bob = try Self.join(invite, name: "bob")
+        defer { bob.stop() }
+        let carol = try Self.join(invite, name: "carol")
+        defer { carol.stop() }
+        #expect(await host.wait(for: 30) { Self.seesReady($0, ["bob", "carol"]) }, "host stderr: \(host.stderr)")
+
+        bob.signal(SIGINT)
+        #expect(await bob.exitCode(within: 15) == 0, "bob stderr: \(bob.stderr)")
+        #expect(bob.events("left").count == 1)
+        #expect(bob.events("ended").isEmpty)
+        #expect(await host.event("notice", within: 10) {
+            $0["kind"]?.string == "left" && ($0["text"]?.string ?? "").contains("bob")
+        } != nil, "the host never saw bob leave: \(host.stderr)")
+
+        host.signal(SIGTERM)
+        #expect(await host.exitCode(within: 15) == 0, "host stderr: \(host.stderr)")
+        #expect(host.events("left").count == 1)
+        #expect(await carol.exitCode(within: 15) == 8, "carol stderr: \(carol.stderr)")
+        #expect(carol.events("ended").last?["code"]?.string == "hostLeft")
+    }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import TandemCore
+import TandemPeer
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,19 +16,13 @@ enum TandemBinary {
         return directory.deletingLastPathComponent().appendingPathComponent("tandem").path
     }
 
-    static let samples: URL = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("media-samples")
+    static let samples: URL = Samples.directory!
 
     static func sample(_ name: String) -> String { samples.appendingPathComponent(name).path }
 }
 
 /// A value behind a lock that callbacks on other threads can share.
-final class Shared<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
-}
+typealias Shared<Value: Sendable> = Locked<Value>
 
 /// A JSON value read from a `--json` line.
 enum JSON: Decodable, Sendable, Equatable {

@@ -1,12 +1,11 @@
 import Foundation
 import TandemCore
 import TandemMedia
+import TandemPeer
 
 /// Paths of the committed media samples and small helpers shared by the media tests.
 enum Samples {
-    static let directory: URL = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("media-samples")
+    static let directory: URL = TandemPeer.Samples.directory!
 
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TandemCore
 import TandemTesting
+import TandemWireFuzzing
 import Testing
 @testable import TandemNet
 

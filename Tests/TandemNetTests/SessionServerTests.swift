@@ -97,7 +97,7 @@ struct SessionServerTests {
         // 150 ms each way: every answer arrives after the next ping has gone (the burst and acquisition send one
         // every 100 ms or faster). Each answer carries its own t1, so each is a good sample; the estimate must come
         // within seconds, not when the schedule slows down to the steady rate half a minute later.
-        struct LongPath: LinkImpairment {
+        struct LongPath: NetworkImpairment {
             func nextUpDelay() -> Int64? { 150_000_000 }
             func nextDownDelay() -> Int64? { 150_000_000 }
             var retransmissionTimeout: Int64 { 200_000_000 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Tandem
+import TandemPeer
 
 // The README's embedding example, run for real: an embedded server, two participants with headless GStreamer
 // players, the group starting together, an app message and an attachment.
@@ -18,8 +19,7 @@ struct Reaction: Codable, Sendable, Equatable {
 
 @Suite("Embedding the library (the README example)", .serialized)
 struct EmbeddingExampleTests {
-    static let movie = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("media-samples/countdown.webm").path
+    static let movie = try! Samples.path("countdown.webm")
 
     /// One participant: a connection, a player and a coordinator, as an app would wire them.
     static func participant(_ invite: Invite, name: String, host: Bool = false) async throws

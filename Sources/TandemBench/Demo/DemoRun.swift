@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Tandem
 import TandemPeer
+import TandemTesting
 
 /// The demo's script (`tandem demo`) and its report, measured from ground truth.
 package struct DemoRun {
@@ -145,7 +146,7 @@ package struct DemoRun {
         let steady = showings.filter { showing in
             !changes.contains { showing.median >= $0 && showing.median < $0 + Nanos.seconds(1.5) }
         }
-        let skew = Distribution(steady.map { Double($0.spread) })
+        let skew = Distribution(steady.map(\.spread))
         lines.append("Render skew between peers while playing (\(steady.count) frames shown by 2–4 peers; ground truth):")
         lines.append("  p50 \(ms(skew.p50))   p99 \(ms(skew.p99))   max \(ms(skew.max))")
         let firstShowings = marks.filter { if case .starts = $0.effect { true } else { false } }.compactMap { mark in

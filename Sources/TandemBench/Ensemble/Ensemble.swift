@@ -19,7 +19,7 @@ package final class Ensemble: Sendable {
         package var clockOffset: Int64 = 0
         package var clockDriftPPM: Double = 0
         /// A simulated network path to the server, or nil for plain loopback.
-        package var impairment: (any LinkImpairment)?
+        package var impairment: (any NetworkImpairment)?
         package var player: GStreamerPlayer.Configuration = .headless
         package var coordinator: PlaybackCoordinator.Configuration = .init()
         /// Which rules drive the peer: Tandem's coordinator, or a baseline's.

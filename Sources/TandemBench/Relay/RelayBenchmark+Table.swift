@@ -1,4 +1,5 @@
 import Foundation
+import TandemTesting
 
 extension RelayBenchmark.Result {
     /// Several runs side by side: where the relay stops meeting its targets.

@@ -1,6 +1,6 @@
 import Foundation
+import Synchronization
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import TandemCore
@@ -185,7 +185,7 @@ package enum RelayBenchmark {
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
         let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
-        let sentCounts = NIOLockedValueBox<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
+        let sentCounts = Locked<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
         let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
         let endAt = sendingStarted + Int64(configuration.duration * 1e9)
         var tasks: [RepeatedTask] = []
@@ -204,9 +204,9 @@ package enum RelayBenchmark {
                     raw.storeBytes(of: Int64(index), toByteOffset: 8, as: Int64.self)
                 }
                 if link.writeAppMessageOnLoop(payload) {
-                    sentCounts.withLockedValue { $0.sent += 1; $0.expected += others }
+                    sentCounts.withLock { $0.sent += 1; $0.expected += others }
                 } else {
-                    sentCounts.withLockedValue { $0.failed += 1 }
+                    sentCounts.withLock { $0.failed += 1 }
                 }
             })
         }
@@ -227,29 +227,26 @@ package enum RelayBenchmark {
         await server?.shutdown()
         try? await clientGroup.shutdownGracefully()
 
-        var all = latencies.values
-        all.sort()
-        func percentile(_ p: Double) -> Int64 {
-            all.isEmpty ? 0 : all[Swift.min(all.count - 1, Int((Double(all.count - 1) * p).rounded()))]
-        }
-        let counts = sentCounts.withLockedValue { $0 }
+        let all = latencies.values
+        func percentile(_ p: Double) -> Int64 { Distribution.percentile(p, of: all) ?? 0 }
+        let counts = sentCounts.withLock { $0 }
         return Result(configuration: configuration, joined: connections.count, connectFailures: failures,
                       sent: counts.sent, expected: counts.expected, received: all.count,
-                      p50: percentile(0.5), p99: percentile(0.99), max: all.last ?? 0,
+                      p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
                       residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
                       serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU)
     }
 
     /// Latencies recorded from the event loops.
     private final class LatencyLog: Sendable {
-        private let storage: NIOLockedValueBox<[Int64]>
+        private let storage: Mutex<[Int64]>
         package init(capacity: Int) {
             var values: [Int64] = []
             values.reserveCapacity(capacity)
-            storage = NIOLockedValueBox(values)
+            storage = Mutex(values)
         }
-        package func record(_ value: Int64) { storage.withLockedValue { $0.append(value) } }
-        package var values: [Int64] { storage.withLockedValue { $0 } }
+        package func record(_ value: Int64) { storage.withLock { $0.append(value) } }
+        package var values: [Int64] { storage.withLock { $0 } }
     }
 
     /// utime + stime of a process (ns), from /proc/PID/stat.

@@ -35,3 +35,30 @@ package enum ServeProcess {
         return (process, port)
     }
 }
+
+extension RelayBenchmark {
+    /// One run of `tandem bench relay`: `participants` in sessions of `perSession`, each sending `rate` messages a
+    /// second for `duration` seconds, to a `tandem serve` of their own (pinned to core 0) or, unless `standalone`,
+    /// to a server in this process. The clients get an event loop per core.
+    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double,
+                                standalone: Bool) async throws(BenchError) -> Result {
+        var configuration = Configuration()
+        configuration.participants = participants
+        configuration.sessions = max(1, participants / perSession)
+        configuration.messagesPerSecond = rate
+        configuration.duration = duration
+        configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        var server: Process?
+        defer { if let server, server.isRunning { server.terminate() } }
+        if standalone {
+            let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
+            server = started.process
+            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: started.process.processIdentifier)
+        }
+        do {
+            return try await run(configuration)
+        } catch {
+            throw BenchError("the relay benchmark failed: \(error)")
+        }
+    }
+}

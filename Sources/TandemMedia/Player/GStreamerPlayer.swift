@@ -11,7 +11,7 @@ import TandemCore
 /// dedicated thread that turns messages into `events`. Nothing here blocks Swift's cooperative pool.
 ///
 /// Sendable: all stored properties are immutable references to Sendable values; the mutable state sits in a
-/// lock (`LockedState<PlayerState>`), and the GStreamer objects in `GstHandles`, whose pointers are only used
+/// lock (`Locked<PlayerState>`), and the GStreamer objects in `GstHandles`, whose pointers are only used
 /// through thread-safe GStreamer API (see there).
 ///
 /// The parts live in files of their own: configuration, the engine clock (`+Clock`), loading (`+Loading`),
@@ -25,7 +25,7 @@ public final class GStreamerPlayer: PlaybackEngine {
     public let configuration: Configuration
 
     let handles: GstHandles
-    let state: LockedState<PlayerState>
+    let state: Locked<PlayerState>
     let queue: DispatchQueue
     let bus: BusPump
     let logger: Logger
@@ -81,7 +81,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         let trap = tdm_gst_install_error_trap(playbin)!
 
         handles = GstHandles(pipeline: playbin, videoSink: videoSink, audioSink: audioSink, trap: trap)
-        state = LockedState(PlayerState(clock: ClockHandle(clock), calibration: calibration,
+        state = Locked(PlayerState(clock: ClockHandle(clock), calibration: calibration,
                                         probeAttached: attached))
         gst_object_unref(clock)  // the handle and the pipeline hold their own references
         queue = DispatchQueue(label: "tandem.media.player")

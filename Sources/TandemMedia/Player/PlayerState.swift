@@ -2,7 +2,7 @@ import CTandemGStreamer
 import CTandemGStreamerShim
 import TandemCore
 
-/// Everything a `GStreamerPlayer` changes after init, kept under one lock (`LockedState`).
+/// Everything a `GStreamerPlayer` changes after init, kept under one lock (`Locked`).
 ///
 /// One lock on purpose: a start reads the clock lead and marks the player playing in one step, and a calibration
 /// change reads whether it plays in the same step as it changes the clock (see `GStreamerPlayer+Clock`).

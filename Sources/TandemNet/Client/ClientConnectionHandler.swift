@@ -169,7 +169,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 welcomePromise.succeed(snapshot)
                 startClockSync(context: context)
             case .joined:
-                if case .appMessage(let app) = message, let tap = shared.appTap.withLockedValue({ $0 }) {
+                if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
                     tap.handler(app, frame.receivedAt)
                     return
                 }
@@ -188,7 +188,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             shared.deliver(sample)
             let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
                                                    roundTrip: estimator.roundTrip)
-            shared.clock.withLockedValue { $0 = snapshot }
+            shared.clock.withLock { $0 = snapshot }
         case .hello, .authProof, .clockPing:
             throw FrameError.malformedBody(kind: frame.kind, detail: "a server never sends this")
         }
@@ -231,7 +231,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             incoming[id]?.hasher.update(data: bytes)
         case .commit(let id):
             guard let entry = incoming.removeValue(forKey: id) else { return message }
-            let digest = entry.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            let digest = SHA256Hex.hex(entry.hasher.finalize())
             if digest != entry.sha256 {
                 return .journal(.failed(id: id, reason: "SHA-256 mismatch on arrival: expected \(entry.sha256), got \(digest)"))
             }

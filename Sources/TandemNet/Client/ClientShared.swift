@@ -1,6 +1,6 @@
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import TandemCore
 
 /// Where a load generator's app messages go instead of the subscribers.
@@ -18,9 +18,6 @@ public enum ConnectionEvent: Sendable, Hashable {
     case reconnected(after: Int64)
 }
 
-/// The former name of `ConnectionEvent` ("link" now means only a participant's `SessionLink`).
-@available(*, deprecated, renamed: "ConnectionEvent")
-public typealias LinkEvent = ConnectionEvent
 
 /// State the connection object and its channel handler share across threads.
 final class ClientShared: Sendable {
@@ -32,9 +29,9 @@ final class ClientShared: Sendable {
         var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
     }
     /// Set when the connection reconnects after a lost link; without them a loss ends the subscribers.
-    let hooks = NIOLockedValueBox<ReconnectHooks?>(nil)
+    let hooks = Mutex<ReconnectHooks?>(nil)
     /// The epoch of the channel in use; what older channels report is ignored.
-    private let epoch = NIOLockedValueBox<Int>(0)
+    private let epoch = Mutex<Int>(0)
 
     /// Sends that wait for a reconnect.
     private struct Gap {
@@ -42,7 +39,7 @@ final class ClientShared: Sendable {
         var closed: InvalidationReason?
         var waiters: [CheckedContinuation<Void, any Error>] = []
     }
-    private let gap = NIOLockedValueBox(Gap())
+    private let gap = Mutex(Gap())
     /// What happens to the network connection (`connectionEvents()`); a subscriber that does not read keeps the
     /// newest 64.
     let connectionEvents = FanOut<ConnectionEvent>(buffering: .newest(64))
@@ -51,19 +48,19 @@ final class ClientShared: Sendable {
         var errorBound: Int64?
         var roundTrip: Int64?
     }
-    let clock = NIOLockedValueBox(ClockState())
+    let clock = Mutex(ClockState())
     /// What the server sends; what arrived after the welcome but before anyone subscribed goes to the first
     /// subscriber. Unbounded: a reliable message is never dropped.
     let messages = FanOut<ServerMessage>(replay: .backlogToFirstSubscriber)
-    private let closed = NIOLockedValueBox<InvalidationReason?>(nil)
+    private let closed = Mutex<InvalidationReason?>(nil)
     /// Receives app messages instead of the subscribers, when set (load generators).
-    let appTap = NIOLockedValueBox<AppMessageTap?>(nil)
+    let appTap = Mutex<AppMessageTap?>(nil)
     /// Every clock exchange (`clockSamples()`); a subscriber that does not read keeps the newest 64.
     let samples = FanOut<ClockSample>(buffering: .newest(64))
 
     func deliver(_ sample: ClockSample) { samples.send(sample) }
 
-    var closedReason: InvalidationReason? { closed.withLockedValue { $0 } }
+    var closedReason: InvalidationReason? { closed.withLock { $0 } }
 
     // MARK: Losing and resuming the link
 
@@ -71,8 +68,8 @@ final class ClientShared: Sendable {
     /// otherwise the connection may reconnect.
     func channelEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
                       silentSince: Int64 = 0) {
-        guard self.epoch.withLockedValue({ $0 }) == epoch else { return }
-        if !final, closedReason == nil, let lost = hooks.withLockedValue({ $0?.lost }) {
+        guard self.epoch.withLock({ $0 }) == epoch else { return }
+        if !final, closedReason == nil, let lost = hooks.withLock({ $0?.lost }) {
             lost(reason, silentSince)
             return
         }
@@ -82,18 +79,18 @@ final class ClientShared: Sendable {
     /// A reconnect's channel (of `epoch`) joined as the same participant; true when the connection took it.
     func resume(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
                 handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
-        guard closedReason == nil, let resumed = hooks.withLockedValue({ $0?.resumed }) else { return false }
+        guard closedReason == nil, let resumed = hooks.withLock({ $0?.resumed }) else { return false }
         return resumed(epoch, welcome, channel, handler)
     }
 
-    func makeCurrent(epoch: Int) { self.epoch.withLockedValue { $0 = epoch } }
+    func makeCurrent(epoch: Int) { self.epoch.withLock { $0 = epoch } }
 
     /// From now on sends wait for `endGap()` (or the end).
-    func beginGap() { gap.withLockedValue { $0.open = true } }
+    func beginGap() { gap.withLock { $0.open = true } }
 
     /// The link is back: waiting sends go on, in the order they started waiting.
     func endGap() {
-        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+        let waiters = gap.withLock { gap -> [CheckedContinuation<Void, any Error>] in
             gap.open = false
             defer { gap.waiters.removeAll() }
             return gap.waiters
@@ -103,9 +100,9 @@ final class ClientShared: Sendable {
 
     /// Returns at once while the link is up; waits while it is being re-established (at most `limit` waiters).
     func waitForChannel(limit: Int) async throws {
-        guard gap.withLockedValue({ $0.open }) else { return }
+        guard gap.withLock({ $0.open }) else { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let now: Result<Void, any Error>? = gap.withLockedValue { gap in
+            let now: Result<Void, any Error>? = gap.withLock { gap in
                 if let reason = gap.closed { return .failure(reason) }
                 guard gap.open else { return .success(()) }
                 guard gap.waiters.count < limit else { return .failure(TandemClientError.reconnecting) }
@@ -122,7 +119,7 @@ final class ClientShared: Sendable {
 
     /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
     func finish(_ reason: InvalidationReason, announce: Bool) {
-        let first = closed.withLockedValue { c -> Bool in
+        let first = closed.withLock { c -> Bool in
             guard c == nil else { return false }
             c = reason
             return true
@@ -130,7 +127,7 @@ final class ClientShared: Sendable {
         guard first else { return }
         samples.finish()
         connectionEvents.finish()
-        let waiters = gap.withLockedValue { gap -> [CheckedContinuation<Void, any Error>] in
+        let waiters = gap.withLock { gap -> [CheckedContinuation<Void, any Error>] in
             gap.closed = reason
             defer { gap.waiters.removeAll() }
             return gap.waiters

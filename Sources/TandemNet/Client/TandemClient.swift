@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 import TandemCore
 
 /// Connects peers to sessions on a `SessionServer`.
@@ -93,11 +93,11 @@ private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 public final class TandemClientConnection: SessionLink {
     public let localParticipantID: ParticipantID
     /// The snapshot of the latest join (a reconnect brings a fresh one).
-    public var welcome: SessionSnapshot { current.withLockedValue { $0.welcome } }
+    public var welcome: SessionSnapshot { current.withLock { $0.welcome } }
     public let invite: Invite
     /// The current channel (a reconnect replaces it).
-    var channel: any Channel { current.withLockedValue { $0.channel } }
-    var handler: NIOLoopBound<ClientConnectionHandler> { current.withLockedValue { $0.handler } }
+    var channel: any Channel { current.withLock { $0.channel } }
+    var handler: NIOLoopBound<ClientConnectionHandler> { current.withLock { $0.handler } }
     let shared: ClientShared
     let options: TandemClient.Options
     /// Limits and numbers this connection's own app messages (`sendAppMessage`).
@@ -106,10 +106,10 @@ public final class TandemClientConnection: SessionLink {
     let appDataCipher: AppDataCipher
     var clock: any MonotonicClock { options.clock }
     let name: String
-    let current: NIOLockedValueBox<CurrentChannel>
-    let phase = NIOLockedValueBox<Phase>(.connected)
-    let reconnectTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
-    let lastEpoch = NIOLockedValueBox<Int>(0)
+    let current: Mutex<CurrentChannel>
+    let phase = Mutex<Phase>(.connected)
+    let reconnectTask = Mutex<Task<Void, Never>?>(nil)
+    let lastEpoch = Mutex<Int>(0)
 
     /// The channel in use and what its join brought.
     struct CurrentChannel {
@@ -130,7 +130,7 @@ public final class TandemClientConnection: SessionLink {
                      handler: NIOLoopBound<ClientConnectionHandler>, shared: ClientShared, options: TandemClient.Options) {
         self.invite = invite
         self.name = name
-        current = NIOLockedValueBox(CurrentChannel(channel: channel, handler: handler, welcome: welcome))
+        current = Mutex(CurrentChannel(channel: channel, handler: handler, welcome: welcome))
         self.localParticipantID = welcome.localParticipant.id
         self.shared = shared
         self.options = options
@@ -145,7 +145,7 @@ public final class TandemClientConnection: SessionLink {
         let connection = TandemClientConnection(invite: invite, name: name, welcome: welcome, channel: channel,
                                                 handler: bound, shared: shared, options: options)
         if options.reconnectGracePeriod > 0 {
-            shared.hooks.withLockedValue { hooks in
+            shared.hooks.withLock { hooks in
                 hooks = ClientShared.ReconnectHooks(
                     lost: { [weak connection] reason, silentSince in
                         connection?.channelLost(reason, silentSince: silentSince)
@@ -261,11 +261,11 @@ public final class TandemClientConnection: SessionLink {
 
     public func serverMessages() -> AsyncStream<ServerMessage> { shared.messages.subscribe() }
 
-    public func clockMapping() -> ClockMapping? { shared.clock.withLockedValue { $0.mapping } }
+    public func clockMapping() -> ClockMapping? { shared.clock.withLock { $0.mapping } }
 
     /// The server checks every attachment's SHA-256 as it passes; journals hash with the same function.
     public var attachmentHasher: (@Sendable (Data) -> String)? {
-        { data in SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+        { SHA256Hex.digest($0) }
     }
 
     /// Messenger payloads and journal attachments are sealed with a key derived from the invite's secret.
@@ -276,20 +276,20 @@ public final class TandemClientConnection: SessionLink {
     public func clockSamples() -> AsyncStream<ClockSample> { shared.samples.subscribe() }
 
     public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
-        shared.clock.withLockedValue { state in
+        shared.clock.withLock { state in
             guard let bound = state.errorBound, let rt = state.roundTrip else { return nil }
             return (bound, rt)
         }
     }
 
     public func close() async {
-        let wasReconnecting = phase.withLockedValue { phase -> Bool in
+        let wasReconnecting = phase.withLock { phase -> Bool in
             defer { phase = .closing }
             if case .reconnecting = phase { return true }
             return false
         }
         if wasReconnecting {
-            reconnectTask.withLockedValue { $0 }?.cancel()
+            reconnectTask.withLock { $0 }?.cancel()
             shared.finish(InvalidationReason(code: .left, message: "left the session"), announce: true)
             return
         }
@@ -310,8 +310,8 @@ public final class TandemClientConnection: SessionLink {
 
     /// Closes the socket abruptly, without a goodbye (tests and fault drills); no reconnect follows.
     public func abort() async {
-        phase.withLockedValue { $0 = .closing }
-        reconnectTask.withLockedValue { $0 }?.cancel()
+        phase.withLock { $0 = .closing }
+        reconnectTask.withLock { $0 }?.cancel()
         try? await channel.close()
         shared.finish(InvalidationReason(code: .connectionLost, message: "the connection was aborted"), announce: true)
     }
@@ -328,7 +328,7 @@ public final class TandemClientConnection: SessionLink {
     /// decoded, instead of to `serverMessages()` subscribers: for load generators, which must not measure their
     /// own queues.
     @_spi(EventLoopAccess) public func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) {
-        shared.appTap.withLockedValue { $0 = AppMessageTap(handler: tap) }
+        shared.appTap.withLock { $0 = AppMessageTap(handler: tap) }
     }
 
     /// Writes a reliable app message to everyone, on the connection's event loop (which the caller must be on).
@@ -367,7 +367,7 @@ public final class TandemClientConnection: SessionLink {
         let limit: Int64 = 100 * 1024 * 1024
         guard Int64(data.count) <= limit else { throw TandemClientError.attachmentTooLarge(size: data.count, limit: limit) }
         let sealed = try appDataCipher.sealRecords(data, pieceSize: options.attachmentChunkSize)
-        let digest = SHA256.hash(data: sealed).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256Hex.digest(sealed)
         let info = AttachmentInfo(id: id, owner: localParticipantID, name: try appDataCipher.sealName(name),
                                   size: Int64(sealed.count), sha256: digest)
         try await send(.journal(.begin(info)))

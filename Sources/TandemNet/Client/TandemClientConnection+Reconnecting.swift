@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -14,7 +13,7 @@ extension TandemClientConnection {
     /// The current channel was lost without the server ending the session (called on its event loop).
     func channelLost(_ reason: InvalidationReason, silentSince: Int64) {
         let now = clock.now.nanoseconds
-        let start = phase.withLockedValue { phase -> Bool? in
+        let start = phase.withLock { phase -> Bool? in
             switch phase {
             case .connected:
                 phase = .reconnecting(since: now, silentSince: silentSince)
@@ -35,7 +34,7 @@ extension TandemClientConnection {
                                       sessionTime: sessionNow())))
         shared.deliver(ConnectionEvent.reconnecting(reason: reason.message))
         let task = Task { await self.reconnect(lostAt: now, reason: reason) }
-        reconnectTask.withLockedValue { $0 = task }
+        reconnectTask.withLock { $0 = task }
     }
 
     /// Tries to open a new channel as the same participant until it works or the grace period runs out.
@@ -52,7 +51,7 @@ extension TandemClientConnection {
             guard isReconnecting else { return }
             let left = deadline - clock.now.nanoseconds
             if left <= 0 { break }
-            let epoch = lastEpoch.withLockedValue { value in
+            let epoch = lastEpoch.withLock { value in
                 value += 1
                 return value
             }
@@ -87,7 +86,7 @@ extension TandemClientConnection {
     }
 
     func giveUp(_ reason: InvalidationReason) {
-        let stillTrying = phase.withLockedValue { phase -> Bool in
+        let stillTrying = phase.withLock { phase -> Bool in
             guard case .reconnecting = phase else { return false }
             phase = .closing
             return true
@@ -110,13 +109,13 @@ extension TandemClientConnection {
     /// the connection's channel. False when the connection no longer wants it (closed meanwhile).
     func resumed(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
                          handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
-        let silentSince = phase.withLockedValue { phase -> Int64? in
+        let silentSince = phase.withLock { phase -> Int64? in
             guard case .reconnecting(_, let silentSince) = phase else { return nil }
             phase = .connected
             return silentSince
         }
         guard let silentSince else { return false }
-        current.withLockedValue { $0 = CurrentChannel(channel: channel, handler: handler, welcome: welcome) }
+        current.withLock { $0 = CurrentChannel(channel: channel, handler: handler, welcome: welcome) }
         shared.makeCurrent(epoch: epoch)
         // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
         // the server forgot with the old channel (readiness, suspensions).
@@ -136,12 +135,9 @@ extension TandemClientConnection {
     /// `reconnected` when that worked. The stream ends when the connection closes.
     public func connectionEvents() -> AsyncStream<ConnectionEvent> { shared.connectionEvents.subscribe() }
 
-    /// The former name of `connectionEvents()`.
-    @available(*, deprecated, renamed: "connectionEvents()")
-    public func linkEvents() -> AsyncStream<ConnectionEvent> { connectionEvents() }
 
     /// Whether the connection is between a lost link and a reconnect.
-    public var isReconnecting: Bool { phase.withLockedValue { if case .reconnecting = $0 { true } else { false } } }
+    public var isReconnecting: Bool { phase.withLock { if case .reconnecting = $0 { true } else { false } } }
 
     /// Drops the current channel as a network failure would, leaving the connection to reconnect (tests).
     func dropChannel() async {

@@ -204,7 +204,7 @@ final class HostedSession: @unchecked Sendable {
         case .commit(let id):
             guard let upload = uploads[id], upload.owner == participant else { return message }
             uploads[id] = nil
-            let digest = upload.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            let digest = SHA256Hex.hex(upload.hasher.finalize())
             if digest != upload.expected {
                 return .failed(id: id, reason: "SHA-256 mismatch: announced \(upload.expected), received \(digest)")
             }

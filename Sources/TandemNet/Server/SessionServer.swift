@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -24,20 +23,20 @@ public final class SessionServer: Sendable {
 
     private let group: MultiThreadedEventLoopGroup
     private let listener: any Channel
-    private let sessions: NIOLockedValueBox<[String: HostedSession]>
-    private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
-    private let stopped = NIOLockedValueBox(false)
-    private let stopping = NIOLockedValueBox<Task<Void, Never>?>(nil)
-    private let nextLoop = NIOLockedValueBox(0)
+    private let sessions: Mutex<[String: HostedSession]>
+    private let connections: Mutex<[ObjectIdentifier: any Channel]>
+    private let stopped = Mutex(false)
+    private let stopping = Mutex<Task<Void, Never>?>(nil)
+    private let nextLoop = Mutex(0)
     private let clock: any MonotonicClock
     private let logger: Logger
     /// Live `ServerConnectionHandler` objects (a leak shows as a count that does not return to 0).
     private let liveHandlers = Atomic<Int>(0)
     /// Unauthenticated connections, in all and per source address.
-    private let unauthenticated = NIOLockedValueBox(UnauthenticatedCount())
+    private let unauthenticated = Mutex(UnauthenticatedCount())
     /// Recent session creations per source address (monotonic ns), for the per-minute quota.
-    private let creations = NIOLockedValueBox<[String: [Int64]]>([:])
-    private let refusals = NIOLockedValueBox<[String: RefusalLogState]>([:])
+    private let creations = Mutex<[String: [Int64]]>([:])
+    private let refusals = Mutex<[String: RefusalLogState]>([:])
     private let queuedBytes = Atomic<Int>(0)
     private let peakQueuedBytes = Atomic<Int>(0)
     private let droppedUnreliableCount = Atomic<Int>(0)
@@ -83,7 +82,7 @@ public final class SessionServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { channel in
-                guard let server = holder.server.withLockedValue({ $0 }) else {
+                guard let server = holder.server.withLock({ $0 }) else {
                     return channel.close()
                 }
                 let address = channel.remoteAddress?.ipAddress ?? "unknown"
@@ -117,7 +116,7 @@ public final class SessionServer: Sendable {
         let server = SessionServer(host: host, port: listener.localAddress?.port ?? port, usesTLS: tls != nil,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
                                    listener: listener, clock: clock, logger: logger)
-        holder.server.withLockedValue { $0 = server }
+        holder.server.withLock { $0 = server }
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.port)", "tls": "\(tls != nil)"])
         return server
     }
@@ -133,8 +132,8 @@ public final class SessionServer: Sendable {
         self.listener = listener
         self.clock = clock
         self.logger = logger
-        self.sessions = NIOLockedValueBox([:])
-        self.connections = NIOLockedValueBox([:])
+        self.sessions = Mutex([:])
+        self.connections = Mutex([:])
     }
 
     /// Creates a session and returns its invite. `advertisedHost` is the name clients should dial
@@ -158,16 +157,16 @@ public final class SessionServer: Sendable {
     }
 
     /// Names of the sessions currently hosted.
-    public var sessionIDs: [String] { sessions.withLockedValue { Array($0.keys) }.sorted() }
+    public var sessionIDs: [String] { sessions.withLock { Array($0.keys) }.sorted() }
 
     /// Connections currently open (authenticated or not).
-    public var connectionCount: Int { connections.withLockedValue { $0.count } }
+    public var connectionCount: Int { connections.withLock { $0.count } }
 
     /// Connection handler objects alive (open connections, plus any not yet freed after closing).
     public var liveConnectionObjects: Int { liveHandlers.load(ordering: .relaxed) }
 
     /// Connections that have not authenticated yet.
-    public var unauthenticatedConnectionCount: Int { unauthenticated.withLockedValue { $0.total } }
+    public var unauthenticatedConnectionCount: Int { unauthenticated.withLock { $0.total } }
 
     /// Bytes queued for all connections beyond what their sockets took.
     public var queuedOutboundBytes: Int { queuedBytes.load(ordering: .relaxed) }
@@ -189,7 +188,7 @@ public final class SessionServer: Sendable {
     /// finish.
     public func shutdown(reason: InvalidationReason = InvalidationReason(code: .serverShutdown,
                                                                         message: "the server is shutting down")) async {
-        let task: Task<Void, Never> = stopping.withLockedValue { stopping in
+        let task: Task<Void, Never> = stopping.withLock { stopping in
             if let running = stopping { return running }
             let task = Task { await self.stop(reason: reason) }
             stopping = task
@@ -199,14 +198,14 @@ public final class SessionServer: Sendable {
     }
 
     private func stop(reason: InvalidationReason) async {
-        stopped.withLockedValue { $0 = true }
+        stopped.withLock { $0 = true }
         try? await listener.close()
-        let all = sessions.withLockedValue { Array($0.values) }
+        let all = sessions.withLock { Array($0.values) }
         for session in all {
             try? await session.loop.submit { session.shutdown(reason: reason) }.get()
         }
         // Let the close frames reach the sockets, then close whatever is left (e.g. unauthenticated peers).
-        let open = connections.withLockedValue { Array($0.values) }
+        let open = connections.withLock { Array($0.values) }
         for channel in open {
             channel.eventLoop.execute {
                 let frame = FrameCodec.error(WireErrorCode(reason.code), reason.message, kind: .close,
@@ -228,20 +227,20 @@ public final class SessionServer: Sendable {
     // MARK: - Internal
 
     func session(named id: String) -> HostedSession? {
-        sessions.withLockedValue { $0[id] }
+        sessions.withLock { $0[id] }
     }
 
     @discardableResult
     func createSession(id: String, key: SymmetricKey,
                        activity: ActivityEnvelope? = nil) throws(SessionServerError) -> HostedSession {
         guard Invite.isValidSessionID(id) else { throw .invalidSessionID(id) }
-        guard !stopped.withLockedValue({ $0 }) else { throw .notRunning }
+        guard !stopped.withLock({ $0 }) else { throw .notRunning }
         let loop = nextEventLoop()
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
                                     activity: activity, logger: logger) { [weak self] id in
-            self?.sessions.withLockedValue { _ = $0.removeValue(forKey: id) }
+            self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
-        let result: Result<Void, SessionServerError> = sessions.withLockedValue { sessions in
+        let result: Result<Void, SessionServerError> = sessions.withLock { sessions in
             if sessions[id] != nil { return .failure(.sessionExists(id)) }
             if sessions.count >= configuration.maxSessions { return .failure(.serverFull(limit: configuration.maxSessions)) }
             sessions[id] = session
@@ -255,7 +254,7 @@ public final class SessionServer: Sendable {
     func createRemoteSession(id: String, key: SymmetricKey, address: String) throws(SessionServerError) -> HostedSession {
         let session = try createSession(id: id, key: key)
         let now = clock.now.nanoseconds
-        creations.withLockedValue { creations in
+        creations.withLock { creations in
             if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < 60_000_000_000 } } }
             creations[address, default: []].append(now)
         }
@@ -271,7 +270,7 @@ public final class SessionServer: Sendable {
     /// Whether `address` is within its session-creation quota (creations in the last minute).
     func mayCreateSession(from address: String) -> Bool {
         let now = clock.now.nanoseconds
-        return creations.withLockedValue { creations in
+        return creations.withLock { creations in
             let recent = (creations[address] ?? []).filter { now - $0 < 60_000_000_000 }
             creations[address] = recent.isEmpty ? nil : recent
             return recent.count < configuration.sessionCreationsPerMinute
@@ -280,7 +279,7 @@ public final class SessionServer: Sendable {
 
     /// Takes a place among the unauthenticated connections, or nil when a bound is reached.
     func admitUnauthenticated(from address: String) -> AdmissionSlot? {
-        let admitted = unauthenticated.withLockedValue { count -> Bool in
+        let admitted = unauthenticated.withLock { count -> Bool in
             guard count.total < configuration.maxUnauthenticatedConnections,
                   count.perAddress[address, default: 0] < configuration.maxUnauthenticatedConnectionsPerAddress else {
                 return false
@@ -294,7 +293,7 @@ public final class SessionServer: Sendable {
             return nil
         }
         return AdmissionSlot { [weak self] in
-            self?.unauthenticated.withLockedValue { count in
+            self?.unauthenticated.withLock { count in
                 count.total -= 1
                 let left = count.perAddress[address, default: 1] - 1
                 count.perAddress[address] = left > 0 ? left : nil
@@ -306,7 +305,7 @@ public final class SessionServer: Sendable {
     /// left out). Never logs a secret, key or token.
     func logRefusal(address: String, _ what: String) {
         let now = clock.now.nanoseconds
-        let suppressed: Int? = refusals.withLockedValue { refusals in
+        let suppressed: Int? = refusals.withLock { refusals in
             if refusals.count > 4_096 { refusals.removeAll() }
             if let state = refusals[address], now - state.lastLogged < 1_000_000_000 {
                 refusals[address]?.suppressed += 1
@@ -344,7 +343,7 @@ public final class SessionServer: Sendable {
 
     private func nextEventLoop() -> any EventLoop {
         let loops = Array(group.makeIterator())
-        let index = nextLoop.withLockedValue { i -> Int in
+        let index = nextLoop.withLock { i -> Int in
             defer { i += 1 }
             return i
         }
@@ -353,9 +352,9 @@ public final class SessionServer: Sendable {
 
     fileprivate func track(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
-        connections.withLockedValue { $0[key] = channel }
+        connections.withLock { $0[key] = channel }
         channel.closeFuture.whenComplete { [weak self] _ in
-            self?.connections.withLockedValue { _ = $0.removeValue(forKey: key) }
+            self?.connections.withLock { _ = $0.removeValue(forKey: key) }
         }
     }
 }
@@ -376,5 +375,5 @@ final class AdmissionSlot: Sendable {
 
 /// Lets the channel initializer reach the server, which exists only once the listener is bound.
 private final class ServerHolder: Sendable {
-    let server = NIOLockedValueBox<SessionServer?>(nil)
+    let server = Mutex<SessionServer?>(nil)
 }

@@ -189,7 +189,7 @@ public enum WireErrorCode: String, Codable, Sendable {
 }
 
 /// Body of `hello`.
-struct Hello: Codable, Sendable {
+package struct Hello: Codable, Sendable {
     var protocolVersion: UInt16
     var session: String
     /// Create the session if it does not exist (only when the server allows remote creation).
@@ -197,13 +197,13 @@ struct Hello: Codable, Sendable {
 }
 
 /// Body of `challenge`.
-struct Challenge: Codable, Sendable {
+package struct Challenge: Codable, Sendable {
     /// 32 random bytes.
     var nonce: Data
 }
 
 /// Body of `authProof`.
-struct AuthProof: Codable, Sendable {
+package struct AuthProof: Codable, Sendable {
     /// 32 random bytes chosen by the client.
     var clientNonce: Data
     /// HMAC-SHA256(key, serverNonce ‖ session ‖ clientNonce).
@@ -217,7 +217,7 @@ struct AuthProof: Codable, Sendable {
 }
 
 /// Body of `accepted`.
-struct Accepted: Codable, Sendable {
+package struct Accepted: Codable, Sendable {
     /// How often the server sends heartbeats (ms); the client should do the same.
     var heartbeatIntervalMs: Int
     /// Silence after which either side may consider the other gone (ms).
@@ -226,14 +226,14 @@ struct Accepted: Codable, Sendable {
 }
 
 /// Body of `error` and `close`.
-struct ErrorBody: Codable, Sendable {
+package struct ErrorBody: Codable, Sendable {
     var code: WireErrorCode
     var message: String
 }
 
 // MARK: - Helpers
 
-enum FrameCodec {
+package enum FrameCodec {
     static func json<T: Encodable>(_ kind: FrameKind, _ value: T, allocator: ByteBufferAllocator) throws -> Frame {
         let encoder = JSONEncoder()
         var buffer = allocator.buffer(capacity: 256)
@@ -241,7 +241,7 @@ enum FrameCodec {
         return Frame(kind: kind, body: buffer)
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws -> T {
         do {
             return try JSONDecoder().decode(T.self, from: frame.body)
         } catch {
@@ -266,7 +266,7 @@ enum FrameCodec {
         return Frame(kind: .clockPing, body: b)
     }
 
-    static func parseClockPing(_ frame: Frame) throws -> (sequence: UInt32, t1: Int64) {
+    package static func parseClockPing(_ frame: Frame) throws -> (sequence: UInt32, t1: Int64) {
         var b = frame.body
         guard let s = b.readInteger(as: UInt32.self), let t1 = b.readInteger(as: Int64.self) else {
             throw FrameError.malformedBody(kind: .clockPing, detail: "expected 12 bytes, got \(frame.body.readableBytes)")
@@ -274,7 +274,7 @@ enum FrameCodec {
         return (s, t1)
     }
 
-    static func parseClockPong(_ frame: Frame) throws -> ClockPong {
+    package static func parseClockPong(_ frame: Frame) throws -> ClockPong {
         var b = frame.body
         guard let s = b.readInteger(as: UInt32.self), let t1 = b.readInteger(as: Int64.self),
               let t2 = b.readInteger(as: Int64.self), let t3 = b.readInteger(as: Int64.self) else {

@@ -5,10 +5,10 @@ import TandemCore
 
 /// Encodes session messages into frames: app messages and journal chunks in binary (their payloads are raw
 /// bytes, without base64), everything else as JSON in a `session` frame. See docs/PROTOCOL.md.
-enum SessionCodec {
+package enum SessionCodec {
     // MARK: Client → server
 
-    static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator) throws -> Frame {
+    package static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator) throws -> Frame {
         switch message {
         case .appMessage(let app):
             var b = allocator.buffer(capacity: 16 + app.payload.count)
@@ -33,7 +33,7 @@ enum SessionCodec {
         }
     }
 
-    static func decodeClientMessage(_ frame: Frame) throws -> ClientMessage {
+    package static func decodeClientMessage(_ frame: Frame) throws -> ClientMessage {
         switch frame.kind {
         case .session:
             return try FrameCodec.decode(ClientMessage.self, from: frame)
@@ -64,7 +64,7 @@ enum SessionCodec {
 
     // MARK: Server → client
 
-    static func encode(_ message: ServerMessage, allocator: ByteBufferAllocator) throws -> Frame {
+    package static func encode(_ message: ServerMessage, allocator: ByteBufferAllocator) throws -> Frame {
         switch message {
         case .appMessage(let app):
             var b = allocator.buffer(capacity: 16 + app.source.rawValue.utf8.count + app.payload.count)
@@ -80,7 +80,7 @@ enum SessionCodec {
         }
     }
 
-    static func decodeServerMessage(_ frame: Frame) throws -> ServerMessage {
+    package static func decodeServerMessage(_ frame: Frame) throws -> ServerMessage {
         switch frame.kind {
         case .session:
             return try FrameCodec.decode(ServerMessage.self, from: frame)

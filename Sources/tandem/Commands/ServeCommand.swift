@@ -88,7 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
             let address = everywhere ? primaryIPv4Address() : listen.bind
             var url = "\(server.usesTLS ? "tandems" : "tandem")://\(address):\(server.port)"
             if let pin = server.certificateSHA256 {
-                url += "?pin=" + pin.map { String(format: "%02x", $0) }.joined()
+                url += "?pin=" + SHA256Hex.hex(pin)
             }
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")

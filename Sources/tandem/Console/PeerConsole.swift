@@ -75,10 +75,10 @@ final class PeerConsole: Sendable {
     func run(header: [String], invite: Invite? = nil, server: SessionServer? = nil) async throws(CLIError) {
         // Subscribed before the peer runs, so that its first events are seen.
         let events = peer.coordinator.events
-        let linkEvents = peer.connection.linkEvents()
+        let connectionEvents = peer.connection.connectionEvents()
         let peerService = PeerService(peer: peer, alongside: {
             if let invite { self.emit(InviteEvent(invite: invite.description)) }
-            await self.interact(header: header, events: events, linkEvents: linkEvents)
+            await self.interact(header: header, events: events, connectionEvents: connectionEvents)
         }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })
         var services = [ServiceGroupConfiguration.ServiceConfiguration(
             service: peerService, successTerminationBehavior: .gracefullyShutdownGroup)]
@@ -181,7 +181,7 @@ final class PeerConsole: Sendable {
 
     /// Says the header, then shows events, reads commands and redraws the status until cancelled.
     private func interact(header: [String], events: AsyncStream<CoordinatorEvent>,
-                          linkEvents: AsyncStream<LinkEvent>) async {
+                          connectionEvents: AsyncStream<ConnectionEvent>) async {
         for line in header { say(line) }
         let welcome = peer.connection.welcome
         emit(JoinedEvent(session: welcome.sessionID, participant: .init(id: peer.id.rawValue, name: peer.name),
@@ -193,7 +193,7 @@ final class PeerConsole: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await event in events { await self.show(event) } }
             // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
-            group.addTask { for await event in linkEvents { self.show(event) } }
+            group.addTask { for await event in connectionEvents { self.show(event) } }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
         }
@@ -201,7 +201,7 @@ final class PeerConsole: Sendable {
 
     // MARK: Events
 
-    private func show(_ event: LinkEvent) {
+    private func show(_ event: ConnectionEvent) {
         switch event {
         case .reconnecting(let reason):
             emit(ReconnectingEvent(reason: reason))

@@ -36,7 +36,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Peers (2–32).")
     var peers = 4
 
-    @Option(help: ArgumentHelp("Link profile: \(LinkProfiles.names.joined(separator: ", ")).", valueName: "PROFILE"))
+    @Option(help: ArgumentHelp("Link profile: \(NetworkPaths.names.joined(separator: ", ")).", valueName: "PROFILE"))
     var link = "loopback"
 
     @Option(help: "Seconds of schedule (10 minutes for the published figures).")
@@ -79,8 +79,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (2...32).contains(peers) else { throw ValidationError("--peers must be 2 to 32") }
-        guard LinkProfiles.isKnown(link) else {
-            throw ValidationError("unknown --link \(link): use \(LinkProfiles.names.joined(separator: ", "))")
+        guard NetworkPaths.isKnown(link) else {
+            throw ValidationError("unknown --link \(link): use \(NetworkPaths.names.joined(separator: ", "))")
         }
         guard duration >= 5 else { throw ValidationError("--duration must be at least 5 seconds") }
         guard maxClockOffset >= 0, maxClockOffset <= 3600 else { throw ValidationError("--max-clock-offset must be 0 to 3600 s") }

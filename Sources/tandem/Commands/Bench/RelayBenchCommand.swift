@@ -55,7 +55,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
             var level = participants
             var rows: [RelayBenchmark.Result] = []
             while true {
-                let result = try await measure(participants: level)
+                let result = try await RelayBenchmark.measure(participants: level, perSession: perSession, rate: rate,
+                                                              duration: duration, standalone: !inProcess)
                 rows.append(result)
                 printLine(result.description)
                 printLine("")
@@ -68,28 +69,6 @@ struct RelayBenchCommand: AsyncParsableCommand {
             if inProcess { command += " --in-process" }
             printLine("machine: \(machineDescription())")
             printLine("reproduce: \(command)")
-        }
-    }
-
-    private func measure(participants: Int) async throws -> RelayBenchmark.Result {
-        var configuration = RelayBenchmark.Configuration()
-        configuration.participants = participants
-        configuration.sessions = max(1, participants / perSession)
-        configuration.messagesPerSecond = rate
-        configuration.duration = duration
-        // The server has one event-loop thread (pinned to core 0); the clients get a loop per core.
-        configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        var server: Process?
-        defer { if let server, server.isRunning { server.terminate() } }
-        if !inProcess {
-            let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
-            server = started.process
-            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: started.process.processIdentifier)
-        }
-        do {
-            return try await RelayBenchmark.run(configuration)
-        } catch {
-            throw CLIError(.failure, "the relay benchmark failed: \(error)")
         }
     }
 }

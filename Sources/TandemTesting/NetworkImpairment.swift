@@ -7,7 +7,7 @@ import TandemNet
 /// There is no network impairment in the kernel to lean on (no netem), so benchmarks and drills put this between
 /// the socket and the frame codec of a client connection (`TandemClient.Options.impair(with:)`). The real session
 /// server and client code run unchanged above it.
-public protocol LinkImpairment: Sendable {
+public protocol NetworkImpairment: Sendable {
     /// Extra one-way delay (ns) for the next chunk going to the server; nil when the chunk is "lost" and must be
     /// retransmitted (it then arrives after `retransmissionTimeout`, holding back what follows, as TCP does).
     func nextUpDelay() -> Int64?
@@ -17,24 +17,24 @@ public protocol LinkImpairment: Sendable {
     var retransmissionTimeout: Int64 { get }
 }
 
-/// Delays what crosses a channel according to a `LinkImpairment`, keeping each direction in order.
+/// Delays what crosses a channel according to a `NetworkImpairment`, keeping each direction in order.
 ///
 /// Outbound writes are held and written (and flushed) at their release time; inbound reads are handed on at
 /// theirs. A chunk never overtakes the one before it in its direction, so a loss holds back what follows, like
 /// TCP's head-of-line blocking. The end of the connection is passed on only after the reads before it.
-final class LinkImpairmentHandler: ChannelDuplexHandler {
+final class NetworkImpairmentHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let impairment: any LinkImpairment
+    private let impairment: any NetworkImpairment
     private let clock: any MonotonicClock
     private var lastUpRelease: Int64 = .min
     private var lastDownRelease: Int64 = .min
 
     /// `clock` must read CLOCK_MONOTONIC: release times become NIO deadlines.
-    init(impairment: any LinkImpairment, clock: any MonotonicClock = SystemMonotonicClock()) {
+    init(impairment: any NetworkImpairment, clock: any MonotonicClock = SystemMonotonicClock()) {
         self.impairment = impairment
         self.clock = clock
     }
@@ -82,7 +82,7 @@ final class LinkImpairmentHandler: ChannelDuplexHandler {
 extension TandemClient.Options {
     /// Puts a simulated network path between the client and the server: whole frames are delayed (or held back by a
     /// loss) on their way in each direction; arrival times are taken on this side of the path.
-    public mutating func impair(with impairment: any LinkImpairment) {
-        transportHandlers = { [LinkImpairmentHandler(impairment: impairment)] }
+    public mutating func impair(with impairment: any NetworkImpairment) {
+        transportHandlers = { [NetworkImpairmentHandler(impairment: impairment)] }
     }
 }

@@ -1,6 +1,7 @@
 import Synchronization
 
-/// A value behind a lock that tasks can share (a `Mutex` cannot be captured by escaping closures).
+/// A value behind a `Mutex` that tasks and escaping closures can share (a `Mutex` itself cannot be captured by
+/// them). Where a class holds the state, a `Mutex` property is enough; this is the one wrapper for the rest.
 package final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
     package init(_ value: Value) { mutex = Mutex(value) }

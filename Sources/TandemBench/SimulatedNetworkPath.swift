@@ -3,13 +3,13 @@ import Tandem
 import TandemPeer
 import TandemTesting
 
-/// A `LinkProfile` (delay, jitter, loss per direction) applied to a real connection, seeded so that runs repeat.
-package final class SimulatedLink: LinkImpairment {
-    package let profile: LinkProfile
+/// A `NetworkPath` (delay, jitter, loss per direction) applied to a real connection, seeded so that runs repeat.
+package final class SimulatedNetworkPath: NetworkImpairment {
+    package let profile: NetworkPath
     package let retransmissionTimeout: Int64
     private let random: Mutex<SeededRandom>
 
-    package init(profile: LinkProfile, seed: UInt64, retransmissionTimeout: Int64 = Nanos.milliseconds(200)) {
+    package init(profile: NetworkPath, seed: UInt64, retransmissionTimeout: Int64 = Nanos.milliseconds(200)) {
         self.profile = profile
         self.retransmissionTimeout = retransmissionTimeout
         random = Mutex(SeededRandom(seed: seed))
@@ -19,7 +19,7 @@ package final class SimulatedLink: LinkImpairment {
     package func nextDownDelay() -> Int64? { random.withLock { profile.down.sample(using: &$0) } }
 
     /// The largest nominal one-way delay of a profile (base plus the jitter's width or mean), for command targets.
-    package static func nominalOneWay(_ profile: LinkProfile) -> Int64 {
+    package static func nominalOneWay(_ profile: NetworkPath) -> Int64 {
         func worst(_ model: DelayModel) -> Int64 {
             switch model.jitter {
             case .none: return model.base

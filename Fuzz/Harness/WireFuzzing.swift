@@ -2,10 +2,11 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import TandemCore
+import TandemNet
 
 /// Runs hostile bytes through everything a server or client decodes from the network: the frame decoder on a real
 /// channel pipeline, every frame body as every message type, session messages through a session authority, and
-/// invite parsing. Used by the libFuzzer target (`make fuzz`) and by the tests that replay its corpus; it must
+/// invite parsing. Kept out of the shipped TandemNet; used by the libFuzzer target (`make fuzz`) and by the tests that replay its corpus; it must
 /// never crash, whatever the input.
 package enum WireFuzzing {
     /// Largest frame the harness's decoder accepts (the server's default).

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import TandemBench
+
+@Suite("Benchmark reports")
+struct ReportTests {
+    static func relayResult(participants: Int, p99: Int64, lost: Int = 0, serverMemory: Int64? = nil) -> RelayBenchmark.Result {
+        var configuration = RelayBenchmark.Configuration()
+        configuration.participants = participants
+        configuration.sessions = participants / 4
+        return RelayBenchmark.Result(configuration: configuration, joined: participants, connectFailures: [],
+                                     sent: 100, expected: 300, received: 300 - lost, p50: 150_000, p99: p99,
+                                     max: p99 * 2, residentMemory: 40 << 20, residentMemoryBefore: 30 << 20,
+                                     sendFailures: 0, serverResidentMemory: serverMemory, serverPeakMemory: serverMemory,
+                                     serverCPUPercent: serverMemory.map { _ in 42 })
+    }
+
+    @Test("a relay run says its figures and whether its targets hold")
+    func relayDescription() {
+        let met = Self.relayResult(participants: 40, p99: 1_500_000)
+        #expect(met.meetsTargets)
+        #expect(met.description.contains("latency p50 0.150 ms  p99 1.500 ms  max 3.000 ms"))
+        #expect(met.description.contains("resident memory 40.0 MB (+10.0 MB) (server and clients in one process)"))
+        #expect(met.description.hasSuffix("targets (p99 ≤ 2 ms, no loss, ≤ 100 MB): met"))
+        let missed = Self.relayResult(participants: 40, p99: 2_500_000, lost: 3, serverMemory: 20 << 20)
+        #expect(!missed.meetsTargets)
+        #expect(missed.description.contains("lost 3"))
+        #expect(missed.description.contains("server (own process): resident 20.0 MB, peak 20.0 MB, CPU 42 % of a core"))
+    }
+
+    @Test("relay runs side by side: one row each, under a header and a rule")
+    func relayTable() {
+        let table = RelayBenchmark.Result.table([Self.relayResult(participants: 40, p99: 1_500_000),
+                                                 Self.relayResult(participants: 80, p99: 2_500_000, serverMemory: 20 << 20)])
+        let lines = table.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.first == "where it breaks (one server, one core):")
+        #expect(lines.count == 5)
+        #expect(lines[1].hasPrefix("participants  sessions  msg/s  p50 ms  p99 ms"))
+        #expect(lines[3].contains("40/40") && lines[3].hasSuffix("met"))
+        #expect(lines[4].contains("80/80") && lines[4].contains("20.0") && lines[4].contains("42 %") && lines[4].hasSuffix("missed"))
+    }
+
+    @Test("a soak report's targets: nothing lost, duplicated or reordered, memory and descriptors back")
+    func soakReport() {
+        var report = Soak.Report()
+        report.stable = 4
+        report.churners = 6
+        report.duration = 60
+        report.rssWarm = 10 << 20
+        report.rssEnd = 12 << 20
+        report.fdsBaseline = 9
+        report.fdsEnd = 9
+        #expect(report.meetsTargets)
+        #expect(report.rendered.contains("(+2.0 MB)"))
+        #expect(report.rendered.hasSuffix("met"))
+        report.reordered = 1
+        #expect(!report.meetsTargets)
+        #expect(report.rendered.hasSuffix("NOT met"))
+    }
+
+    @Test("files for several policies get the policy in their names")
+    func suffixes() {
+        #expect(BenchFiles.suffixed("/tmp/out/plot.svg", "tandem") == "/tmp/out/plot-tandem.svg")
+        #expect(BenchFiles.suffixed("/tmp/frames", "jellyfin-rules") == "/tmp/frames-jellyfin-rules")
+    }
+}
