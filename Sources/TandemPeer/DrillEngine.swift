@@ -42,7 +42,9 @@ package final class DrillEngine: PlaybackEngine {
         return try await player.load(location)
     }
 
-    package func prepare(at itemTime: ItemTime, rate: Double) async throws { try await player.prepare(at: itemTime, rate: rate) }
+    package func prepare(at itemTime: ItemTime, rate: Double) async throws {
+        try await player.prepare(at: itemTime, rate: rate)
+    }
 
     package func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws {
         try await player.play(from: itemTime, atSessionTime: sessionTime, rate: rate)

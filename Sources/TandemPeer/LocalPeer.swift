@@ -72,14 +72,15 @@ package final class LocalPeer: Sendable {
     package func status() async -> PeerStatus {
         let now = clock.now.nanoseconds
         let mapping = connection.clockMapping()
-        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now))
         let timeline = await coordinator.timeline
-        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0)).nanoseconds }
+        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound, roundTrip: quality?.roundTrip,
+            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound,
+            roundTrip: quality?.roundTrip,
             reconnecting: connection.isReconnecting)
     }
 

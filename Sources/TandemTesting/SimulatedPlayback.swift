@@ -72,12 +72,15 @@ public struct SimulatedPlayback: Sendable {
 
     /// The engine's own reading of session time at true time `t`.
     public func engineSessionTime(atTrue t: Int64) -> Int64 {
-        clockMapping.sessionTime(atLocal: LocalInstant(nanoseconds: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds)).nanoseconds
+        // `localClock` maps true time to this peer's local time (a skew on plain nanoseconds).
+        let local = LocalInstant(nanoseconds: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds)
+        return clockMapping.sessionTime(atLocal: local).nanoseconds
     }
 
     /// The true time at which the engine's clock reads session time `s`.
     public func trueTime(atEngineSession s: Int64) -> Int64 {
-        localClock.localTime(atSession: SessionInstant(nanoseconds: clockMapping.localTime(atSession: SessionInstant(nanoseconds: s)).nanoseconds)).nanoseconds
+        let local = clockMapping.localTime(atSession: SessionInstant(nanoseconds: s))
+        return localClock.localTime(atSession: SessionInstant(nanoseconds: local.nanoseconds)).nanoseconds
     }
 
     private func piece(atTrue t: Int64) -> (start: Int64, piece: Piece)? {

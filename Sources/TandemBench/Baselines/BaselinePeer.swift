@@ -356,7 +356,8 @@ package actor BaselinePeer: PeerDriver {
     private func setSpeed(_ factor: Double) {
         guard factor != speedFactor else { return }
         let now = clock.now.nanoseconds
-        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: engineMapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, rate: factor)
+        let reading = engineMapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: reading, rate: factor)
         speedFactor = factor
         engine.setClockMapping(engineMapping)
     }

@@ -57,7 +57,8 @@ package final class Ensemble: Sendable {
         /// peer that keeps no estimate (a baseline without clock sync).
         package func clockError() async -> Int64? {
             let now = SystemMonotonicClock().now.nanoseconds
-            guard let estimate = await peer.estimatedSessionTime(atLocal: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds) else {
+            let local = localClock.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+            guard let estimate = await peer.estimatedSessionTime(atLocal: local) else {
                 return nil
             }
             return estimate - now

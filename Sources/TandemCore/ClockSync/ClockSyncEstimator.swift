@@ -185,7 +185,9 @@ public struct ClockSyncEstimator: Sendable {
     }
 
     /// The estimated session time at local time `local`, or nil before the first sample.
-    public func sessionTime(atLocal local: Int64) -> Int64? { mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds }
+    public func sessionTime(atLocal local: Int64) -> Int64? {
+        mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds
+    }
 
     /// A bound on |estimate − truth| (ns) at local time `local`: `errorBound` plus the growth of the rate
     /// uncertainty with the distance from the newest sample.

@@ -73,7 +73,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// Everyone else, with their readiness and suspensions.
     public var otherParticipants: [ParticipantState] { machine.otherParticipants }
     /// The item time the group should render at session time `t`.
-    public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime? { machine.expectedItemTime(atSessionTime: t) }
+    public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime? {
+        machine.expectedItemTime(atSessionTime: t)
+    }
     /// Reasons for which local suspensions make the group wait (others only hold this peer back).
     public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason> {
         machine.configuration.suspensionReasonsThatTriggerWaiting
@@ -98,7 +100,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
         apply(machine.pause(currentItemTime: item, now: now))
     }
 
-    public func seek(to itemTime: ItemTime) { apply(machine.seek(to: itemTime.nanoseconds, now: clock.now.nanoseconds)) }
+    public func seek(to itemTime: ItemTime) {
+        apply(machine.seek(to: itemTime.nanoseconds, now: clock.now.nanoseconds))
+    }
     public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now.nanoseconds)) }
 
     /// Holds playback back for `reason` until the returned suspension ends.
@@ -174,8 +178,8 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
                 try await engine.prepare(at: ItemTime(nanoseconds: itemTime), rate: rate)
                 return .prepared(itemTime: itemTime)
             case .play(let itemTime, let sessionTime, let rate):
-                try await engine.play(from: ItemTime(nanoseconds: itemTime), atSessionTime: SessionInstant(nanoseconds: sessionTime),
-                                      rate: rate)
+                try await engine.play(from: ItemTime(nanoseconds: itemTime),
+                                      atSessionTime: SessionInstant(nanoseconds: sessionTime), rate: rate)
                 return .playing
             case .pause: return .paused(itemTime: try await engine.pause().nanoseconds)
             case .setClockMapping(let mapping):

@@ -9,7 +9,8 @@ extension PlaybackCoordinatorStateMachine {
             var why: String?
             if let a = mine.contentID, let b = theirs.contentID, a != b {
                 why = "a different file (content \(b.prefix(12)) here \(a.prefix(12)))"
-            } else if let a = mine.duration?.nanoseconds, let b = theirs.duration?.nanoseconds, abs(a - b) > configuration.mediaDurationTolerance {
+            } else if let a = mine.duration?.nanoseconds, let b = theirs.duration?.nanoseconds,
+                      abs(a - b) > configuration.mediaDurationTolerance {
                 why = String(format: "a file of a different length (%.1f s, here %.1f s)", Double(b) / 1e9,
                              Double(a) / 1e9)
             }

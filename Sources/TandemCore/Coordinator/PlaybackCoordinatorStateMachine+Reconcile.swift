@@ -12,7 +12,7 @@ extension PlaybackCoordinatorStateMachine {
     /// so it tells the authority how far it got and the group resumes from there.
     func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
         // Only a stop on this very line: a seek names an item time of its own.
-        guard abs(line.item(at: tl.anchorSessionTime.nanoseconds) - tl.anchorItemTime.nanoseconds) <= Nanos.milliseconds(1) else { return }
+        guard (line(tl.anchorSessionTime) - tl.anchorItemTime).magnitude <= .milliseconds(1) else { return }
         let stopped = sessionNow + configuration.stopAllowance
         guard stopped > tl.anchorSessionTime.nanoseconds else { return }
         actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
@@ -44,7 +44,8 @@ extension PlaybackCoordinatorStateMachine {
         case .paused, .waiting:
             let x = tl.anchorItemTime.nanoseconds
             if case .waiting = tl.status, case .playing(let line) = target {
-                reportRenderedPast(tl, playing: line, sessionNow: mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, into: &actions)
+                let sNow = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+                reportRenderedPast(tl, playing: line, sessionNow: sNow, into: &actions)
             }
             if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
                 if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {

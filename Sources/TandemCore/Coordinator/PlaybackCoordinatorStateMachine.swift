@@ -129,7 +129,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public var participantsWithDifferentMedia: Set<ParticipantID> { flaggedMedia }
 
     /// Session time at local time `now`, when the clock is synchronised.
-    public func sessionTime(atLocal now: Int64) -> Int64? { clockMapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds }
+    public func sessionTime(atLocal now: Int64) -> Int64? {
+        clockMapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+    }
 
     // MARK: Server messages
 
