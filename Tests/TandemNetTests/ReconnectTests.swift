@@ -76,22 +76,10 @@ func reconnectingOptions(grace: Double) -> TandemClient.Options {
     return options
 }
 
-/// Waits for the first link event satisfying `predicate`, or nil after `timeout` seconds.
+/// Waits for the first connection event satisfying `predicate`, or nil after `timeout` seconds.
 func firstConnectionEvent(in stream: AsyncStream<ConnectionEvent>, within timeout: Double,
-                    where predicate: @escaping @Sendable (ConnectionEvent) -> Bool = { _ in true }) async -> ConnectionEvent? {
-    await withTaskGroup(of: ConnectionEvent?.self) { group in
-        group.addTask {
-            for await event in stream where predicate(event) { return event }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
+                          where predicate: @escaping @Sendable (ConnectionEvent) -> Bool = { _ in true }) async -> ConnectionEvent? {
+    await firstElement(in: stream, within: timeout, where: predicate)
 }
 
 @Suite("Reconnecting after a lost link", .serialized)

@@ -35,12 +35,12 @@ func clientOptions(asHost: Bool = false, reconnectAs: ParticipantID? = nil) -> T
     return options
 }
 
-/// Waits for the first message satisfying `predicate`, or nil after `timeout` seconds.
-func firstMessage(in stream: AsyncStream<ServerMessage>, within timeout: Double,
-                  where predicate: @escaping @Sendable (ServerMessage) -> Bool) async -> ServerMessage? {
-    await withTaskGroup(of: ServerMessage?.self) { group in
+/// Waits for the first element of `stream` satisfying `predicate`, or nil after `timeout` seconds.
+func firstElement<Element: Sendable>(in stream: AsyncStream<Element>, within timeout: Double,
+                                     where predicate: @escaping @Sendable (Element) -> Bool = { _ in true }) async -> Element? {
+    await withTaskGroup(of: Element?.self) { group in
         group.addTask {
-            for await message in stream where predicate(message) { return message }
+            for await element in stream where predicate(element) { return element }
             return nil
         }
         group.addTask {
@@ -51,6 +51,12 @@ func firstMessage(in stream: AsyncStream<ServerMessage>, within timeout: Double,
         group.cancelAll()
         return first
     }
+}
+
+/// Waits for the first message satisfying `predicate`, or nil after `timeout` seconds.
+func firstMessage(in stream: AsyncStream<ServerMessage>, within timeout: Double,
+                  where predicate: @escaping @Sendable (ServerMessage) -> Bool) async -> ServerMessage? {
+    await firstElement(in: stream, within: timeout, where: predicate)
 }
 
 /// Collects app messages from `stream` until `count` have arrived or `timeout` passes. With `receiver`, each
