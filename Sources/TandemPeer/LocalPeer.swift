@@ -11,6 +11,8 @@ package final class LocalPeer: Sendable {
     package let connection: TandemClientConnection
     package let coordinator: PlaybackCoordinator
     package let session: GroupSession<MediaActivity>
+    /// Carries chat lines (`Chat.swift`).
+    package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
     package let clock: any MonotonicClock
 
@@ -28,6 +30,7 @@ package final class LocalPeer: Sendable {
         coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
                                           configuration: configuration, locate: { _ in file })
         session = GroupSession(link: connection)
+        chat = GroupSessionMessenger(session: session)
         session.join()
     }
 
@@ -124,7 +127,9 @@ package final class LocalPeer: Sendable {
         case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
              .offsetStep, .toggleFullscreen:
             return adjustOutput(command, feedback: feedback)
-        case .leave, .end, .help, .showStatus:
+        case .chat(let text):
+            return await sendChat(text)
+        case .leave, .end, .help, .showStatus, .openChatPrompt:
             break  // handled by the console
         }
         return nil

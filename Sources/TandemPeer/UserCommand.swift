@@ -29,6 +29,10 @@ package enum UserCommand: Equatable, Sendable {
     /// Shows the position and state on the video for a few seconds.
     case showStatus
     case toggleFullscreen
+    /// Sends a chat line to everyone.
+    case chat(String)
+    /// Opens the one-line chat prompt in the terminal (the key decoder collects the line).
+    case openChatPrompt
 
     /// The rates `[` and `]` step through.
     package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
@@ -70,12 +74,18 @@ package enum UserCommand: Equatable, Sendable {
         case "audio": return .audio(try track("audio"))
         case "offset": return .offset(try number("milliseconds, positive is later", example: "-120"))
         case "status": return .showStatus
+        case "chat", "say":
+            let text = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count)
+            guard let clean = Chat.clean(String(text)) else {
+                throw UserCommandError("'chat' needs some text, e.g. 'chat back in five minutes'")
+            }
+            return .chat(clean)
         case "leave", "quit", "exit": return .leave
         case "end": return .end
         case "help", "?": return .help
         default:
             throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, volume PERCENT, "
-                                   + "mute, sub N|off, audio N, offset MS, status, leave or end")
+                                   + "mute, sub N|off, audio N, offset MS, status, chat TEXT, leave or end")
         }
     }
 
@@ -109,6 +119,7 @@ package enum UserCommand: Equatable, Sendable {
                    command: .offsetStep(milliseconds: offsetStepMilliseconds)),
         KeyBinding(terminal: Array("o".utf8), window: ["o"], command: .showStatus),
         KeyBinding(terminal: Array("f".utf8), window: ["f"], command: .toggleFullscreen),
+        KeyBinding(terminal: Array("c".utf8), window: ["c"], command: .openChatPrompt),
         KeyBinding(terminal: Array("q".utf8) + [0x03, 0x04], window: ["q"], command: .leave),
         KeyBinding(terminal: Array("E".utf8), window: ["E"], command: .end),
         KeyBinding(terminal: Array("?".utf8) + Array("h".utf8), window: ["question", "?", "h"], command: .help),
@@ -124,7 +135,7 @@ package enum UserCommand: Equatable, Sendable {
           space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate −/+
           r restart · 9/0 volume −/+ · m mute · s subtitles · a audio track
           −/+ offset −/+10 ms · o position on the video · f full screen
-          q leave · E end for everyone · ? help
+          c chat · q leave · E end for everyone · ? help
         """
 }
 
@@ -136,6 +147,9 @@ package struct UserCommandError: Error, CustomStringConvertible {
 /// Decodes key presses from a raw terminal byte stream into commands.
 package struct KeyDecoder {
     private var pending: [UInt8] = []
+    /// The chat line being typed after `c`, nil when not typing one.
+    package private(set) var chatLine: String?
+    private var chatBytes: [UInt8] = []
     /// Bytes after which an unfinished control sequence is given up on (real keys send at most about eight).
     static let longestSequence = 16
 
@@ -146,6 +160,33 @@ package struct KeyDecoder {
         pending += bytes
         var commands: [UserCommand] = []
         while let first = pending.first {
+            if chatLine != nil {
+                // Typing a chat line: Enter sends it, Esc or Ctrl-C cancels, Backspace deletes a character.
+                pending.removeFirst()
+                switch first {
+                case 0x0D, 0x0A:
+                    if let text = Chat.clean(chatLine ?? "") { commands.append(.chat(text)) }
+                    endChatLine()
+                case 0x1B, 0x03:
+                    endChatLine()
+                    if first == 0x1B, pending.first == UInt8(ascii: "[") {
+                        // An arrow or other key's sequence: skip the rest of it.
+                        if let end = pending.dropFirst().firstIndex(where: { (0x40...0x7E).contains($0) }) {
+                            pending.removeFirst(end + 1)
+                        }
+                    }
+                case 0x7F, 0x08:
+                    if !chatBytes.isEmpty {
+                        // Remove one whole character (its UTF-8 continuation bytes first).
+                        while let last = chatBytes.popLast(), last & 0xC0 == 0x80 {}
+                    }
+                    chatLine = String(decoding: chatBytes, as: UTF8.self)
+                default:
+                    if first >= 0x20, chatBytes.count < Chat.maximumLength * 4 { chatBytes.append(first) }
+                    chatLine = String(decoding: chatBytes, as: UTF8.self)
+                }
+                continue
+            }
             if first == 0x1B {
                 // A lone Esc, or a control sequence: Esc [ parameters final (arrows are Esc [ A…D).
                 guard pending.count >= 2 else { break }
@@ -170,8 +211,14 @@ package struct KeyDecoder {
             pending.removeFirst()
             if let binding = UserCommand.keyBindings.first(where: { $0.terminal.contains(first) }) {
                 commands.append(binding.command)
+                if binding.command == .openChatPrompt { chatLine = "" }
             }
         }
         return commands
+    }
+
+    private mutating func endChatLine() {
+        chatLine = nil
+        chatBytes = []
     }
 }

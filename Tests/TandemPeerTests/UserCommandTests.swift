@@ -73,7 +73,7 @@ struct WindowKeyAndDisplayTests {
     func bindings() {
         var decoder = KeyDecoder()
         for binding in UserCommand.keyBindings {
-            for byte in binding.terminal { #expect(decoder.feed([byte]) == [binding.command], "byte \(byte)") }
+            for byte in binding.terminal { var fresh = KeyDecoder(); #expect(fresh.feed([byte]) == [binding.command], "byte \(byte)") }
             for name in binding.window { #expect(UserCommand.windowKey(name) == binding.command, "\(name)") }
         }
         #expect(UserCommand.windowKey("Left") == .seekBy(-10))
@@ -121,5 +121,34 @@ struct WindowKeyAndDisplayTests {
         #expect(shown?.hasPrefix("▶ 0:21 / 0:40\n") == true)
         #expect(shown?.split(separator: "\n").last?.count == OnScreenDisplay.maximumLineLength)
         #expect(osd.text(now: 25, status: { "s" }) == nil)
+    }
+}
+
+@Suite("Chat lines")
+struct ChatTests {
+    @Test("c opens a line in the terminal: typed text, Backspace, Enter sends; Esc cancels; keys work again after")
+    func chatPrompt() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed(Array("chi ".utf8)) == [.openChatPrompt])
+        #expect(decoder.chatLine == "hi ")
+        #expect(decoder.feed(Array("thereé".utf8) + [0x7F]) == [])
+        #expect(decoder.chatLine == "hi there")
+        #expect(decoder.feed([0x0D, 0x20]) == [.chat("hi there"), .togglePlayPause])
+        #expect(decoder.chatLine == nil)
+        #expect(decoder.feed(Array("cnever sent".utf8) + [0x1B]) == [.openChatPrompt])
+        #expect(decoder.chatLine == nil)
+        // An arrow pressed while typing cancels the line without seeking.
+        #expect(decoder.feed(Array("cabc".utf8) + [0x1B, 0x5B, 0x44] + Array("m".utf8)) == [.openChatPrompt, .toggleMute])
+        // An empty line sends nothing.
+        #expect(decoder.feed(Array("c".utf8) + [0x0D]) == [.openChatPrompt])
+    }
+
+    @Test("chat TEXT on standard input; control characters and direction overrides removed; bounded length")
+    func cleaning() throws {
+        #expect(try UserCommand.parse(line: "chat  back in five ") == .chat("back in five"))
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "chat   ") }
+        #expect(Chat.clean("red\u{1B}[31m alert\u{07}\nnext line\u{202E}dlrow") == "red[31m alert next linedlrow")
+        #expect(Chat.clean(String(repeating: "é", count: 900))?.count == Chat.maximumLength)
+        #expect(Chat.clean("\u{1B}\u{07}  ") == nil)
     }
 }

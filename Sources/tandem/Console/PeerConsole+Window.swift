@@ -53,3 +53,13 @@ extension PeerConsole {
         }
     }
 }
+
+extension PeerConsole {
+    /// A chat line (ours or someone else's): above the status line, on the video, and as a `chat` event.
+    func showChat(_ text: String, from participant: ParticipantID) {
+        let name = participant == peer.id ? peer.name : (nameOf(participant) ?? participant.rawValue)
+        say("\(name): \(text)")
+        display("\(name): \(text)")
+        emit(ChatEvent(participant: participant.rawValue, name: name, text: text))
+    }
+}
