@@ -10,6 +10,13 @@ package enum UserCommand: Equatable {
     case rate(Double)
     case rateStep(up: Bool)
     case restart
+    /// The queue's next / previous item.
+    case next
+    case previous
+    /// Appends a local file to the session's queue.
+    case queueAdd(String)
+    /// Shows the queue.
+    case queueList
     case leave
     case end
     case help
@@ -17,7 +24,8 @@ package enum UserCommand: Equatable {
     /// The rates `[` and `]` step through.
     package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
 
-    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `leave`, `end`.
+    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `next`, `prev`, `queue`,
+    /// `queue add PATH`, `leave`, `end`.
     /// Throws a message that says what is accepted.
     package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
@@ -35,17 +43,29 @@ package enum UserCommand: Equatable {
         case "seek": return .seek(to: try number("seconds"))
         case "rate": return .rate(try number("playback rate"))
         case "restart": return .restart
+        case "next": return .next
+        case "prev", "previous": return .previous
+        case "queue":
+            guard words.count > 1 else { return .queueList }
+            let rest = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count).drop { $0 == " " || $0 == "\t" }
+            guard words[1].lowercased() == "add" else {
+                throw UserCommandError("'queue' alone lists the queue; 'queue add PATH' adds a file to it")
+            }
+            let path = rest.dropFirst(3).trimmingCharacters(in: .whitespaces)
+            guard !path.isEmpty else { throw UserCommandError("'queue add' needs a file, e.g. 'queue add movie.webm'") }
+            return .queueAdd(path)
         case "leave", "quit", "exit": return .leave
         case "end": return .end
         case "help", "?": return .help
         default:
-            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, leave or end")
+            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, next, prev, "
+                + "queue, queue add PATH, leave or end")
         }
     }
 
     package static let keyHelp = """
         keys: space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate down/up (0.5×–2×)
-              0 restart · q leave · E end for everyone · ? help
+              0 restart · n/p next/previous item · q leave · E end for everyone · ? help
         """
 }
 
@@ -87,6 +107,8 @@ package struct KeyDecoder {
             case UInt8(ascii: "["): commands.append(.rateStep(up: false))
             case UInt8(ascii: "]"): commands.append(.rateStep(up: true))
             case UInt8(ascii: "0"): commands.append(.restart)
+            case UInt8(ascii: "n"): commands.append(.next)
+            case UInt8(ascii: "p"): commands.append(.previous)
             case UInt8(ascii: "q"), 0x03, 0x04: commands.append(.leave)  // q, Ctrl-C, Ctrl-D
             case UInt8(ascii: "E"): commands.append(.end)
             case UInt8(ascii: "?"), UInt8(ascii: "h"): commands.append(.help)

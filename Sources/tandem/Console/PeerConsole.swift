@@ -27,11 +27,15 @@ final class PeerConsole: Sendable {
     let mode: Mode
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
+    /// The queue entry that played when the queue last changed.
+    private let currentEntry = Mutex<String?>(nil)
 
     init(peer: LocalPeer, mode: Mode) {
         self.peer = peer
         self.mode = mode
         names.withLock { $0[peer.id] = peer.name }
+        currentEntry.withLock { $0 = peer.connection.welcome.queue?.current?.id }
+        peer.media.onWarning { [weak self] text in self?.warn(text) }
     }
 
     /// The mode for these options: interactive only on a terminal and without `--json`.
@@ -76,9 +80,11 @@ final class PeerConsole: Sendable {
         // Subscribed before the peer runs, so that its first events are seen.
         let events = peer.coordinator.events
         let connectionEvents = peer.connection.connectionEvents()
+        let serverMessages = peer.connection.serverMessages()
         let peerService = PeerService(peer: peer, alongside: {
             if let invite { self.emit(InviteEvent(invite: invite.description)) }
-            await self.interact(header: header, events: events, connectionEvents: connectionEvents)
+            await self.interact(header: header, events: events, connectionEvents: connectionEvents,
+                                serverMessages: serverMessages)
         }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })
         var services = [ServiceGroupConfiguration.ServiceConfiguration(
             service: peerService, successTerminationBehavior: .gracefullyShutdownGroup)]
@@ -155,6 +161,11 @@ final class PeerConsole: Sendable {
         case .help:
             say(UserCommand.keyHelp)
             return false
+        case .queueList:
+            let queue = await peer.coordinator.queue
+            for line in LocalPeer.queueLines(queue) { say(line) }
+            emit(QueueEvent(queue ?? SessionQueue()))
+            return false
         default:
             if let problem = await peer.perform(command) { warn(problem) }
             return false
@@ -181,7 +192,7 @@ final class PeerConsole: Sendable {
 
     /// Says the header, then shows events, reads commands and redraws the status until cancelled.
     private func interact(header: [String], events: AsyncStream<CoordinatorEvent>,
-                          connectionEvents: AsyncStream<ConnectionEvent>) async {
+                          connectionEvents: AsyncStream<ConnectionEvent>, serverMessages: AsyncStream<ServerMessage>) async {
         for line in header { say(line) }
         let welcome = peer.connection.welcome
         emit(JoinedEvent(session: welcome.sessionID, participant: .init(id: peer.id.rawValue, name: peer.name),
@@ -194,6 +205,12 @@ final class PeerConsole: Sendable {
             group.addTask { for await event in events { await self.show(event) } }
             // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
             group.addTask { for await event in connectionEvents { self.show(event) } }
+            // What the authority refused (the last item of the queue, a queue change that is the host's).
+            group.addTask {
+                for await message in serverMessages {
+                    if case .refused(let reason) = message { self.warn(reason) }
+                }
+            }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
         }
@@ -224,6 +241,16 @@ final class PeerConsole: Sendable {
             break  // the timeline event and the authority's notice say it
         case .activityChanged(let envelope):
             emit(ActivityEvent(envelope))
+        case .queueChanged(let queue):
+            emit(QueueEvent(queue))
+            let current = queue.current?.id
+            let moved = currentEntry.withLock { last in
+                defer { last = current }
+                return last != current
+            }
+            if moved, let item = ItemEvent(queue) {
+                emit(item)
+            }
         case .engineFailed(let error):
             warn("playback: \(error.description)")
         case .requestRejected(_, let reason):
