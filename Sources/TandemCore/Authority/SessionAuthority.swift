@@ -223,7 +223,7 @@ public struct SessionAuthority: Sendable {
                     return refuse("the queue has no room for this activity (\(configuration.queue.maxEntries) items, "
                         + "\(AuthorityText.bytes(Int64(configuration.queue.maxBytes))) encoded) — remove an item first", to: id)
                 }
-                actions = replaced + changeActivity(to: envelope, by: id, now: now)
+                actions = changeActivity(to: envelope, by: id, now: now) + replaced
             case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
             }
         case .appMessage(let outgoing):

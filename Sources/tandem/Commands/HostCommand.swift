@@ -26,7 +26,8 @@ struct HostCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The media files to play, in order (paths, file://, http:// or https:// URIs).")
+    @Argument(help: ArgumentHelp("The media files to play, in order (paths, file://, http:// or https:// URIs).",
+                                 valueName: "file"))
     var files: [String] = []
 
     @Option(help: ArgumentHelp("A playlist: one media path per line (relative to the playlist's directory); blank lines and lines starting with # are skipped. Its items follow FILEs.",
@@ -73,7 +74,8 @@ struct HostCommand: AsyncParsableCommand {
 
     func validate() throws {
         if files.isEmpty, playlist == nil {
-            throw ValidationError("give the media to share: one or more files, or --playlist FILE")
+            throw ValidationError("Missing expected argument '<file>' — give the media to share: one or more files, "
+                + "or --playlist FILE")
         }
         if let type, !type.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) || type.isEmpty {
             throw ValidationError("--type must be a word such as watchTogether or listenTogether")
