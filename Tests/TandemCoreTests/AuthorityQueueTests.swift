@@ -285,3 +285,36 @@ extension AuthorityQueueTests {
         #expect(h.authority.timeline.isPlaying)
     }
 }
+
+extension AuthorityQueueTests {
+    @Test("a queue filled to its bounds stays within them: what it adds to a welcome is at most its byte bound")
+    func fullQueue() throws {
+        var h = AuthorityHarness()
+        let host = h.joinReady("ann", host: true)
+        let limit = h.authority.configuration.queue
+        var refusals: [String] = []
+        var number = 0
+        // Entries of ~4 KB each until the byte bound refuses one; then small ones until the count bound does.
+        while refusals.isEmpty {
+            var entry = Self.item("big\(number)")
+            entry.activity.payload = Data(repeating: 0x42, count: 3000)
+            number += 1
+            refusals = h.send(.queue(.add([entry], at: nil)), from: host).refusals(to: host)
+        }
+        #expect(refusals.first?.contains("the limit is 256 KiB") == true)
+        let size = try JSONEncoder().encode(h.authority.queue.entries).count
+        #expect(size <= limit.maxBytes)
+        #expect(try JSONEncoder().encode(ServerMessage.queue(h.authority.queue)).count <= limit.maxBytes + 64)
+        // The count bound, with small entries once the big ones are gone.
+        while h.authority.queue.entries.count > 1 {
+            h.send(.queue(.remove(id: h.authority.queue.entries.last!.id)), from: host)
+        }
+        for index in 1..<limit.maxEntries { h.send(.queue(.add([Self.item("s\(index)")], at: nil)), from: host) }
+        #expect(h.authority.queue.entries.count == limit.maxEntries)
+        #expect(h.send(.queue(.add([Self.item("one-more")], at: nil)), from: host).refusals(to: host)
+            == ["the queue would hold 101 items; the limit is 100 — remove some first"])
+        let (_, joined) = h.join("late")
+        let welcome = try #require(joined.welcome(to: ParticipantID("p2")))
+        #expect(welcome.queue?.entries.count == limit.maxEntries)
+    }
+}
