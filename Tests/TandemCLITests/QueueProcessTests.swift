@@ -123,3 +123,22 @@ struct QueueProcessTests {
         #expect(refused.stderr.contains("names no media"))
     }
 }
+
+extension QueueProcessTests {
+    @Test("on a terminal: the status line says item k of n; n and p move the group along the queue")
+    func keys() async throws {
+        let host = try TerminalProcess(["host", Self.first, Self.second, "--headless", "--bind", "127.0.0.1", "--port", "0",
+                                        "--name", "ann"])
+        #expect(await host.waitForOutput(30) { $0.contains("item 1 of 2") && $0.contains("clock ±") }, "\(host.output)")
+        #expect(host.output.contains("n/p next/previous item"))
+        host.type("n")
+        #expect(await host.waitForOutput(20) { $0.contains("ann went to item 2 of 2") && $0.contains("item 2 of 2 │") },
+                "\(host.notices)")
+        host.type("n")
+        #expect(await host.waitForOutput(10) { $0.contains("already at the last item of the queue") }, "\(host.notices)")
+        host.type("p")
+        #expect(await host.waitForOutput(20) { $0.contains("ann went to item 1 of 2") }, "\(host.notices)")
+        host.type("q")
+        #expect(await host.waitForExit(10) == 0)
+    }
+}
