@@ -22,6 +22,8 @@ struct HostCommand: AsyncParsableCommand {
 
             The session ends for everyone when the host leaves.
 
+            \(UserCommand.keyHelp)
+
             \(TandemExit.documentation)
             """
     )
@@ -118,7 +120,7 @@ struct HostCommand: AsyncParsableCommand {
             }
             let envelope: ActivityEnvelope
             do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
-            let player = try makePlayer(peer.playerConfiguration)
+            let player = try peer.makePeerPlayer()
 
             var options = peer.applying(to: TandemClient.Options())
             options.asHost = true

@@ -29,6 +29,8 @@ final class PeerConsole: Sendable {
     private let names = Mutex<[ParticipantID: String]>([:])
     /// The queue entry that played when the queue last changed.
     private let currentEntry = Mutex<String?>(nil)
+    /// What the video shows over the picture (see `PeerConsole+Window`).
+    let osd = Mutex(OnScreenDisplay())
 
     init(peer: LocalPeer, mode: Mode) {
         self.peer = peer
@@ -62,6 +64,7 @@ final class PeerConsole: Sendable {
 
     /// A warning: a line on stderr for people, a `warning` event in JSON mode.
     func warn(_ text: String) {
+        display("⚠ \(text)")
         switch mode {
         case .interactive: Terminal.shared.notice("⚠ \(text)")
         case .scripted(json: false): printError("tandem: warning: \(text)")
@@ -138,7 +141,7 @@ final class PeerConsole: Sendable {
     }
 
     /// Carries out one command; true when the participant is done (left or ended the session).
-    private func handle(_ command: UserCommand) async -> Bool {
+    func handle(_ command: UserCommand) async -> Bool {
         switch command {
         case .leave:
             ending.withLock { $0 = $0 ?? .left }
@@ -166,8 +169,11 @@ final class PeerConsole: Sendable {
             for line in LocalPeer.queueLines(queue) { say(line) }
             emit(QueueEvent(queue ?? SessionQueue()))
             return false
+        case .showStatus:
+            showStatusOnVideo()
+            return false
         default:
-            if let problem = await peer.perform(command) { warn(problem) }
+            if let problem = await peer.perform(command, feedback: { self.said($0) }) { warn(problem) }
             return false
         }
     }
@@ -213,6 +219,9 @@ final class PeerConsole: Sendable {
             }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
+            // The video window: its keys act like the terminal's, and the overlay shows what is said.
+            group.addTask { await self.readWindowKeys() }
+            group.addTask { await self.drawOverlay() }
         }
     }
 
@@ -233,6 +242,7 @@ final class PeerConsole: Sendable {
             emit(TimelineEvent(timeline))
         case .notice(let notice):
             say(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
+            display(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
             emit(NoticeEvent(notice))
         case .otherParticipantsChanged(let others):
             names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
