@@ -15,33 +15,44 @@ package final class LocalPeer: Sendable {
     package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
     package let clock: any MonotonicClock
+    /// Where the items of the session's queue are found here.
+    package let media: QueueMedia
 
     /// Wires a connected peer together; nothing runs until `run()`.
-    /// - Parameter file: the local media file; every item of the session is played from it.
+    /// - Parameters:
+    ///   - file: the local media file of the session's activity.
+    ///   - media: where the queue's items are found; without it, every item of the session is played from `file`.
     package init(name: String, player: GStreamerPlayer, engine: (any PlaybackEngine)? = nil, connection: TandemClientConnection,
-         file: String, clock: any MonotonicClock = SystemMonotonicClock(),
+         file: String, media: QueueMedia? = nil, clock: any MonotonicClock = SystemMonotonicClock(),
          configuration: PlaybackCoordinator.Configuration = .init()) {
         self.name = name
         self.player = player
         self.engine = engine ?? player
         self.connection = connection
         self.clock = clock
+        let resolver = media ?? QueueMedia(directory: nil)
+        if let itemID = connection.welcome.activity?.itemID { resolver.register(itemID: itemID, location: file) }
+        self.media = resolver
         // The coordinator subscribes to the link first: it must see every timeline the authority sends.
+        var locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
+        if media != nil { locateActivity = { await resolver.location(for: $0) } }
         coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
-                                          configuration: configuration, locate: { _ in file })
+                                          configuration: configuration, locate: { _ in file },
+                                          locateActivity: locateActivity)
         session = GroupSession(link: connection)
         chat = GroupSessionMessenger(session: session)
         session.join()
     }
 
     /// Connects to the session named by `invite` and wires a peer for `file`.
-    package static func connect(invite: Invite, name: String, file: String, player: GStreamerPlayer,
+    package static func connect(invite: Invite, name: String, file: String, media: QueueMedia? = nil,
+                        player: GStreamerPlayer,
                         engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
         options.prerollEstimate = player.prerollEstimate.nanoseconds
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
-        return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
+        return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file, media: media,
                          clock: options.clock, configuration: configuration)
     }
 
@@ -84,7 +95,7 @@ package final class LocalPeer: Sendable {
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
             clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound,
             roundTrip: quality?.roundTrip,
-            reconnecting: connection.isReconnecting)
+            reconnecting: connection.isReconnecting, queue: await coordinator.queue)
     }
 
     // MARK: User requests
@@ -124,12 +135,14 @@ package final class LocalPeer: Sendable {
             await coordinator.setRate(next)
         case .restart:
             await coordinator.seek(to: 0)
+        case .next, .previous, .queueAdd:
+            return await performQueue(command)
         case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
              .offsetStep, .toggleFullscreen:
             return adjustOutput(command, feedback: feedback)
         case .chat(let text):
             return await sendChat(text)
-        case .leave, .end, .help, .showStatus, .openChatPrompt:
+        case .leave, .end, .help, .showStatus, .openChatPrompt, .queueList:
             break  // handled by the console
         }
         return nil
@@ -160,9 +173,13 @@ package struct PeerStatus: Sendable {
     package var roundTrip: Int64?
     /// The link was lost and the peer is reconnecting.
     package var reconnecting = false
+    /// The session's queue.
+    package var queue: SessionQueue?
 
     package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
-                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false) {
+                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false,
+                 queue: SessionQueue? = nil) {
+        self.queue = queue
         self.timeline = timeline
         self.position = position
         self.expected = expected

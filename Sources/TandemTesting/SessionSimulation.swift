@@ -182,6 +182,12 @@ public final class SessionSimulation {
     /// Peer `p` proposes a new activity.
     public func setActivity(_ p: Int, _ envelope: ActivityEnvelope) { sendUp(p, .setActivity(envelope)) }
 
+    /// Peer `p` changes the queue or moves the group along it.
+    public func requestQueue(_ p: Int, _ request: QueueRequest) { sendUp(p, .queue(request)) }
+
+    /// Peer `p`'s player reaches the end of its item now.
+    public func reachEnd(_ p: Int) { apply(p) { $0.machine.engineEvent(.endOfStream, now: $1) } }
+
     /// Peer `p`'s connection drops without a word.
     public func disconnect(_ p: Int) {
         let peer = peers[p]

@@ -52,6 +52,10 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Whether a participant that has not reported its readiness yet counts as loading (an implicit
     /// `.loading` suspension). Default true, so a joiner is not skipped before its first report arrives.
     public var treatsUnreportedReadinessAsLoading: Bool
+    /// The queue's bounds and how long the group waits at the end of an item. Editing the queue (add, remove,
+    /// move) is the host's unless `everyoneMayChangeActivity`; moving the group between entries is everyone's,
+    /// as play, pause and seek are.
+    public var queue = QueuePolicy()
 
     public init() {
         suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .userChangingTime, .userActionRequired]
@@ -87,5 +91,21 @@ public struct AuthorityConfiguration: Sendable, Hashable {
         copy.everyoneMayChangeActivity = true
         copy.everyoneMayRemoveAttachments = true
         return copy
+    }
+}
+
+extension AuthorityConfiguration {
+    /// Queue bounds and end-of-item policy. Kept apart from the stored properties above so that `init()` lists
+    /// the defaults in one place for each group.
+    public struct QueuePolicy: Sendable, Hashable {
+        /// Most entries the session's queue holds.
+        public var maxEntries = 100
+        /// Most bytes the queue's entries take, JSON-encoded (each entry's activity is also bounded like any
+        /// activity), so that a full queue leaves a welcome far below the 1 MiB frame limit.
+        public var maxBytes = 256 * 1024
+        /// Once the first participant reports the end of an item, how long the group waits for the others to
+        /// report it before going on without them.
+        public var endOfItemGrace = TimeSpan.seconds(5)
+        public init() {}
     }
 }

@@ -153,11 +153,15 @@ extension SessionAuthority {
         return broadcastParticipants() + reconcile(now: now)
     }
 
-    mutating func changeActivity(to envelope: ActivityEnvelope, by id: ParticipantID, now: Int64) -> [Action] {
+    /// Makes `envelope` the session's activity: everyone loads its item, and the group starts from `itemTime` once
+    /// all have (and, away from 0, prerolled there). `play` nil keeps what the group does: a playing or waiting
+    /// group plays the new item, a paused one stays paused. `text` replaces the notice's words.
+    mutating func changeActivity(to envelope: ActivityEnvelope, by id: ParticipantID?, now: Int64,
+                                 startingAt itemTime: Int64 = 0, play: Bool? = nil, text: String? = nil) -> [Action] {
         let wantsToPlay: Bool
         switch timeline.status {
-        case .paused: wantsToPlay = false
-        case .playing, .waiting: wantsToPlay = true
+        case .paused: wantsToPlay = play ?? false
+        case .playing, .waiting: wantsToPlay = play ?? true
         }
         activity = envelope
         for memberID in memberOrder {
@@ -169,15 +173,20 @@ extension SessionAuthority {
         referenceMedia = nil
         flaggedAsDifferentMedia = []
         stopWaiting()
+        resetEndOfItem()
         var actions = broadcast(.activity(envelope))
         let title = envelope.metadata.title ?? envelope.itemID
-        actions += broadcast(notice(.activityChanged, id, "\(name(of: id)) changed the activity to \(title)", now))
+        actions += broadcast(notice(.activityChanged, id,
+                                    text ?? "\(id.map { name(of: $0) } ?? "the session") changed the activity to \(title)", now))
         actions += broadcastParticipants()
         var next = Timeline(generation: timeline.generation + 1, itemID: envelope.itemID, rate: 1,
-                            anchorSessionTime: SessionInstant(nanoseconds: now), anchorItemTime: 0, status: .paused,
-                            originator: id)
+                            anchorSessionTime: SessionInstant(nanoseconds: now),
+                            anchorItemTime: ItemTime(nanoseconds: max(0, itemTime)), status: .paused, originator: id)
+        itemStartGeneration = next.generation
         if wantsToPlay {
-            let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: 0), requiringPreparation: false)
+            waitingRequiresPreparation = itemTime > 0
+            let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: max(0, itemTime)),
+                                    requiringPreparation: itemTime > 0)
             next.status = .waiting(for: blocking)
             beginWaiting(blocking, now: now)
         }

@@ -54,6 +54,8 @@ public struct SessionAuthority: Sendable {
     public internal(set) var timeline: Timeline
     /// Why the session ended, once it has.
     public internal(set) var endReason: InvalidationReason?
+    /// The session's queue; while an activity is set, its current entry is that activity.
+    public internal(set) var queue = SessionQueue()
 
     // Participants by id, and their join order (kept for deterministic output).
     var members: [ParticipantID: Member] = [:]
@@ -77,6 +79,13 @@ public struct SessionAuthority: Sendable {
     var scheduledWakeUp: Int64?
     /// Whether someone has held the host role in this session (the role is given once).
     var hasHadHost = false
+    /// The number in the next queue entry's id.
+    var nextQueueEntryNumber = 1
+    /// The first generation of the current item: ends reported for earlier ones are of another item.
+    var itemStartGeneration: UInt64 = 1
+    /// Who reported reaching the end of the current item, and when the group stops waiting for the rest.
+    var endReports: Set<ParticipantID> = []
+    var endOfItemDeadline: Int64?
 
     public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: Int64) {
         self.sessionID = sessionID
@@ -86,6 +95,7 @@ public struct SessionAuthority: Sendable {
                                  anchorSessionTime: SessionInstant(nanoseconds: now),
                                  anchorItemTime: 0, status: .paused)
         generationPositions[1] = ItemPosition(itemID: timeline.itemID, itemTime: 0)
+        if let activity { queue = SessionQueue(entries: [takeQueueEntry(QueueEntry(activity: activity))], currentIndex: 0) }
     }
 
     /// The connected participants, in join order.
@@ -186,6 +196,11 @@ public struct SessionAuthority: Sendable {
         case .clockPing(let ping):
             return [.send(.clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now)), to: id)]
         case .timelineRequest(let request):
+            // A pause or a seek moves the group away from wherever peers ended.
+            switch request.command {
+            case .pause, .seek: resetEndOfItem()
+            case .play, .rate: break
+            }
             actions = handle(request, from: id, now: now)
         case .readiness(let readiness):
             actions = updateReadiness(readiness, of: id, now: now)
@@ -203,13 +218,22 @@ public struct SessionAuthority: Sendable {
                 return [.send(.refused(reason: "only the host can change the activity"), to: id)]
             }
             switch bounded(envelope) {
-            case .success(let envelope): actions = changeActivity(to: envelope, by: id, now: now)
+            case .success(let envelope):
+                guard let replaced = replaceCurrentEntry(with: envelope) else {
+                    return refuse("the queue has no room for this activity (\(configuration.queue.maxEntries) items, "
+                        + "\(AuthorityText.bytes(Int64(configuration.queue.maxBytes))) encoded) — remove an item first", to: id)
+                }
+                actions = changeActivity(to: envelope, by: id, now: now) + replaced
             case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
             }
         case .appMessage(let outgoing):
             actions = relay(outgoing, from: id, now: now)
         case .journal(let entry):
             actions = handleJournal(entry, from: id)
+        case .queue(let request):
+            actions = handleQueue(request, from: id, now: now)
+        case .reachedEnd(let generation):
+            actions = reachedEnd(generation: generation, by: id, now: now)
         case .linkReport(let oneWayDelay, let errorBound):
             members[id]?.oneWayDelay = max(0, oneWayDelay)
             members[id]?.errorBound = max(0, errorBound)
@@ -223,6 +247,7 @@ public struct SessionAuthority: Sendable {
             }
             actions = endSession(InvalidationReason(code: .ended, message: "\(member.participant.name) ended the session"))
         }
+        actions += advanceIfEveryoneReachedEnd(now: now)
         actions += scheduleWakeUp()
         return actions
     }
@@ -241,6 +266,7 @@ public struct SessionAuthority: Sendable {
         actions += broadcastParticipants()
         actions += broadcast(notice(.left, id, "\(member.participant.name) \(what ?? "lost connection")", now))
         actions += reconcile(now: now)
+        actions += advanceIfEveryoneReachedEnd(now: now)
         actions += scheduleWakeUp()
         return actions
     }
@@ -258,6 +284,8 @@ public struct SessionAuthority: Sendable {
         }
         actions += expireWaiting(now: now)
         actions += reconcile(now: now)
+        actions += advanceIfEveryoneReachedEnd(now: now)
+        if endReason != nil { return actions }
         actions += scheduleWakeUp()
         return actions
     }
@@ -278,7 +306,7 @@ extension SessionAuthority {
     func snapshot(for id: ParticipantID) -> SessionSnapshot {
         SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
                         timeline: timeline, participants: participants, attachments: committedAttachments,
-                        reconnectToken: members[id]!.reconnectToken)
+                        reconnectToken: members[id]!.reconnectToken, queue: queue)
     }
 
     /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.
@@ -356,6 +384,7 @@ extension SessionAuthority {
         for member in members.values {
             if let lostAt = member.disconnectedAt { deadlines.append(lostAt + configuration.reconnectGracePeriod) }
         }
+        if let endOfItemDeadline { deadlines.append(endOfItemDeadline) }
         return deadlines.min()
     }
 

@@ -34,6 +34,8 @@ public enum CoordinatorEvent: Hashable, Sendable {
     case waiting(for: [ParticipantID: [SuspensionReason]])
     /// The activity (and so the item) changed.
     case activityChanged(ActivityEnvelope)
+    /// The session's queue changed (entries, order, or the entry that plays).
+    case queueChanged(SessionQueue)
     /// The local player failed; the error says what the user can do.
     case engineFailed(PlaybackError)
     /// A request of ours was turned down.

@@ -35,6 +35,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     private let clock: C
     private let tickInterval: Duration
     private let locate: @Sendable (String) -> String
+    private let locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
     private let eventsBox = FanOut<CoordinatorEvent>()
     private let commands: AsyncStream<(UInt64, EngineCommand)>
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
@@ -48,9 +49,12 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    ///   - locateActivity: when given, turns the activity whose item is to be loaded into a path or URI instead
+    ///     (e.g. by the file name its payload names, for the items of a queue).
     public init(engine: any PlaybackEngine, link: any SessionLink, clock: C,
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
-                locate: @escaping @Sendable (String) -> String = { $0 }) {
+                locate: @escaping @Sendable (String) -> String = { $0 },
+                locateActivity: (@Sendable (ActivityEnvelope) async -> String)? = nil) {
         var configuration = configuration
         configuration.prerollEstimate = engine.prerollEstimate.nanoseconds
         machine = PlaybackCoordinatorStateMachine(configuration: configuration)
@@ -59,6 +63,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
         self.clock = clock
         self.tickInterval = tickInterval
         self.locate = locate
+        self.locateActivity = locateActivity
         (commands, commandSink) = AsyncStream.makeStream(of: (UInt64, EngineCommand).self)
         (outgoing, outgoingSink) = AsyncStream.makeStream(of: ClientMessage.self)
         messages = link.serverMessages()
@@ -105,6 +110,16 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     }
     public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now.nanoseconds)) }
 
+    /// The session's queue, as the authority last described it.
+    public var queue: SessionQueue? { machine.queue }
+
+    /// Moves the group to queue entry `entryID`, proposing to start it at `itemTime` (AVPlaybackCoordinator's
+    /// `transitionToItem(withIdentifier:proposingInitialTimingBasedOn:)`): everyone loads the item and the group
+    /// starts together once all have; a playing group plays on, a paused one stays paused.
+    public func transitionToItem(withIdentifier entryID: String, startingAt itemTime: ItemTime = .zero) {
+        outgoingSink.yield(.queue(.transition(to: .entry(id: entryID), startingAt: itemTime, play: nil)))
+    }
+
     /// Holds playback back for `reason` until the returned suspension ends.
     public func beginSuspension(for reason: SuspensionReason) -> Suspension {
         let (id, actions) = machine.beginSuspension(for: reason, now: clock.now.nanoseconds)
@@ -145,7 +160,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
             }
             group.addTask {
                 for await (id, command) in commands {
-                    let outcome = await Self.execute(command, on: engine, locate: self.locate)
+                    var location: String?
+                    if case .load(let itemID) = command { location = await self.location(of: itemID) }
+                    let outcome = await Self.execute(command, on: engine, location: location)
                     if let outcome { await self.completed(id, outcome) }
                 }
             }
@@ -171,11 +188,19 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
                            engineItemTime: engine.currentItemTime()?.nanoseconds))
     }
 
+    /// Where the item `itemID` is: from the activity that names it, or from its id.
+    private func location(of itemID: String) async -> String {
+        if let locateActivity, let activity = machine.activity, activity.itemID == itemID {
+            return await locateActivity(activity)
+        }
+        return locate(itemID)
+    }
+
     private static func execute(_ command: EngineCommand, on engine: any PlaybackEngine,
-                                locate: @Sendable (String) -> String) async -> EngineOutcome? {
+                                location: String?) async -> EngineOutcome? {
         do {
             switch command {
-            case .load(let itemID): return .loaded(try await engine.load(locate(itemID)))
+            case .load(let itemID): return .loaded(try await engine.load(location ?? itemID))
             case .prepare(let itemTime, let rate):
                 try await engine.prepare(at: ItemTime(nanoseconds: itemTime), rate: rate)
                 return .prepared(itemTime: itemTime)
@@ -220,10 +245,12 @@ extension ClockedPlaybackCoordinator where C == AnyMonotonicClock {
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    ///   - locateActivity: when given, turns the activity whose item is to be loaded into a path or URI instead.
     public init(engine: any PlaybackEngine, link: any SessionLink, clock: any MonotonicClock = SystemMonotonicClock(),
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
-                locate: @escaping @Sendable (String) -> String = { $0 }) {
+                locate: @escaping @Sendable (String) -> String = { $0 },
+                locateActivity: (@Sendable (ActivityEnvelope) async -> String)? = nil) {
         self.init(engine: engine, link: link, clock: AnyMonotonicClock(clock), configuration: configuration,
-                  tickInterval: tickInterval, locate: locate)
+                  tickInterval: tickInterval, locate: locate, locateActivity: locateActivity)
     }
 }

@@ -74,7 +74,13 @@ extension PlaybackCoordinatorStateMachine {
             endStall(into: &actions)
         case .error(let error):
             actions.append(.event(.engineFailed(error)))
-        case .loading, .ready, .buffering, .endOfStream, .warning:
+        case .endOfStream:
+            // Once everyone has reached the end, the authority goes on to the queue's next item.
+            if let tl = timeline, tl.isPlaying, tl.itemID == loadedItemID, reportedEndGeneration != tl.generation {
+                reportedEndGeneration = tl.generation
+                actions.append(.send(.reachedEnd(generation: tl.generation)))
+            }
+        case .loading, .ready, .buffering, .warning:
             break
         }
         reconcile(now: now, into: &actions)

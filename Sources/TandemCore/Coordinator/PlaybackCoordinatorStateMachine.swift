@@ -69,6 +69,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public internal(set) var localParticipantID: ParticipantID?
     public internal(set) var timeline: Timeline?
     public internal(set) var activity: ActivityEnvelope?
+    /// The session's queue, as the authority last described it.
+    public internal(set) var queue: SessionQueue?
     /// Everyone else, as the authority last described them.
     public internal(set) var otherParticipants: [ParticipantState] = []
     public internal(set) var invalidation: InvalidationReason?
@@ -112,6 +114,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// How many times the drift watchdog resynchronised this peer.
     public internal(set) var resyncCount = 0
     var lastLinkReport: Int64?
+    /// The generation whose end this peer reported reaching.
+    var reportedEndGeneration: UInt64?
     var flaggedMedia: Set<ParticipantID> = []
 
     public init(configuration: Configuration = .init()) {
@@ -155,6 +159,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                 actions.append(.event(.activityChanged(env)))
             }
             updateParticipants(snapshot.participants, into: &actions)
+            if let queue = snapshot.queue { updateQueue(queue, into: &actions) }
             if rejoining { reannounce(into: &actions) }
             if let tl = snapshot.timeline { accept(tl, into: &actions) }
         case .timeline(let tl):
@@ -164,6 +169,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .activity(let env):
             activity = env
             actions.append(.event(.activityChanged(env)))
+            // The authority counts everyone as loading a new activity; an item already loaded here (the same item
+            // again, e.g. twice in a row in the queue) is not loaded again, so say at once that it is ready.
+            if env.itemID == loadedItemID, loadingItemID == nil, let info = mediaInfo {
+                actions.append(.send(.readiness(.ready(info))))
+            }
+        case .queue(let queue):
+            updateQueue(queue, into: &actions)
         case .notice(let notice):
             actions.append(.event(.notice(notice)))
         case .rejected(let requestID, let reason):
@@ -205,6 +217,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         drift = .steady
         actions.append(.event(.timelineChanged(tl)))
         if case .waiting(let who) = tl.status { actions.append(.event(.waiting(for: who))) }
+    }
+
+    mutating func updateQueue(_ queue: SessionQueue, into actions: inout [Action]) {
+        guard queue != self.queue else { return }
+        self.queue = queue
+        actions.append(.event(.queueChanged(queue)))
     }
 
     mutating func updateParticipants(_ states: [ParticipantState], into actions: inout [Action]) {

@@ -190,8 +190,12 @@ public struct SessionSnapshot: Hashable, Sendable, Codable {
     public var attachments: [AttachmentInfo]
     /// The secret that lets this participant (and only it) reconnect as itself; never shown to the others.
     public var reconnectToken: String?
+    /// The session's queue (absent from servers before protocol version 3, and empty without one).
+    public var queue: SessionQueue?
     public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
-                participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil) {
+                participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil,
+                queue: SessionQueue? = nil) {
+        self.queue = queue
         self.sessionID = sessionID
         self.localParticipant = localParticipant
         self.activity = activity
@@ -237,6 +241,11 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case journal(JournalMessage)
     /// The peer's own estimate of its one-way delay and clock error (ns), for scheduling and status.
     case linkReport(oneWayDelay: Int64, errorBound: Int64)
+    /// Changes the session's queue, or moves the group to another of its entries.
+    case queue(QueueRequest)
+    /// The peer's player reached the end of the item of timeline generation `generation`; once everyone has, the
+    /// group goes on to the queue's next entry (or pauses at the end of the last).
+    case reachedEnd(generation: UInt64)
     case leave
     /// Ends the session for everyone.
     case end
@@ -249,6 +258,8 @@ public enum ServerMessage: Hashable, Sendable, Codable {
     case timeline(Timeline)
     case participants([ParticipantState])
     case activity(ActivityEnvelope)
+    /// The session's queue changed (entries, order or the entry that plays).
+    case queue(SessionQueue)
     case appMessage(IncomingAppMessage)
     case journal(JournalMessage)
     case notice(Notice)

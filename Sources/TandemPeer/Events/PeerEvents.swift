@@ -328,5 +328,5 @@ package struct EndedEvent: PeerEvent, Equatable {
 package let allPeerEventTypes: [any PeerEvent.Type] = [
     InviteEvent.self, JoinedEvent.self, ActivityEvent.self, TimelineEvent.self, ParticipantsEvent.self,
     NoticeEvent.self, ChatEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
-    ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self,
+    ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]
