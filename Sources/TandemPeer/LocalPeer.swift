@@ -36,7 +36,7 @@ package final class LocalPeer: Sendable {
                         engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate.nanoseconds
+        options.prerollEstimate = player.prerollEstimate
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
                          clock: options.clock, configuration: configuration)
@@ -102,10 +102,10 @@ package final class LocalPeer: Sendable {
         case .pause:
             await coordinator.pause()
         case .seek(let seconds):
-            return await seek(to: Nanos.seconds(seconds), duration: status.duration)
+            return await seek(to: TimeSpan.seconds(seconds).nanoseconds, duration: status.duration)
         case .seekBy(let seconds):
-            let target = max(0, position + Nanos.seconds(seconds))
-            return await seek(to: min(target, max(0, (status.duration ?? .max) - Nanos.seconds(1))),
+            let target = max(0, position + TimeSpan.seconds(seconds).nanoseconds)
+            return await seek(to: min(target, max(0, (status.duration ?? .max) - TimeSpan.seconds(1).nanoseconds)),
                               duration: status.duration)
         case .rate(let rate):
             guard rate.isFinite, (0.25...4).contains(rate) else {

@@ -57,7 +57,7 @@ public final class SessionSimulation {
         /// Why the session ended here, if it did.
         public internal(set) var invalidation: InvalidationReason?
         public internal(set) var connected = false
-        var lastPing: Int64?
+        var lastPing: LocalInstant?
         var pingSequence: UInt32 = 0
         var upLast: Int64 = .min
         var downLast: Int64 = .min
@@ -104,6 +104,8 @@ public final class SessionSimulation {
 
     /// The true clock (= session time).
     public private(set) var now: Int64 = 0
+    /// The authority's clock is the true clock: session time equals true time.
+    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: now) }
     public private(set) var authority: SessionAuthority
     public private(set) var peers: [Peer] = []
     public private(set) var samples: [Sample] = []
@@ -126,7 +128,7 @@ public final class SessionSimulation {
                 tickInterval: Int64 = 20_000_000, sampleInterval: Int64 = 10_000_000) {
         rng = SeededRandom(seed: seed)
         self.seed = seed
-        authority = SessionAuthority(sessionID: "sim-\(seed)", activity: activity, configuration: configuration, now: 0)
+        authority = SessionAuthority(sessionID: "sim-\(seed)", activity: activity, configuration: configuration, now: .zero)
         self.tickInterval = tickInterval
         self.sampleInterval = sampleInterval
         schedule(.sample, at: 0)
@@ -137,7 +139,7 @@ public final class SessionSimulation {
     /// Adds a peer that connects at true time `at`; returns its index.
     @discardableResult
     public func addPeer(_ setup: PeerSetup, joiningAt at: Int64 = 0) -> Int {
-        let clock = ClockMapping(localAnchor: 0, sessionAnchor: setup.clockOffset,
+        let clock = ClockMapping(localAnchor: .zero, sessionAnchor: SessionInstant(nanoseconds: setup.clockOffset),
                                  rate: 1 + setup.clockDriftPPM / 1_000_000)
         let peer = Peer(index: peers.count, setup: setup, localClock: clock)
         peers.append(peer)
@@ -187,7 +189,7 @@ public final class SessionSimulation {
         let peer = peers[p]
         guard peer.connected, let id = peer.id else { return }
         peer.connected = false
-        perform(authority: authority.connectionLost(id, now: now))
+        perform(authority: authority.connectionLost(id, now: sessionNow))
     }
 
     /// Begins a local suspension on peer `p`.
@@ -308,7 +310,7 @@ public final class SessionSimulation {
                 if let p = byID[id], peers[p].connected { sendDown(p, .closePeer(p, reason)) }
             case .wakeUp(let at):
                 wakeToken += 1
-                schedule(.authorityTimer(wakeToken), at: at)
+                schedule(.authorityTimer(wakeToken), at: at.nanoseconds)
             case .sessionEnded(let reason):
                 sessionEnded = reason
             }
@@ -322,8 +324,8 @@ public final class SessionSimulation {
         case .join(let p):
             let peer = peers[p]
             // A deterministic token: the simulation replays exactly (a real transport draws it at random).
-            switch authority.join(name: peer.setup.name, prerollEstimate: peer.setup.engine.prerollEstimate,
-                                  wantsHost: peer.setup.isHost, newReconnectToken: "simulated-token-\(p)", now: now) {
+            switch authority.join(name: peer.setup.name, prerollEstimate: TimeSpan(nanoseconds: peer.setup.engine.prerollEstimate),
+                                  wantsHost: peer.setup.isHost, newReconnectToken: "simulated-token-\(p)", now: sessionNow) {
             case .joined(let id, let actions):
                 peer.id = id
                 peer.connected = true
@@ -336,20 +338,20 @@ public final class SessionSimulation {
             guard let id = peers[p].id, peers[p].connected || isFarewell(message) else { return }
             if case .clockPing(let ping) = message {
                 // The transport answers pings at once, stamping session time (the authority may answer too).
-                sendDown(p, .toPeer(p, .clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now))))
+                sendDown(p, .toPeer(p, .clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: sessionNow, t3: sessionNow))))
                 return
             }
-            perform(authority: authority.receive(message, from: id, now: now))
+            perform(authority: authority.receive(message, from: id, now: sessionNow))
         case .toPeer(let p, let message):
             let peer = peers[p]
             guard peer.invalidation == nil else { return }
             peer.received.append((now, message))
             let local = peer.localTime(atTrue: now)
             if case .clockPong(let pong) = message {
-                peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: local))
+                peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: LocalInstant(nanoseconds: local)))
                 peer.mapping = peer.estimator.mapping
-                peer.errorBound = peer.estimator.errorBound
-                if let e = peer.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
+                peer.errorBound = peer.estimator.errorBound?.nanoseconds
+                if let e = peer.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r.nanoseconds) } else { peer.quality = nil }
                 return
             }
             let firstWelcome: Bool
@@ -366,16 +368,16 @@ public final class SessionSimulation {
             peer.connected = false
         case .authorityTimer(let token):
             guard token == wakeToken else { return }
-            perform(authority: authority.timerFired(now: now))
+            perform(authority: authority.timerFired(now: sessionNow))
         case .tick(let p):
             let peer = peers[p]
             guard peer.connected, peer.invalidation == nil else { return }
             let local = peer.localTime(atTrue: now)
-            if peer.estimator.nextPingTime(lastPing: peer.lastPing) <= local {
+            if peer.estimator.nextPingTime(lastPing: peer.lastPing) <= LocalInstant(nanoseconds: local) {
                 peer.pingSequence &+= 1
                 peer.estimator.pingSent()
-                peer.lastPing = local
-                sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: local)))
+                peer.lastPing = LocalInstant(nanoseconds: local)
+                sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: LocalInstant(nanoseconds: local))))
             }
             perform(peer: p, peer.machine.tick(now: local, mapping: peer.mapping, clockQuality: peer.quality,
                                                engineItemTime: peer.engine.renderedItemTime(atTrue: now)))

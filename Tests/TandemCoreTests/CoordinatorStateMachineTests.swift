@@ -11,7 +11,7 @@ private let s: Int64 = 1_000_000_000
     static let me = ParticipantID("me")
     static let bob = ParticipantID("bob")
     /// Local time is session time + 5 s here.
-    static let mapping = ClockMapping(localAnchor: 0, sessionAnchor: -5 * s, rate: 1)
+    static let mapping = ClockMapping(localAnchor: 0, sessionAnchor: SessionInstant(nanoseconds: -5 * s), rate: 1)
     static let media = MediaInfo(duration: 600 * s, isSeekable: true, hasVideo: true, hasAudio: true, contentID: "abc")
 
     static func envelope(_ item: String) -> ActivityEnvelope {
@@ -107,7 +107,7 @@ private let s: Int64 = 1_000_000_000
         let requests = Self.sent(paused).compactMap { m -> TimelineRequest.Command? in
             if case .timelineRequest(let r) = m { return r.command } else { return nil }
         }
-        #expect(requests == [.pause(itemTime: 4 * s)])
+        #expect(requests == [.pause(itemTime: ItemTime(nanoseconds: 4 * s))])
         // Someone else's rate change ordered before our pause must not start the engine again meanwhile.
         let stale = m.receive(.timeline(Self.timeline(3, .playing, at: 8 * s, item: 5 * s, rate: 1.5,
                                                       by: Self.bob)), now: 12 * s + 10 * ms)
@@ -175,7 +175,7 @@ private let s: Int64 = 1_000_000_000
         let (id2, begin2) = m.beginSuspension(for: .userChangingTime, now: 9 * s)
         #expect(Self.sent(begin2) == [.suspension(.begin(id: id2.rawValue, reason: .userChangingTime))])
         let end2 = m.endSuspension(id2, proposingNewTime: 42 * s, now: 10 * s)
-        #expect(Self.sent(end2) == [.suspension(.end(id: id2.rawValue, proposedItemTime: 42 * s))])
+        #expect(Self.sent(end2) == [.suspension(.end(id: id2.rawValue, proposedItemTime: ItemTime(nanoseconds: 42 * s)))])
     }
 
     @Test func theDriftWatchdogResynchronisesOnlyAfterPersistentDrift() {
@@ -268,7 +268,7 @@ private let s: Int64 = 1_000_000_000
         let late = m.receive(.timeline(Self.timeline(3, .waiting(for: [:]), at: 20 * s, item: 17 * s, rate: 1.5)),
                              now: 25 * s + 50 * ms)
         let stopAllowance = Machine.Configuration().stopAllowance
-        #expect(Self.sent(late) == [.renderedPast(generation: 3, itemTime: 17 * s + 50 * ms + stopAllowance)])
+        #expect(Self.sent(late) == [.renderedPast(generation: 3, itemTime: ItemTime(nanoseconds: 17 * s + 50 * ms + stopAllowance))])
         #expect(Self.engineCommands(late).map(\.1) == [.prepare(itemTime: 17 * s, rate: 1.5)])
 
         // In time (session 19.9 s): nothing to report.

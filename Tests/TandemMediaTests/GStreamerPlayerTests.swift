@@ -127,7 +127,7 @@ struct GStreamerPlayerTests {
         try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 800)
         let changedAt = SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(200)))
+        player.setClockMapping(.offset(.milliseconds(200)))
         try await sleep(ms: 900)
         _ = try await player.pause()
 
@@ -145,18 +145,18 @@ struct GStreamerPlayerTests {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let x = Nanos.seconds(1)
-        player.setClockMapping(.offset(Nanos.milliseconds(100)))
+        player.setClockMapping(.offset(.milliseconds(100)))
         let t = player.sessionTimeNow() + Nanos.milliseconds(500)
         // The start must preroll at x first, so it keeps the player's queue busy; the backward step arrives
         // meanwhile (not yet playing) and must still hold for the sinks once the start has gone through.
         let starting = Task { try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1) }
         try await sleep(ms: 5)
-        player.setClockMapping(.offset(Nanos.milliseconds(95)))
+        player.setClockMapping(.offset(.milliseconds(95)))
         try await starting.value
         try await sleep(ms: 1000)
         // A later correction must move rendering: it is applied to whichever clock the sinks wait on.
         let changedAt = SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(195)))
+        player.setClockMapping(.offset(.milliseconds(195)))
         try await sleep(ms: 900)
         _ = try await player.pause()
         // Item x + d was due when the clock read t + d; with the clock at +95 ms that is monotonic t + d − 95 ms.
@@ -172,10 +172,10 @@ struct GStreamerPlayerTests {
     func largeBackwardStepWhilePaused() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        player.setClockMapping(.offset(Nanos.milliseconds(400)))
+        player.setClockMapping(.offset(.milliseconds(400)))
         // Half a second back while nothing plays: the GstClock cannot read backwards, so the player keeps it
         // reading on and starts later by that much on it; in session time nothing changes.
-        player.setClockMapping(.offset(Nanos.milliseconds(-100)))
+        player.setClockMapping(.offset(.milliseconds(-100)))
         #expect(abs(player.pipelineClockNow() - player.sessionTimeNow()) < Nanos.milliseconds(1))
         let t = player.sessionTimeNow() + Nanos.milliseconds(400)
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
@@ -196,7 +196,7 @@ struct GStreamerPlayerTests {
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 500)
         let before = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(10)))
+        player.setClockMapping(.offset(.milliseconds(10)))
         // Right after the change the clock still reads (almost) what it read before: no step.
         let justAfter = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
         #expect(abs(justAfter - before) < Nanos.milliseconds(2))
@@ -209,7 +209,7 @@ struct GStreamerPlayerTests {
 
     @Test("a skewed local time model is honoured: session time follows it")
     func localTimeModel() async throws {
-        let skew = ClockMapping(localAnchor: 0, sessionAnchor: Nanos.milliseconds(-300), rate: 1)
+        let skew = ClockMapping(localAnchor: 0, sessionAnchor: .milliseconds(-300), rate: 1)
         let player = try Samples.headlessPlayer(localTimeModel: skew)
         _ = try await player.load(Samples.countdown)
         let now = SystemMonotonicClock().now.nanoseconds

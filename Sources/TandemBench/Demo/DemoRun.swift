@@ -29,7 +29,7 @@ package struct DemoRun {
                      finished: () -> Void) async throws {
         let clock = SystemMonotonicClock()
         let started = clock.now.nanoseconds
-        @Sendable func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now.nanoseconds - started)) }
+        @Sendable func elapsed() -> String { String(format: "%5.1f s", TimeSpan(nanoseconds: clock.now.nanoseconds - started).seconds) }
         @Sendable func say(_ text: String) {
             if let notice { notice("\(elapsed())  \(text)") } else { printLine("\(elapsed())  \(text)") }
         }
@@ -62,7 +62,7 @@ package struct DemoRun {
             collector.cancel()
         }
         func at(_ seconds: Double) async {
-            let wait = started + Nanos.seconds(seconds) - clock.now.nanoseconds
+            let wait = started + TimeSpan.seconds(seconds).nanoseconds - clock.now.nanoseconds
             if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
         }
 
@@ -78,8 +78,8 @@ package struct DemoRun {
         mark("ann plays", ann, .starts(near: nil))
         await ann.peer.play()
         await at(13)
-        mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
-        await carol.peer.seek(to: Nanos.seconds(25))
+        mark("carol seeks to 0:25", carol, .starts(near: TimeSpan.seconds(25).nanoseconds))
+        await carol.peer.seek(to: TimeSpan.seconds(25).nanoseconds)
         await at(16)
         say("dave joins late; the group plays on")
         let dave = try await ensemble.add(.init(name: "dave", player: sinks))
@@ -106,13 +106,13 @@ package struct DemoRun {
 
     package static func statusLine(_ ensemble: Ensemble, since started: Int64) -> String {
         let now = SystemMonotonicClock().now.nanoseconds
-        var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
+        var parts = [String(format: "%5.1f s", TimeSpan(nanoseconds: now - started).seconds)]
         for member in ensemble.all {
             let position = member.drill.currentItemTime().map { formatClock($0.nanoseconds) } ?? "–"
             parts.append("\(member.name) \(position)")
         }
         let recent = ensemble.withTruth { truth in
-            truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(1)).map(\.spread).max()
+            truth.showings(window: TimeSpan.milliseconds(500).nanoseconds, since: now - TimeSpan.seconds(1).nanoseconds).map(\.spread).max()
         }
         if let recent { parts.append(String(format: "skew %.3f ms", Double(recent) / 1e6)) }
         return parts.joined(separator: " │ ")
@@ -120,7 +120,7 @@ package struct DemoRun {
 
     package static func report(ensemble: Ensemble, marks: [Mark], lateJoiner: Ensemble.Member, started: Int64) -> String {
         let members = ensemble.all
-        let frameInterval = Nanos.milliseconds(1000.0 / 30)
+        let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
         var lines: [String] = []
         lines.append("Command latency — from the request to every peer rendering its effect (ground truth):")
         var table = TextTable(["at", "command", "every peer by", "per peer"])
@@ -134,7 +134,7 @@ package struct DemoRun {
                 "\(member.name) " + (time.map { ms(Double($0 - mark.time)) } ?? "–")
             }
             let all = times.allSatisfy { $0 != nil } ? times.compactMap { $0 }.max().map { ms(Double($0 - mark.time)) } ?? "–" : "–"
-            table.add([String(format: "%.1f s", Nanos.toSeconds(mark.time - started)), mark.label, all,
+            table.add([String(format: "%.1f s", TimeSpan(nanoseconds: mark.time - started).seconds), mark.label, all,
                        perPeer.joined(separator: ", ")])
         }
         lines.append(table.rendered)
@@ -144,7 +144,7 @@ package struct DemoRun {
         let changes = marks.map(\.time) + [lateJoiner.joinStarted]
         let showings = ensemble.withTruth { $0.showings() }
         let steady = showings.filter { showing in
-            !changes.contains { showing.median >= $0 && showing.median < $0 + Nanos.seconds(1.5) }
+            !changes.contains { showing.median >= $0 && showing.median < $0 + TimeSpan.seconds(1.5).nanoseconds }
         }
         let skew = Distribution(steady.map(\.spread))
         lines.append("Render skew between peers while playing (\(steady.count) frames shown by 2–4 peers; ground truth):")
@@ -163,7 +163,7 @@ package struct DemoRun {
         for showing in joinerFrames {
             let others = showing.times.filter { $0.key != lateJoiner.index }.map(\.value)
             let reference = others.sorted()[others.count / 2]
-            if abs(showing.times[lateJoiner.index]! - reference) <= Nanos.milliseconds(1) {
+            if abs(showing.times[lateJoiner.index]! - reference) <= TimeSpan.milliseconds(1).nanoseconds {
                 run += 1
                 if run == 10 { inSync = showing.times[lateJoiner.index]! - 9 * frameInterval; break }
             } else {
@@ -172,7 +172,7 @@ package struct DemoRun {
         }
         lines.append("")
         lines.append("Late joiner (\(lateJoiner.name)): " + (inSync.map {
-            "within 1 ms of the group \(String(format: "%.2f s", Nanos.toSeconds($0 - lateJoiner.joinStarted))) after it started to join"
+            "within 1 ms of the group \(String(format: "%.2f s", TimeSpan(nanoseconds: $0 - lateJoiner.joinStarted).seconds)) after it started to join"
         } ?? "not in sync within 1 ms during the run"))
         lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
             "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")

@@ -103,7 +103,7 @@ package final class Ensemble: Sendable {
     @discardableResult
     package func add(_ setup: PeerSetup) async throws -> Member {
         let joinStarted = SystemMonotonicClock().now.nanoseconds
-        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: setup.clockOffset, driftPPM: setup.clockDriftPPM)
+        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: TimeSpan(nanoseconds: setup.clockOffset), driftPPM: setup.clockDriftPPM)
         let player = try GStreamerPlayer(configuration: setup.player, localTimeModel: skewed.skew)
         let drill = DrillEngine(player: player, loadDelay: setup.loadDelay)
         var options = TandemClient.Options()

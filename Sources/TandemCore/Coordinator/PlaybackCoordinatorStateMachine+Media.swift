@@ -17,7 +17,7 @@ extension PlaybackCoordinatorStateMachine {
             let id = state.participant.id
             if let why {
                 if flaggedMedia.insert(id).inserted {
-                    let t = now.flatMap { sessionTime(atLocal: $0) } ?? 0
+                    let t = SessionInstant(nanoseconds: now.flatMap { sessionTime(atLocal: $0) } ?? 0)
                     actions.append(.event(.notice(Notice(kind: .differentMedia, participant: id,
                                                          text: "\(state.participant.name) is playing \(why)",
                                                          sessionTime: t))))

@@ -33,7 +33,7 @@ extension PlaybackCoordinatorStateMachine {
     mutating func closeSuspension(_ id: UInt64, proposing: Int64?, into actions: inout [Action]) {
         guard let reason = suspensions.removeValue(forKey: id) else { return }
         if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
-            actions.append(.send(.suspension(.end(id: id, proposedItemTime: proposing))))
+            actions.append(.send(.suspension(.end(id: id, proposedItemTime: proposing.map { ItemTime(nanoseconds: $0) }))))
         }
         actions.append(.event(.localSuspensionsChanged(localSuspensionReasons)))
     }

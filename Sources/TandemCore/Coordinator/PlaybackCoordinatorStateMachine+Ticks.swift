@@ -14,7 +14,8 @@ extension PlaybackCoordinatorStateMachine {
         if let q = clockQuality,
            lastLinkReport.map({ now - $0 >= configuration.linkReportInterval }) ?? true {
             lastLinkReport = now
-            actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / 2, errorBound: q.errorBound)))
+            actions.append(.send(.linkReport(oneWayDelay: TimeSpan(nanoseconds: q.roundTrip / 2),
+                                                      errorBound: TimeSpan(nanoseconds: q.errorBound))))
         }
         if case .holding(_, let until) = pauseHold, now >= until { pauseHold = .none }
         watchdog(now: now, engineItemTime: engineItemTime, into: &actions)

@@ -225,7 +225,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             issue(.pause, into: &actions)
             target = .paused
         }
-        actions += request(.pause(itemTime: currentItemTime), now: now)
+        actions += request(.pause(itemTime: ItemTime(nanoseconds: currentItemTime)), now: now)
         pauseHold = .holding(request: nextRequestID - 1, until: now + configuration.localPauseHold)
         return actions
     }
@@ -233,7 +233,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// Asks the group to seek to `itemTime`; it keeps playing if it was.
     public mutating func seek(to itemTime: Int64, now: Int64) -> [Action] {
         let playing = timeline.map { $0.isPlaying || isWaiting($0) } ?? false
-        return request(.seek(itemTime: max(0, itemTime), play: playing), now: now)
+        return request(.seek(itemTime: ItemTime(nanoseconds: max(0, itemTime)), play: playing), now: now)
     }
 
     /// Asks the group to play at `rate` (> 0).
@@ -253,7 +253,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         let id = nextRequestID
         nextRequestID += 1
         let req = TimelineRequest(requestID: id, command: command, basedOnGeneration: timeline?.generation ?? 0,
-                                  requestedAtSessionTime: sessionTime(atLocal: now) ?? 0)
+                                  requestedAtSessionTime: SessionInstant(nanoseconds: sessionTime(atLocal: now) ?? 0))
         return [.send(.timelineRequest(req))]
     }
 }

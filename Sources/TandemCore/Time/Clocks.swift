@@ -50,10 +50,11 @@ public struct SkewedClock: MonotonicClock {
     public let base: any MonotonicClock
     /// Maps a `base` reading to this clock's reading.
     public let skew: ClockMapping
-    public init(base: any MonotonicClock, offset: Int64, driftPPM: Double) {
+    public init(base: any MonotonicClock, offset: TimeSpan, driftPPM: Double) {
         self.base = base
-        let anchor = base.now.nanoseconds
-        self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: anchor + offset, rate: 1 + driftPPM / 1_000_000)
+        let anchor = base.now
+        self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: SessionInstant(nanoseconds: (anchor + offset).nanoseconds),
+                                 rate: 1 + driftPPM / 1_000_000)
     }
     public var now: LocalInstant { LocalInstant(nanoseconds: skew.sessionTime(atLocal: base.now).nanoseconds) }
     public var minimumResolution: Duration { base.minimumResolution }

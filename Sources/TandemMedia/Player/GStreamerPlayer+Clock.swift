@@ -13,18 +13,17 @@ extension GStreamerPlayer {
 
     public func setClockMapping(_ mapping: ClockMapping) {
         let target = mapping.composed(after: localTimeModel)
-        let now = SystemMonotonicClock().now.nanoseconds
+        let now = SystemMonotonicClock().now
         let work: ClockWork = state.withLock { state in
             state.sessionMapping = mapping
             state.calibrationGeneration += 1
             let plan = ClockCalibrationPlan.plan(current: state.calibration, target: target, now: now,
                                                  isPlaying: state.transport.isPlaying,
-                                                 stepThreshold: configuration.stepThreshold,
-                                                 slewDuration: configuration.slewDuration)
+                                                 stepThreshold: TimeSpan(nanoseconds: configuration.stepThreshold),
+                                                 slewDuration: TimeSpan(nanoseconds: configuration.slewDuration))
             switch plan {
             case .step(let next):
-                let backwards = state.calibration.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
-                    - next.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+                let backwards = (state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)).nanoseconds
                 state.calibration = next
                 if !state.transport.isPlaying {
                     // Not playing: nothing waits on the clock, and the next start sets the base time from the
@@ -55,7 +54,7 @@ extension GStreamerPlayer {
         case .replaceClock(let next):
             queue.async { self.replaceClockOnQueue(next) }
         case .finishSlew(let final, let duration, let generation):
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration))) {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration.nanoseconds))) {
                 self.state.withLock { state in
                     guard state.calibrationGeneration == generation else { return }
                     state.calibration = final
@@ -109,14 +108,15 @@ extension GStreamerPlayer {
     static func apply(_ calibration: ClockMapping, lead: Int64, to clock: UnsafeMutablePointer<GstClock>?) {
         guard let clock else { return }
         // GstClockTime is unsigned: keep both anchors non-negative by re-anchoring where needed.
-        var mapping = ClockMapping(localAnchor: calibration.localAnchor, sessionAnchor: calibration.sessionAnchor &+ lead,
+        var mapping = ClockMapping(localAnchor: calibration.localAnchor,
+                                   sessionAnchor: calibration.sessionAnchor + TimeSpan(nanoseconds: lead),
                                    rate: calibration.rate)
-        if mapping.localAnchor < 0 || mapping.sessionAnchor < 0 {
-            mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now.nanoseconds, 0))
+        if mapping.localAnchor < .zero || mapping.sessionAnchor < .zero {
+            mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now, .zero))
         }
         let rate = rateFraction(mapping.rate)
-        gst_clock_set_calibration(clock, GstClockTime(max(0, mapping.localAnchor)),
-                                  GstClockTime(max(0, mapping.sessionAnchor)), rate.numerator, rate.denominator)
+        gst_clock_set_calibration(clock, GstClockTime(max(0, mapping.localAnchor.nanoseconds)),
+                                  GstClockTime(max(0, mapping.sessionAnchor.nanoseconds)), rate.numerator, rate.denominator)
     }
 
     /// A calibration rate as GStreamer takes it, a fraction over 10⁹, never below 1/10⁹.
@@ -134,7 +134,7 @@ extension GStreamerPlayer {
 enum ClockWork {
     case none
     case replaceClock(ClockMapping)
-    case finishSlew(ClockMapping, after: Int64, generation: Int)
+    case finishSlew(ClockMapping, after: TimeSpan, generation: Int)
 }
 
 /// A reference to the engine's current clock (the pipeline keeps its own reference too).

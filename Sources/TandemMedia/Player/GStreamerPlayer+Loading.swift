@@ -14,7 +14,7 @@ extension GStreamerPlayer {
         bus.emit(.loading(progress: 0))
 
         pipeline.setState(GST_STATE_READY)
-        _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(5))
+        _ = tdm_gst_wait_async_done(pipeline, nil, TimeSpan.seconds(5).nanoseconds)
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
         tdm_gst_set_string(pipeline, "uri", source.uri)

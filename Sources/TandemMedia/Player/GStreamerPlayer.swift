@@ -74,7 +74,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         renderProbe = probe
 
         let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
-        let now = SystemMonotonicClock().now.nanoseconds
+        let now = SystemMonotonicClock().now
         let calibration = localTimeModel.reanchored(atLocal: now)
         Self.apply(calibration, lead: 0, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)

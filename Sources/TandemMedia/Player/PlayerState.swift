@@ -96,8 +96,8 @@ struct PrerollHistory: Sendable {
 
     /// The slowest recent preroll plus a margin: a start others schedule must be one this peer can make.
     var estimate: Int64 {
-        guard let slowest = samples.max() else { return Nanos.milliseconds(150) }
-        return slowest * 3 / 2 + Nanos.milliseconds(20)
+        guard let slowest = samples.max() else { return TimeSpan.milliseconds(150).nanoseconds }
+        return slowest * 3 / 2 + TimeSpan.milliseconds(20).nanoseconds
     }
 }
 
