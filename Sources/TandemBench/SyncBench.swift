@@ -20,12 +20,12 @@ package struct SyncBench {
         /// … and drifts by up to this much (ppm), either way.
         package var maxDriftPPM = 200.0
         package var file = ""
-        /// `GStreamerPlayer.Configuration.preciseWait` of every peer (ns).
-        package var preciseWait: Int64 = 0
+        /// `GStreamerPlayer.Configuration.preciseWait` of every peer.
+        package var preciseWait: TimeSpan = .zero
 
         package init(peers: Int = 4, link: String = "loopback", duration: Double = 120, policy: SyncPolicy = .tandem,
                      seed: UInt64 = 1, maxClockOffset: Double = 10, maxDriftPPM: Double = 200, file: String = "",
-                     preciseWait: Int64 = 0) {
+                     preciseWait: TimeSpan = .zero) {
             self.peers = peers
             self.link = link
             self.duration = duration
@@ -187,7 +187,7 @@ package struct SyncBench {
             await member(0).peer.play()
             guard await step(16) else { break }
             mark("seek to 0:02", "seek", member(2), .starts(near: TimeSpan.seconds(2).nanoseconds), .afterSeek)
-            await member(2).peer.seek(to: TimeSpan.seconds(2).nanoseconds)
+            await member(2).peer.seek(to: .seconds(2))
             guard await step(22) else { break }
             mark("rate 1.5×", "rate", member(0), .rate(1.5), .rate, length: TimeSpan.seconds(5).nanoseconds)
             await member(0).peer.setRate(1.5)

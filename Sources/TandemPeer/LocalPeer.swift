@@ -70,17 +70,17 @@ package final class LocalPeer: Sendable {
 
     /// Where this peer stands right now.
     package func status() async -> PeerStatus {
-        let now = clock.now.nanoseconds
+        let now = clock.now
         let mapping = connection.clockMapping()
-        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now))
+        let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound,
-            roundTrip: quality?.roundTrip,
+            clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
+            roundTrip: quality?.roundTrip.nanoseconds,
             reconnecting: connection.isReconnecting)
     }
 

@@ -102,7 +102,7 @@ public final class InMemorySessionLink: SessionLink {
     public func serverMessages() -> AsyncStream<ServerMessage> { messages.subscribe() }
 
     public func clockMapping() -> ClockMapping? { .identity }
-    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? { (0, 0) }
+    public func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)? { (.zero, .zero) }
 
     public func close() async {
         guard invalidation.withLock({ $0 == nil }) else { return }

@@ -47,7 +47,7 @@ public final class SessionSimulation {
         /// samples do not recompute them.
         public internal(set) var mapping: ClockMapping?
         public internal(set) var errorBound: Int64?
-        var quality: (errorBound: Int64, roundTrip: Int64)?
+        var quality: (errorBound: TimeSpan, roundTrip: TimeSpan)?
         /// True time → local time.
         public let localClock: ClockMapping
         /// Every event the coordinator raised, with the true time.
@@ -71,11 +71,13 @@ public final class SessionSimulation {
         }
 
         /// The peer's local clock at true time `t`.
-        public func localTime(atTrue t: Int64) -> Int64 { localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds }
+        public func localTime(atTrue t: Int64) -> LocalInstant {
+            LocalInstant(nanoseconds: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds)
+        }
 
         /// The estimator's current error: estimated session time − true session time (ns), nil before syncing.
         public func clockError(atTrue t: Int64) -> Int64? {
-            mapping.map { $0.sessionTime(atLocal: LocalInstant(nanoseconds: localTime(atTrue: t))).nanoseconds - t }
+            mapping.map { $0.sessionTime(atLocal: localTime(atTrue: t)).nanoseconds - t }
         }
     }
 
@@ -157,11 +159,11 @@ public final class SessionSimulation {
 
     /// The user of peer `p` pauses now (at the item time its engine shows).
     public func pause(_ p: Int) {
-        let item = peers[p].engine.renderedItemTime(atTrue: now) ?? 0
+        let item = ItemTime(nanoseconds: peers[p].engine.renderedItemTime(atTrue: now) ?? 0)
         apply(p) { $0.machine.pause(currentItemTime: item, now: $1) }
     }
 
-    public func seek(_ p: Int, to itemTime: Int64) { apply(p) { $0.machine.seek(to: itemTime, now: $1) } }
+    public func seek(_ p: Int, to itemTime: Int64) { apply(p) { $0.machine.seek(to: ItemTime(nanoseconds: itemTime), now: $1) } }
     public func setRate(_ p: Int, _ rate: Double) { apply(p) { $0.machine.setRate(rate, now: $1) } }
 
     /// Peer `p`'s engine stalls now for `duration`.
@@ -202,7 +204,7 @@ public final class SessionSimulation {
     }
 
     public func endSuspension(_ p: Int, _ id: SuspensionID, proposing: Int64? = nil) {
-        apply(p) { $0.machine.endSuspension(id, proposingNewTime: proposing, now: $1) }
+        apply(p) { $0.machine.endSuspension(id, proposingNewTime: proposing.map { ItemTime(nanoseconds: $0) }, now: $1) }
     }
 
     /// Processes every event up to and including true time `t`.
@@ -281,7 +283,7 @@ public final class SessionSimulation {
         schedule(event, at: arrival)
     }
 
-    private func apply(_ p: Int, _ body: (Peer, Int64) -> [PlaybackCoordinatorStateMachine.Action]) {
+    private func apply(_ p: Int, _ body: (Peer, LocalInstant) -> [PlaybackCoordinatorStateMachine.Action]) {
         let peer = peers[p]
         guard peer.invalidation == nil else { return }
         perform(peer: p, body(peer, peer.localTime(atTrue: now)))
@@ -348,10 +350,10 @@ public final class SessionSimulation {
             peer.received.append((now, message))
             let local = peer.localTime(atTrue: now)
             if case .clockPong(let pong) = message {
-                peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: LocalInstant(nanoseconds: local)))
+                peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: local))
                 peer.mapping = peer.estimator.mapping
                 peer.errorBound = peer.estimator.errorBound?.nanoseconds
-                if let e = peer.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r.nanoseconds) } else { peer.quality = nil }
+                if let e = peer.estimator.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
                 return
             }
             let firstWelcome: Bool
@@ -373,14 +375,14 @@ public final class SessionSimulation {
             let peer = peers[p]
             guard peer.connected, peer.invalidation == nil else { return }
             let local = peer.localTime(atTrue: now)
-            if peer.estimator.nextPingTime(lastPing: peer.lastPing) <= LocalInstant(nanoseconds: local) {
+            if peer.estimator.nextPingTime(lastPing: peer.lastPing) <= local {
                 peer.pingSequence &+= 1
                 peer.estimator.pingSent()
-                peer.lastPing = LocalInstant(nanoseconds: local)
-                sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: LocalInstant(nanoseconds: local))))
+                peer.lastPing = local
+                sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: local)))
             }
             perform(peer: p, peer.machine.tick(now: local, mapping: peer.mapping, clockQuality: peer.quality,
-                                               engineItemTime: peer.engine.renderedItemTime(atTrue: now)))
+                                               engineItemTime: peer.engine.renderedItemTime(atTrue: now).map { ItemTime(nanoseconds: $0) }))
             schedule(.tick(p), at: now + tickInterval)
         case .engineDone(let p, let done):
             let peer = peers[p]

@@ -130,9 +130,9 @@ package actor BaselinePeer: PeerDriver {
         await request(.pause(itemTime: ItemTime(nanoseconds: position)))
     }
 
-    package func seek(to itemTime: Int64) async {
+    package func seek(to itemTime: ItemTime) async {
         let playing = timeline.map { if case .paused = $0.status { false } else { true } } ?? false
-        await request(.seek(itemTime: ItemTime(nanoseconds: itemTime), play: playing))
+        await request(.seek(itemTime: itemTime, play: playing))
     }
 
     package func setRate(_ rate: Double) async { await request(.rate(rate)) }
@@ -196,7 +196,7 @@ package actor BaselinePeer: PeerDriver {
             do {
                 try await engine.prepare(at: ItemTime(nanoseconds: clamped), rate: timeline.rate)
                 try await engine.play(from: ItemTime(nanoseconds: clamped),
-                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + TimeSpan.milliseconds(10).nanoseconds),
+                                      atSessionTime: player.sessionTimeNow() + .milliseconds(10),
                                       rate: timeline.rate)
             } catch {}
         }
@@ -243,9 +243,9 @@ package actor BaselinePeer: PeerDriver {
     private var jellyfinOffset: Int64? { BaselineRules.Jellyfin.offset(window) }
 
     /// Jellyfin's rules estimate session time (an offset, no drift); Syncplay's keep no such estimate.
-    package func estimatedSessionTime(atLocal local: Int64) -> Int64? {
+    package func estimatedSessionTime(atLocal local: LocalInstant) -> SessionInstant? {
         guard rules == .jellyfin, let offset = jellyfinOffset else { return nil }
-        return local + offset
+        return SessionInstant(nanoseconds: local.nanoseconds + offset)
     }
 
     /// How many corrections the rules made, by kind.
@@ -286,7 +286,7 @@ package actor BaselinePeer: PeerDriver {
                     try? await Task.sleep(for: .nanoseconds(min(wait, TimeSpan.milliseconds(20).nanoseconds)))
                 }
                 try await engine.play(from: ItemTime(nanoseconds: startItem),
-                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + margin),
+                                      atSessionTime: player.sessionTimeNow() + TimeSpan(nanoseconds: margin),
                                       rate: timeline.rate)
             } catch {}
         }

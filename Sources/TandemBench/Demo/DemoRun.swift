@@ -90,7 +90,7 @@ package struct DemoRun {
                     await ann.peer.play()
                     try await at(13)
                     mark("carol seeks to 0:25", carol, .starts(near: TimeSpan.seconds(25).nanoseconds))
-                    await carol.peer.seek(to: TimeSpan.seconds(25).nanoseconds)
+                    await carol.peer.seek(to: .seconds(25))
                     try await at(16)
                     say("dave joins late; the group plays on")
                     let dave = try await ensemble.add(.init(name: "dave", player: sinks))
@@ -190,7 +190,7 @@ package struct DemoRun {
         lines.append("")
         if let lateJoiner { lines.append(Self.lateJoinerLine(lateJoiner, showings: showings)) }
         lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
-            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")
+            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound.nanoseconds)) } ?? "–")
         }.joined(separator: " · "))
         lines.append("")
         lines.append("Reproduce: tandem demo. Precise figures under simulated networks and clock errors: tandem bench sync.")

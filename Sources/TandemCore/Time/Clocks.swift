@@ -63,12 +63,3 @@ public struct SkewedClock: MonotonicClock {
         try await base.sleep(until: baseDeadline, tolerance: tolerance)
     }
 }
-
-/// Durations in nanoseconds, spelled readably.
-public enum Nanos {
-    public static func seconds(_ s: Double) -> Int64 { Int64((s * 1_000_000_000).rounded()) }
-    public static func milliseconds(_ ms: Double) -> Int64 { Int64((ms * 1_000_000).rounded()) }
-    public static func microseconds(_ us: Double) -> Int64 { Int64((us * 1_000).rounded()) }
-    public static func toSeconds(_ ns: Int64) -> Double { Double(ns) / 1_000_000_000 }
-    public static func toMilliseconds(_ ns: Int64) -> Double { Double(ns) / 1_000_000 }
-}

@@ -7,9 +7,9 @@ import TandemCore
 // The engine clock: a GstClock on CLOCK_MONOTONIC calibrated to read session time (plus a lead), stepped or
 // slewed as the session mapping changes, and replaced when it would have to step back while playing.
 extension GStreamerPlayer {
-    /// Backward calibration steps up to this size (ns) are applied to the running clock, which holds still for
+    /// Backward calibration steps up to this size are applied to the running clock, which holds still for
     /// that long; larger ones get a fresh clock.
-    static let largestHeldStep: Int64 = 2_000_000
+    static let largestHeldStep: TimeSpan = .milliseconds(2)
 
     public func setClockMapping(_ mapping: ClockMapping) {
         let composed = mapping.composed(after: localTimeModel)
@@ -23,17 +23,17 @@ extension GStreamerPlayer {
             state.calibrationGeneration += 1
             let plan = ClockCalibrationPlan.plan(current: state.calibration, target: target, now: now,
                                                  isPlaying: state.transport.isPlaying,
-                                                 stepThreshold: TimeSpan(nanoseconds: configuration.stepThreshold),
-                                                 slewDuration: TimeSpan(nanoseconds: configuration.slewDuration))
+                                                 stepThreshold: configuration.stepThreshold,
+                                                 slewDuration: configuration.slewDuration)
             switch plan {
             case .step(let next):
-                let backwards = (state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)).nanoseconds
+                let backwards = state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)
                 state.calibration = next
                 if !state.transport.isPlaying {
                     // Not playing: nothing waits on the clock, and the next start sets the base time from the
                     // lead. A backward step becomes lead (the GstClock keeps reading on, never backwards); a
                     // forward step uses up lead first. No clock swap, so nothing can race a start.
-                    state.clockLead = max(0, state.clockLead + backwards)
+                    state.clockLead = max(.zero, state.clockLead + backwards)
                     Self.apply(next, lead: state.clockLead, to: state.clock.clock)
                     return .none
                 }
@@ -68,21 +68,21 @@ extension GStreamerPlayer {
         }
     }
 
-    /// The engine clock's reading now (session time), ns.
-    public func sessionTimeNow() -> Int64 {
+    /// The engine clock's reading now (session time).
+    public func sessionTimeNow() -> SessionInstant {
         let calibration = state.withLock { $0.calibration }
-        return calibration.sessionTime(atLocal: SystemMonotonicClock().now).nanoseconds
+        return calibration.sessionTime(atLocal: SystemMonotonicClock().now)
     }
 
-    /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on (ns).
-    public func pipelineClockNow() -> Int64 {
+    /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on.
+    public func pipelineClockNow() -> SessionInstant {
         let (clock, lead) = state.withLock { ($0.clock, $0.clockLead) }
-        return Int64(bitPattern: UInt64(gst_clock_get_time(clock.clock))) - lead
+        return SessionInstant(nanoseconds: Int64(bitPattern: UInt64(gst_clock_get_time(clock.clock)))) - lead
     }
 
-    /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
-    public func monotonicTime(atSessionTime sessionTime: Int64) -> Int64 {
-        state.withLock { $0.calibration }.localTime(atSession: SessionInstant(nanoseconds: sessionTime)).nanoseconds
+    /// The CLOCK_MONOTONIC time at which the engine clock reads `sessionTime`, with the current calibration.
+    public func monotonicTime(atSessionTime sessionTime: SessionInstant) -> LocalInstant {
+        state.withLock { $0.calibration }.localTime(atSession: sessionTime)
     }
 
     /// The current local → session mapping (as last given to `setClockMapping`).
@@ -91,7 +91,7 @@ extension GStreamerPlayer {
     func replaceClockOnQueue(_ calibration: ClockMapping) {
         guard !state.withLock({ $0.isClosed }) else { return }
         let pipeline = handles.pipeline
-        let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
+        let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait.nanoseconds)))!
         let (current, lead) = state.withLock { ($0.calibration, $0.clockLead) }
         Self.apply(current, lead: lead, to: fresh)
         // Whether the pipeline plays is read here, on the queue, after any start queued before: a playing
@@ -109,11 +109,11 @@ extension GStreamerPlayer {
     }
 
     /// Calibrates `clock` to read `calibration`'s session time plus `lead`.
-    static func apply(_ calibration: ClockMapping, lead: Int64, to clock: UnsafeMutablePointer<GstClock>?) {
+    static func apply(_ calibration: ClockMapping, lead: TimeSpan, to clock: UnsafeMutablePointer<GstClock>?) {
         guard let clock else { return }
         // GstClockTime is unsigned: keep both anchors non-negative by re-anchoring where needed.
         var mapping = ClockMapping(localAnchor: calibration.localAnchor,
-                                   sessionAnchor: calibration.sessionAnchor + TimeSpan(nanoseconds: lead),
+                                   sessionAnchor: calibration.sessionAnchor + lead,
                                    rate: calibration.rate)
         if mapping.localAnchor < .zero || mapping.sessionAnchor < .zero {
             mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now, .zero))

@@ -19,9 +19,9 @@ extension GStreamerPlayer {
         tdm_gst_error_trap_reset(handles.trap)
         tdm_gst_set_string(pipeline, "uri", source.uri)
         try applySubtitleFile()
-        let started = SystemMonotonicClock().now.nanoseconds
+        let started = SystemMonotonicClock().now
         pipeline.setState(GST_STATE_PAUSED)
-        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
+        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout.nanoseconds)
         if done != 1 {
             let error = trappedError(source: source)
                 ?? (done == -1
@@ -41,7 +41,7 @@ extension GStreamerPlayer {
             }
             throw .notMedia(path: source.display)
         }
-        recordPreroll(SystemMonotonicClock().now.nanoseconds - started)
+        recordPreroll(SystemMonotonicClock().now - started)
         attachLateSinks()
         let duration = pipeline.queryDuration()
         let info = MediaInfo(
@@ -68,7 +68,7 @@ extension GStreamerPlayer {
         return message.playbackError(location: display, isFile: isFile)
     }
 
-    func recordPreroll(_ duration: Int64) {
+    func recordPreroll(_ duration: TimeSpan) {
         state.withLock { $0.prerolls.record(duration) }
     }
 }

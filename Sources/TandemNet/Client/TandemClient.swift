@@ -275,10 +275,10 @@ public final class TandemClientConnection: SessionLink {
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
     public func clockSamples() -> AsyncStream<ClockSample> { shared.samples.subscribe() }
 
-    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
+    public func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)? {
         shared.clock.withLock { state in
             guard let bound = state.errorBound, let rt = state.roundTrip else { return nil }
-            return (bound.nanoseconds, rt.nanoseconds)
+            return (bound, rt)
         }
     }
 
