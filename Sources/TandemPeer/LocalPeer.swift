@@ -86,8 +86,9 @@ package final class LocalPeer: Sendable {
 
     // MARK: User requests
 
-    /// Carries out a user's command; returns a message for the user when it cannot.
-    package func perform(_ command: UserCommand) async -> String? {
+    /// Carries out a user's command; returns a message for the user when it cannot. What changed only here
+    /// (volume, tracks, the offset) is said through `feedback`.
+    package func perform(_ command: UserCommand, feedback: @Sendable (String) -> Void = { _ in }) async -> String? {
         let status = await status()
         let position = status.position ?? status.expected ?? 0
         switch command {
@@ -120,7 +121,10 @@ package final class LocalPeer: Sendable {
             await coordinator.setRate(next)
         case .restart:
             await coordinator.seek(to: 0)
-        case .leave, .end, .help:
+        case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
+             .offsetStep, .toggleFullscreen:
+            return adjustOutput(command, feedback: feedback)
+        case .leave, .end, .help, .showStatus:
             break  // handled by the console
         }
         return nil

@@ -145,6 +145,7 @@ typedef struct {
     int width, height, fps_num, fps_den;
     int channels, sample_rate;
     unsigned bitrate;
+    char *language;       ///< audio and subtitle streams: ISO 639 code ("eng"), or NULL
 } tdm_gst_stream_info;
 
 enum { TDM_GST_DISCOVER_OK = 0, TDM_GST_DISCOVER_URI_INVALID = 1, TDM_GST_DISCOVER_ERROR = 2,

@@ -27,6 +27,8 @@ final class PeerConsole: Sendable {
     let mode: Mode
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
+    /// What the video shows over the picture (see `PeerConsole+Window`).
+    let osd = Mutex(OnScreenDisplay())
 
     init(peer: LocalPeer, mode: Mode) {
         self.peer = peer
@@ -58,6 +60,7 @@ final class PeerConsole: Sendable {
 
     /// A warning: a line on stderr for people, a `warning` event in JSON mode.
     func warn(_ text: String) {
+        display("⚠ \(text)")
         switch mode {
         case .interactive: Terminal.shared.notice("⚠ \(text)")
         case .scripted(json: false): printError("tandem: warning: \(text)")
@@ -132,7 +135,7 @@ final class PeerConsole: Sendable {
     }
 
     /// Carries out one command; true when the participant is done (left or ended the session).
-    private func handle(_ command: UserCommand) async -> Bool {
+    func handle(_ command: UserCommand) async -> Bool {
         switch command {
         case .leave:
             ending.withLock { $0 = $0 ?? .left }
@@ -155,8 +158,11 @@ final class PeerConsole: Sendable {
         case .help:
             say(UserCommand.keyHelp)
             return false
+        case .showStatus:
+            showStatusOnVideo()
+            return false
         default:
-            if let problem = await peer.perform(command) { warn(problem) }
+            if let problem = await peer.perform(command, feedback: { self.said($0) }) { warn(problem) }
             return false
         }
     }
@@ -196,6 +202,9 @@ final class PeerConsole: Sendable {
             group.addTask { for await event in connectionEvents { self.show(event) } }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
+            // The video window: its keys act like the terminal's, and the overlay shows what is said.
+            group.addTask { await self.readWindowKeys() }
+            group.addTask { await self.drawOverlay() }
         }
     }
 
@@ -216,6 +225,7 @@ final class PeerConsole: Sendable {
             emit(TimelineEvent(timeline))
         case .notice(let notice):
             say(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
+            display(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
             emit(NoticeEvent(notice))
         case .otherParticipantsChanged(let others):
             names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
