@@ -50,7 +50,7 @@ package final class LocalPeer: Sendable {
                         engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate.nanoseconds
+        options.prerollEstimate = player.prerollEstimate
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file, media: media,
                          clock: options.clock, configuration: configuration)
@@ -84,17 +84,17 @@ package final class LocalPeer: Sendable {
 
     /// Where this peer stands right now.
     package func status() async -> PeerStatus {
-        let now = clock.now.nanoseconds
+        let now = clock.now
         let mapping = connection.clockMapping()
-        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now))
+        let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound,
-            roundTrip: quality?.roundTrip,
+            clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
+            roundTrip: quality?.roundTrip.nanoseconds,
             reconnecting: connection.isReconnecting, queue: await coordinator.queue)
     }
 
@@ -117,10 +117,10 @@ package final class LocalPeer: Sendable {
         case .pause:
             await coordinator.pause()
         case .seek(let seconds):
-            return await seek(to: Nanos.seconds(seconds), duration: status.duration)
+            return await seek(to: TimeSpan.seconds(seconds).nanoseconds, duration: status.duration)
         case .seekBy(let seconds):
-            let target = max(0, position + Nanos.seconds(seconds))
-            return await seek(to: min(target, max(0, (status.duration ?? .max) - Nanos.seconds(1))),
+            let target = max(0, position + TimeSpan.seconds(seconds).nanoseconds)
+            return await seek(to: min(target, max(0, (status.duration ?? .max) - TimeSpan.seconds(1).nanoseconds)),
                               duration: status.duration)
         case .rate(let rate):
             guard rate.isFinite, (0.25...4).contains(rate) else {

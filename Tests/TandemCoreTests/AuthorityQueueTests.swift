@@ -135,19 +135,19 @@ struct AuthorityQueueTests {
         let bobReady = h.send(.readiness(.ready(AuthorityHarness.info(contentID: "fp-b"))), from: bob)
         let start = try #require(bobReady.timelines(to: host).last)
         #expect(start.isPlaying && start.itemID == "b" && start.anchorItemTime == .zero)
-        #expect(start.anchorSessionTime.nanoseconds > h.now)
+        #expect(start.anchorSessionTime > h.now)
         #expect(bobReady.timelines(to: bob).last == start)
     }
 
     @Test("a transition proposes its initial timing: a start time away from 0 waits for prerolls there; play: false stays paused")
     func initialTiming() throws {
         var (h, host, bob) = Self.session()
-        let paused = h.send(.queue(.transition(to: .entry(id: "q3"), startingAt: ItemTime(nanoseconds: Nanos.seconds(30)),
+        let paused = h.send(.queue(.transition(to: .entry(id: "q3"), startingAt: ItemTime(nanoseconds: TimeSpan.seconds(30).nanoseconds),
                                                play: false)), from: host)
         let line = try #require(paused.timelines(to: bob).last)
-        #expect(line.isPaused && line.itemID == "c" && line.anchorItemTime.nanoseconds == Nanos.seconds(30))
+        #expect(line.isPaused && line.itemID == "c" && line.anchorItemTime.nanoseconds == TimeSpan.seconds(30).nanoseconds)
 
-        h.send(.queue(.transition(to: .entry(id: "q2"), startingAt: ItemTime(nanoseconds: Nanos.seconds(12)), play: true)),
+        h.send(.queue(.transition(to: .entry(id: "q2"), startingAt: ItemTime(nanoseconds: TimeSpan.seconds(12).nanoseconds), play: true)),
                from: host)
         for id in [host, bob] { h.send(.readiness(.ready(AuthorityHarness.info())), from: id) }
         // Loaded is not enough away from 0: the group waits until both have prerolled at 12 s.
@@ -156,7 +156,7 @@ struct AuthorityQueueTests {
         h.send(.prepared(generation: generation), from: host)
         let started = h.send(.prepared(generation: generation), from: bob)
         let start = try #require(started.timelines(to: host).last)
-        #expect(start.isPlaying && start.itemID == "b" && start.anchorItemTime.nanoseconds == Nanos.seconds(12))
+        #expect(start.isPlaying && start.itemID == "b" && start.anchorItemTime.nanoseconds == TimeSpan.seconds(12).nanoseconds)
         #expect(h.send(.queue(.transition(to: .next, startingAt: ItemTime(nanoseconds: -1), play: nil)), from: bob)
             .refusals(to: bob).first?.contains("before its start") == true)
     }
@@ -198,13 +198,13 @@ struct AuthorityQueueTests {
         let reported = h.send(.reachedEnd(generation: h.authority.timeline.generation), from: host)
         let grace = configurationGrace(h)
         #expect(reported.wakeUps.contains(h.now + grace))
-        h.advance(ms: Double(grace) / 1e6 - 1)
+        h.advance(ms: grace.milliseconds - 1)
         #expect(h.fireTimer().timelines(to: host).isEmpty)
         h.advance(ms: 1)
         let timedOut = h.fireTimer()
         #expect(timedOut.timelines(to: host).last?.itemID == "c")
         #expect(timedOut.notices(.activityChanged, to: host).first?.text.hasPrefix("going on without bob") == true)
-        for id in [host, bob] { h.send(.readiness(.ready(AuthorityHarness.info(duration: Nanos.seconds(90)))), from: id) }
+        for id in [host, bob] { h.send(.readiness(.ready(AuthorityHarness.info(duration: TimeSpan.seconds(90)))), from: id) }
         #expect(h.authority.timeline.isPlaying && h.authority.timeline.itemID == "c")
 
         // The end of the last item: the group pauses at its end, and stays on it.
@@ -213,7 +213,7 @@ struct AuthorityQueueTests {
         h.send(.reachedEnd(generation: generation), from: host)
         let over = h.send(.reachedEnd(generation: generation), from: bob)
         let end = try #require(over.timelines(to: bob).last)
-        #expect(end.isPaused && end.itemID == "c" && end.anchorItemTime.nanoseconds == Nanos.seconds(90))
+        #expect(end.isPaused && end.itemID == "c" && end.anchorItemTime.nanoseconds == TimeSpan.seconds(90).nanoseconds)
         #expect(over.notices(.paused, to: bob).first?.text.contains("the queue is over") == true)
         #expect(h.authority.queue.currentIndex == 2)
     }
@@ -228,7 +228,7 @@ struct AuthorityQueueTests {
         h.send(.reachedEnd(generation: playing), from: host)
         h.send(.reachedEnd(generation: playing), from: bob)
         // Carol seeks back: the reports are forgotten, and the group plays on.
-        h.request(.seek(itemTime: Nanos.seconds(10), play: true), from: carol)
+        h.request(.seek(itemTime: .seconds(10), play: true), from: carol)
         #expect(h.authority.endReports.isEmpty)
         for id in [host, bob, carol] { h.send(.prepared(generation: h.authority.timeline.generation), from: id) }
         #expect(h.authority.timeline.isPlaying && h.authority.timeline.itemID == "movie")
@@ -240,7 +240,7 @@ struct AuthorityQueueTests {
         #expect(left.timelines(to: host).last?.itemID == "b")
     }
 
-    func configurationGrace(_ h: AuthorityHarness) -> Int64 { h.authority.configuration.queue.endOfItemGrace.nanoseconds }
+    func configurationGrace(_ h: AuthorityHarness) -> TimeSpan { h.authority.configuration.queue.endOfItemGrace }
 }
 
 extension AuthorityQueueTests {

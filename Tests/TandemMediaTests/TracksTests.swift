@@ -67,7 +67,7 @@ struct TracksTests {
             try player.selectSubtitleTrack(1)
         }
         // Still plays after the switches.
-        let start = player.sessionTimeNow() + Nanos.milliseconds(300)
+        let start = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 700)
         _ = try await player.pause()

@@ -1,15 +1,15 @@
-/// Policies and limits of one session's authority. All durations are nanoseconds of session time.
+/// Policies and limits of one session's authority. All durations are spans of session time.
 public struct AuthorityConfiguration: Sendable, Hashable {
     /// Suspension reasons for which the group waits before starting (or pauses when they appear during play).
     public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason>
     /// When more participants than this hold a reason, the group stops waiting for that reason. Absent: no limit.
     public var participantLimitPerReason: [SuspensionReason: Int]
     /// How long the group waits for a participant that has not yet loaded the current item.
-    public var firstLoadWaitingTimeout: Int64
+    public var firstLoadWaitingTimeout: TimeSpan
     /// How long the group waits for a participant that had loaded the item (re-buffering, preparing after a seek).
-    public var rebufferWaitingTimeout: Int64
+    public var rebufferWaitingTimeout: TimeSpan
     /// Safety margin added to every scheduled start.
-    public var startMargin: Int64
+    public var startMargin: TimeSpan
     /// Whether a participant joining while the group plays makes the group wait for it.
     /// Default false: late joiners preroll at the projected position and join the running timeline.
     public var lateJoinersPauseGroup: Bool
@@ -18,7 +18,7 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Whether the host leaving ends the session for everyone (an embedded server).
     public var endsWhenHostLeaves: Bool
     /// How long a participant whose connection dropped keeps its identity for a reconnect.
-    public var reconnectGracePeriod: Int64
+    public var reconnectGracePeriod: TimeSpan
     /// Largest app message payload in bytes.
     public var maxAppMessageSize: Int
     /// Sustained app messages per second per sender.
@@ -48,7 +48,7 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// may. SharePlay's journal lets every participant remove attachments.
     public var everyoneMayRemoveAttachments: Bool
     /// A participant whose item duration differs from the reference by more than this is flagged.
-    public var mediaDurationTolerance: Int64
+    public var mediaDurationTolerance: TimeSpan
     /// Whether a participant that has not reported its readiness yet counts as loading (an implicit
     /// `.loading` suspension). Default true, so a joiner is not skipped before its first report arrives.
     public var treatsUnreportedReadinessAsLoading: Bool

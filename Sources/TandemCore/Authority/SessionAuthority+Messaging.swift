@@ -6,7 +6,7 @@ extension SessionAuthority {
     // MARK: App messages
 
     /// Relays an app message with its source stamped here, enforcing the size and per-sender rate limits.
-    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
             return [.send(.refused(reason: "message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
                                     + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
@@ -31,10 +31,10 @@ extension SessionAuthority {
     }
 
     /// Refills the sender's token bucket for the time passed and takes one token if there is one.
-    mutating func takeMessageToken(for id: ParticipantID, now: Int64) -> Bool {
+    mutating func takeMessageToken(for id: ParticipantID, now: SessionInstant) -> Bool {
         guard var member = members[id] else { return false }
         let capacity = Double(max(1, configuration.appMessageBurst))
-        let elapsed = Double(max(0, now - member.tokensUpdatedAt)) / 1e9
+        let elapsed = max(.zero, now - member.tokensUpdatedAt).seconds
         member.messageTokens = min(capacity, member.messageTokens + elapsed * Double(configuration.appMessagesPerSecond))
         member.tokensUpdatedAt = now
         let allowed = member.messageTokens >= 1

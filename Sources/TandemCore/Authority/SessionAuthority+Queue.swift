@@ -9,7 +9,7 @@ import Foundation
 // A queue of one entry (a session of one item) is left alone at its end, as a session without a queue.
 
 extension SessionAuthority {
-    mutating func handleQueue(_ request: QueueRequest, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func handleQueue(_ request: QueueRequest, from id: ParticipantID, now: SessionInstant) -> [Action] {
         switch request {
         case .add(let proposed, let index):
             guard mayEditQueue(id) else { return refuse("only the host can add to the queue", to: id) }
@@ -54,13 +54,13 @@ extension SessionAuthority {
                 guard let found = queue.index(of: entryID) else { return refuse(noSuchEntry(entryID), to: id) }
                 index = found
             }
-            return transition(to: index, startingAt: itemTime.nanoseconds, play: play, by: id, now: now)
+            return transition(to: index, startingAt: itemTime, play: play, by: id, now: now)
         }
     }
 
     /// Moves the group to entry `index` (an activity change to its activity).
-    mutating func transition(to index: Int, startingAt itemTime: Int64, play: Bool?, by id: ParticipantID?,
-                             now: Int64, text: String? = nil) -> [Action] {
+    mutating func transition(to index: Int, startingAt itemTime: ItemTime, play: Bool?, by id: ParticipantID?,
+                             now: SessionInstant, text: String? = nil) -> [Action] {
         queue.currentIndex = index
         let entry = queue.entries[index]
         let position = "item \(index + 1) of \(queue.entries.count)"
@@ -96,7 +96,7 @@ extension SessionAuthority {
         return entry
     }
 
-    mutating func addToQueue(_ proposed: [QueueEntry], at index: Int?, by id: ParticipantID, now: Int64) -> [Action] {
+    mutating func addToQueue(_ proposed: [QueueEntry], at index: Int?, by id: ParticipantID, now: SessionInstant) -> [Action] {
         let limit = configuration.queue.maxEntries
         guard !proposed.isEmpty else { return refuse("nothing to add to the queue", to: id) }
         guard queue.entries.count + proposed.count <= limit else {
@@ -132,7 +132,7 @@ extension SessionAuthority {
             + broadcast(notice(.info, id, "\(name(of: id)) added \(what) to the queue", now))
         // A session without an activity starts with the first entry, paused.
         if activity == nil, queue.currentIndex == nil {
-            actions += transition(to: at, startingAt: 0, play: false, by: id, now: now)
+            actions += transition(to: at, startingAt: .zero, play: false, by: id, now: now)
         }
         return actions
     }
@@ -155,12 +155,12 @@ extension SessionAuthority {
     }
 
     /// A participant's player reached the end of the item of `generation`.
-    mutating func reachedEnd(generation: UInt64, by id: ParticipantID, now: Int64) -> [Action] {
+    mutating func reachedEnd(generation: UInt64, by id: ParticipantID, now: SessionInstant) -> [Action] {
         // A session of one item plays it to its end and stays there, as without a queue.
         guard queue.entries.count > 1, timeline.isPlaying, generation >= itemStartGeneration, generation <= timeline.generation,
               generationPositions[generation]?.itemID == timeline.itemID else { return [] }
         endReports.insert(id)
-        if endOfItemDeadline == nil { endOfItemDeadline = now + configuration.queue.endOfItemGrace.nanoseconds }
+        if endOfItemDeadline == nil { endOfItemDeadline = now + configuration.queue.endOfItemGrace }
         return []  // `receive` goes on with `advanceIfEveryoneReachedEnd`
     }
 
@@ -171,7 +171,7 @@ extension SessionAuthority {
 
     /// Goes on to the next entry (or pauses after the last) once everyone has reached the end of the item, or
     /// the grace after the first report has passed.
-    mutating func advanceIfEveryoneReachedEnd(now: Int64) -> [Action] {
+    mutating func advanceIfEveryoneReachedEnd(now: SessionInstant) -> [Action] {
         guard endReason == nil, !endReports.isEmpty, let deadline = endOfItemDeadline else { return [] }
         guard timeline.isPlaying else { return [] }
         let missing = notYetAtEnd
@@ -181,13 +181,13 @@ extension SessionAuthority {
         var reason = "everyone reached the end of \(title)"
         if !missing.isEmpty {
             reason = "going on without " + missing.map { name(of: $0) }.joined(separator: ", ")
-                + " (not at the end of \(title) \(AuthorityText.duration(configuration.queue.endOfItemGrace.nanoseconds)) after the first)"
+                + " (not at the end of \(title) \(AuthorityText.duration(configuration.queue.endOfItemGrace)) after the first)"
         }
         if let current = queue.currentIndex, current + 1 < queue.entries.count {
-            return transition(to: current + 1, startingAt: 0, play: true, by: nil, now: now, text: reason)
+            return transition(to: current + 1, startingAt: .zero, play: true, by: nil, now: now, text: reason)
         }
         // The end of the queue: the group pauses at the end.
-        let end = clampToItem(timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: now)).nanoseconds)
+        let end = clampToItem(timeline.expectedItemTime(atSessionTime: now))
         return publish(status: .paused, anchorSessionTime: now, anchorItemTime: end, originator: nil)
             + broadcast(notice(.paused, nil, "\(reason); the queue is over, paused at \(AuthorityText.itemTime(end))", now))
     }

@@ -35,7 +35,7 @@ public struct SessionAuthority: Sendable {
         /// The authority does not send that `.invalidated` message separately.
         case close(ParticipantID, InvalidationReason)
         /// Call `timerFired(now:)` at or after this session time (a later `wakeUp` replaces an earlier one).
-        case wakeUp(at: Int64)
+        case wakeUp(at: SessionInstant)
         /// Everyone was told; the host can drop this session.
         case sessionEnded(InvalidationReason)
     }
@@ -66,9 +66,9 @@ public struct SessionAuthority: Sendable {
     /// While waiting: whether participants must report `.prepared` at the anchor (after a seek).
     var waitingRequiresPreparation = false
     /// While waiting: when each participant waited for began to block this wait.
-    var waitingSince: [ParticipantID: Int64] = [:]
+    var waitingSince: [ParticipantID: SessionInstant] = [:]
     /// A resume time proposed by a participant ending its suspension while the group waits.
-    var proposedResumeItemTime: Int64?
+    var proposedResumeItemTime: ItemTime?
     /// Reasons currently held by more participants than their limit.
     var reasonsOverLimit: Set<SuspensionReason> = []
     /// The media every participant's item is compared against (the host's, else the first to load).
@@ -76,7 +76,7 @@ public struct SessionAuthority: Sendable {
     var flaggedAsDifferentMedia: Set<ParticipantID> = []
     var attachments: [String: StoredAttachment] = [:]
     var attachmentOrder: [String] = []
-    var scheduledWakeUp: Int64?
+    var scheduledWakeUp: SessionInstant?
     /// Whether someone has held the host role in this session (the role is given once).
     var hasHadHost = false
     /// The number in the next queue entry's id.
@@ -85,14 +85,14 @@ public struct SessionAuthority: Sendable {
     var itemStartGeneration: UInt64 = 1
     /// Who reported reaching the end of the current item, and when the group stops waiting for the rest.
     var endReports: Set<ParticipantID> = []
-    var endOfItemDeadline: Int64?
+    var endOfItemDeadline: SessionInstant?
 
-    public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: Int64) {
+    public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: SessionInstant) {
         self.sessionID = sessionID
         self.activity = activity
         self.configuration = configuration
         self.timeline = Timeline(generation: 1, itemID: activity?.itemID ?? "", rate: 1,
-                                 anchorSessionTime: SessionInstant(nanoseconds: now),
+                                 anchorSessionTime: now,
                                  anchorItemTime: 0, status: .paused)
         generationPositions[1] = ItemPosition(itemID: timeline.itemID, itemTime: 0)
         if let activity { queue = SessionQueue(entries: [takeQueueEntry(QueueEntry(activity: activity))], currentIndex: 0) }
@@ -131,8 +131,8 @@ public struct SessionAuthority: Sendable {
     /// Ids are "p1", "p2", … in join order. Refused with `.sessionFull` when `maxParticipants` (connected or within
     /// their grace period) are taken, and with the end reason once the session has ended.
     public mutating func join(name rawName: String, reconnectAs: ParticipantID? = nil, reconnectToken: String? = nil,
-                              prerollEstimate: Int64, wantsHost: Bool, newReconnectToken: String,
-                              now: Int64) -> JoinOutcome {
+                              prerollEstimate: TimeSpan, wantsHost: Bool, newReconnectToken: String,
+                              now: SessionInstant) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
         let name = TextBounds.name(rawName)
         var actions: [Action] = []
@@ -187,7 +187,7 @@ public struct SessionAuthority: Sendable {
     }
 
     /// Handles one message from a connected participant. Messages from unknown or disconnected ids are ignored.
-    public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: Int64) -> [Action] {
+    public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard endReason == nil, let member = members[id], member.isConnected else { return [] }
         var actions: [Action]
         switch message {
@@ -235,8 +235,8 @@ public struct SessionAuthority: Sendable {
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
         case .linkReport(let oneWayDelay, let errorBound):
-            members[id]?.oneWayDelay = max(0, oneWayDelay)
-            members[id]?.errorBound = max(0, errorBound)
+            members[id]?.oneWayDelay = max(.zero, oneWayDelay)
+            members[id]?.errorBound = max(.zero, errorBound)
             actions = []
         case .leave:
             actions = remove(id, leaving: true, now: now)
@@ -255,7 +255,7 @@ public struct SessionAuthority: Sendable {
     /// The participant's connection dropped: it keeps its identity for the grace period, but its suspensions are
     /// released and the group stops waiting for it at once.
     /// `what` says what happened, for the others' notice ("lost connection" when nil).
-    public mutating func connectionLost(_ id: ParticipantID, now: Int64, what: String? = nil) -> [Action] {
+    public mutating func connectionLost(_ id: ParticipantID, now: SessionInstant, what: String? = nil) -> [Action] {
         guard endReason == nil, var member = members[id], member.isConnected else { return [] }
         member.isConnected = false
         member.disconnectedAt = now
@@ -272,7 +272,7 @@ public struct SessionAuthority: Sendable {
     }
 
     /// Runs what is due: waiting timeouts and expired reconnect grace periods.
-    public mutating func timerFired(now: Int64) -> [Action] {
+    public mutating func timerFired(now: SessionInstant) -> [Action] {
         guard endReason == nil else { return [] }
         scheduledWakeUp = nil
         var actions: [Action] = []
@@ -291,7 +291,7 @@ public struct SessionAuthority: Sendable {
     }
 
     /// Invalidates everyone (e.g. the server stops).
-    public mutating func shutdown(reason: InvalidationReason, now: Int64) -> [Action] {
+    public mutating func shutdown(reason: InvalidationReason, now: SessionInstant) -> [Action] {
         guard endReason == nil else { return [] }
         return endSession(reason)
     }
@@ -323,7 +323,7 @@ extension SessionAuthority {
 
     func broadcastParticipants() -> [Action] { broadcast(.participants(participants)) }
 
-    func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: Int64) -> ServerMessage {
+    func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: SessionInstant) -> ServerMessage {
         .notice(Notice(kind: kind, participant: participant,
                        text: TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes), sessionTime: now))
     }
@@ -331,7 +331,7 @@ extension SessionAuthority {
     func name(of id: ParticipantID) -> String { members[id]?.participant.name ?? id.rawValue }
 
     /// Removes a participant for good (it left, or its grace period ran out).
-    mutating func remove(_ id: ParticipantID, leaving: Bool, now: Int64) -> [Action] {
+    mutating func remove(_ id: ParticipantID, leaving: Bool, now: SessionInstant) -> [Action] {
         guard let member = members[id] else { return [] }
         if member.isHost && configuration.endsWhenHostLeaves {
             return endSession(InvalidationReason(code: .hostLeft, message: "the host left; the session has ended"))
@@ -375,8 +375,8 @@ extension SessionAuthority {
         return [.wakeUp(at: next)]
     }
 
-    func nextDeadline() -> Int64? {
-        var deadlines: [Int64] = []
+    func nextDeadline() -> SessionInstant? {
+        var deadlines: [SessionInstant] = []
         for (id, since) in waitingSince {
             guard let member = members[id], !member.isExcused else { continue }
             deadlines.append(since + waitingTimeout(for: member))
@@ -388,7 +388,7 @@ extension SessionAuthority {
         return deadlines.min()
     }
 
-    func waitingTimeout(for member: Member) -> Int64 {
+    func waitingTimeout(for member: Member) -> TimeSpan {
         member.hasLoadedItem ? configuration.rebufferWaitingTimeout : configuration.firstLoadWaitingTimeout
     }
 }

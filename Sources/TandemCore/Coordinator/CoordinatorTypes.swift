@@ -4,9 +4,9 @@ public enum EngineCommand: Hashable, Sendable {
     /// Load the item the activity names; the driver resolves `itemID` to a file or URI.
     case load(itemID: String)
     /// Pause and preroll at `itemTime`, ready to start at `rate`.
-    case prepare(itemTime: Int64, rate: Double)
+    case prepare(itemTime: ItemTime, rate: Double)
     /// Render `itemTime` when the engine's clock reads `sessionTime`, then continue at `rate`.
-    case play(from: Int64, atSessionTime: Int64, rate: Double)
+    case play(from: ItemTime, atSessionTime: SessionInstant, rate: Double)
     /// Pause at once.
     case pause
     /// New clock calibration (local → session). Completes at once; needs no outcome report.
@@ -16,9 +16,9 @@ public enum EngineCommand: Hashable, Sendable {
 /// What an engine command came to, as the driver reports it.
 public enum EngineOutcome: Hashable, Sendable {
     case loaded(MediaInfo)
-    case prepared(itemTime: Int64)
+    case prepared(itemTime: ItemTime)
     case playing
-    case paused(itemTime: Int64)
+    case paused(itemTime: ItemTime)
     case failed(PlaybackError)
 }
 

@@ -49,7 +49,7 @@ package struct JoinedEvent: PeerEvent, Equatable {
         package init(_ activity: MediaActivity) {
             self.init(title: activity.metadata.title, subtitle: activity.metadata.subtitle,
                       type: activity.metadata.type.rawValue, fallbackURL: activity.metadata.fallbackURL?.absoluteString,
-                      fileName: activity.fileName, duration: EventUnits.seconds(activity.duration))
+                      fileName: activity.fileName, duration: EventUnits.seconds(activity.duration?.nanoseconds))
         }
     }
 
@@ -140,7 +140,7 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package init(_ state: ParticipantState) {
             self.init(id: state.participant.id.rawValue, name: state.participant.name, host: state.isHost,
                       readiness: Readiness(state.readiness), suspensions: state.suspensions.map(\.rawValue),
-                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay))
+                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds))
         }
     }
 

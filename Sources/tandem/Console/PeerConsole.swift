@@ -259,7 +259,7 @@ final class PeerConsole: Sendable {
         case .reconnecting(let reason):
             emit(ReconnectingEvent(reason: reason))
         case .reconnected(let after):
-            emit(ReconnectedEvent(afterMs: EventUnits.milliseconds(after), participant: peer.id.rawValue))
+            emit(ReconnectedEvent(afterMs: EventUnits.milliseconds(after.nanoseconds), participant: peer.id.rawValue))
         }
     }
 
