@@ -158,7 +158,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         stopTimers()
-        if let ticket = datagramTicket { server.datagrams?.unregister(channel: ticket.id) }
+        unregisterDatagrams()
         if case .closed = state {} else { notifySessionOfLoss() }
         state = .closed
         releaseQueue()
@@ -271,10 +271,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             admission?.release()
             admission = nil
             frameLimit.value = configuration.maxFrameSize
-            datagramTicket = server.datagrams.map { _ in
-                (id: DatagramRelay.newChannelID(),
-                 key: DatagramKey.derive(sessionKey: session.key, serverNonce: nonce, clientNonce: proof.clientNonce))
-            }
+            issueDatagramTicket(session: session, serverNonce: nonce, clientNonce: proof.clientNonce)
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id)
@@ -383,11 +380,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func didJoin(as participant: ParticipantID) {
         guard case .joining(let session, let pending) = state, let connection else { return }
         state = .joined(session, participant)
-        if let ticket = datagramTicket, let datagrams = server.datagrams {
-            datagrams.register(channel: ticket.id, key: ticket.key, session: session, participant: participant,
-                               connection: connection)
-            connection.datagramChannel.store(ticket.id, ordering: .relaxed)
-        }
+        registerDatagrams(session: session, participant: participant, connection: connection)
         for message in pending {
             session.loop.execute { session.receive(message, from: participant, via: connection) }
         }
@@ -402,7 +395,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard let context else { return }
         if case .closed = state { return }
         notifySessionOfLoss(what: code == .slowConsumer ? "could not keep up and was disconnected" : nil)
-        if let ticket = datagramTicket { server.datagrams?.unregister(channel: ticket.id) }
+        unregisterDatagrams()
         state = .closed
         stopTimers()
         let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
