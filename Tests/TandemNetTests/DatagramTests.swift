@@ -74,7 +74,9 @@ import Testing
         // Long heartbeat timeouts: bob does not read his TCP connection for a while on purpose.
         let server = try await Self.server(heartbeatTimeout: 30_000_000_000)
         let (ann, bob) = try await Self.pair(on: server)
+        // One subscription per phase: a stream whose reader gave up waiting ends.
         let inbox = bob.serverMessages()
+        let laterInbox = bob.serverMessages()
         await bob.setTCPReadingPaused(true)
         // 7 MB of reliable messages: more than the socket buffers hold, so the server's TCP queue to bob backs up
         // (and stays under its 8 MiB bound).
@@ -90,7 +92,7 @@ import Testing
         // Nothing reliable got through meanwhile: the TCP path really was stalled.
         #expect(during.allSatisfy { $0.delivery == .unreliable })
         await bob.setTCPReadingPaused(false)
-        let after = await gatherAppMessages(inbox, count: 120, within: 30, opening: bob)
+        let after = await gatherAppMessages(laterInbox, count: 120, within: 30, opening: bob, counting: .reliable)
         #expect(after.filter { $0.delivery == .reliable }.count == 120)
         #expect(bob.closedReason == nil && ann.closedReason == nil)
         await ann.close()
@@ -214,12 +216,13 @@ import Testing
 
         server.setDropsIncomingDatagrams(false)
         #expect(await waitUntil(10) { ann.unreliablePath == .udp && bob.unreliablePath == .udp })
+        let inboxAfter = bob.serverMessages()
         let before = server.datagramStatistics!.received
         for i in 0..<10 {
             try await ann.sendAppMessage(Data("back \(i)".utf8), delivery: .unreliable)
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        let back = await gatherAppMessages(inbox, count: 10, within: 10, opening: bob)
+        let back = await gatherAppMessages(inboxAfter, count: 10, within: 10, opening: bob)
         #expect(Self.unreliableTexts(back).count >= 9)
         #expect(server.datagramStatistics!.received - before >= 9)
         await ann.close()
@@ -276,9 +279,11 @@ import Testing
 }
 
 /// The app messages (opened with `receiver`'s cipher) that arrive on `stream` until `count` have or `timeout`
-/// passes: whatever arrived by then, unlike `collectAppMessages`.
+/// passes: whatever arrived by then, unlike `collectAppMessages`. With `delivery`, only messages of that delivery
+/// count towards `count`. A stream whose reader gave up waiting ends: use another subscription afterwards.
 func gatherAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within timeout: Double,
-                       opening receiver: TandemClientConnection) async -> [IncomingAppMessage] {
+                       opening receiver: TandemClientConnection,
+                       counting delivery: MessageDelivery? = nil) async -> [IncomingAppMessage] {
     let cipher = receiver.payloadCipher
     let gathered = NIOLockedValueBox<[IncomingAppMessage]>([])
     await withTaskGroup(of: Void.self) { group in
@@ -286,7 +291,11 @@ func gatherAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within 
             for await message in stream {
                 guard case .appMessage(var app) = message else { continue }
                 if let cipher, let opened = try? cipher.open(app.payload) { app.payload = opened }
-                if gathered.withLockedValue({ $0.append(app); return $0.count }) >= count { return }
+                let counted = gathered.withLockedValue { all -> Int in
+                    all.append(app)
+                    return all.filter { delivery == nil || $0.delivery == delivery }.count
+                }
+                if counted >= count { return }
             }
         }
         group.addTask { try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9)) }
