@@ -61,7 +61,8 @@ import Testing
         #expect(got.allSatisfy { $0.source == ann.localParticipantID })
         // They went as datagrams both ways: the server took them on UDP and bob read them from UDP.
         #expect(server.datagramStatistics!.received - before >= 18)
-        #expect(bob.datagramStatus.received >= 18)
+        #expect(ann.datagramStatus.messagesSent == 20)
+        #expect(bob.datagramStatus.messagesReceived >= 18)
         #expect(server.datagramStatistics!.rejected == 0)
         await ann.close()
         await bob.close()
@@ -138,14 +139,14 @@ import Testing
 
         // The session goes on: the forged hello did not move ann's endpoint, both still use UDP both ways.
         let annInbox = ann.serverMessages()
-        let annReceived = ann.datagramStatus.received
+        let annReceived = ann.datagramStatus.messagesReceived
         for i in 0..<5 {
             try await bob.sendAppMessage(Data("after \(i)".utf8), delivery: .unreliable)
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         let after = await gatherAppMessages(annInbox, count: 5, within: 10, opening: ann)
         #expect(Self.unreliableTexts(after).count >= 4)
-        #expect(ann.datagramStatus.received - annReceived >= 4)
+        #expect(ann.datagramStatus.messagesReceived - annReceived >= 4)
         #expect(ann.unreliablePath == .udp && bob.unreliablePath == .udp)
         #expect(ann.closedReason == nil && bob.closedReason == nil)
         await raw.close()
@@ -225,6 +226,40 @@ import Testing
         let back = await gatherAppMessages(inboxAfter, count: 10, within: 10, opening: bob)
         #expect(Self.unreliableTexts(back).count >= 9)
         #expect(server.datagramStatistics!.received - before >= 9)
+        await ann.close()
+        await bob.close()
+        await server.shutdown()
+    }
+
+    @Test func aReconnectOpensANewDatagramChannelAndForgetsTheOld() async throws {
+        let server = try await Self.server()
+        let invite = try server.createSession(id: "udp-reconnect")
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: Self.options())
+        var bobOptions = reconnectingOptions(grace: 10)
+        bobOptions.datagramHelloInterval = .milliseconds(200)
+        bobOptions.datagramAckTimeout = .seconds(1)
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: bobOptions)
+        #expect(await waitUntil(10) { ann.unreliablePath == .udp && bob.unreliablePath == .udp })
+        let oldChannel = try #require(bob.shared.datagramLink?.id)
+        let events = bob.connectionEvents()
+
+        await bob.dropChannel()
+        let back = await firstConnectionEvent(in: events, within: 10) { event in
+            if case .reconnected = event { return true } else { return false }
+        }
+        #expect(back != nil)
+        #expect(await waitUntil(10) { bob.unreliablePath == .udp && bob.shared.datagramLink?.id != oldChannel })
+        // One registration per joined connection: the lost one's is gone.
+        #expect(await waitUntil(5) { server.datagrams!.memberCount == 2 })
+        let inbox = bob.serverMessages()
+        let before = bob.datagramStatus.messagesReceived
+        for i in 0..<5 {
+            try await ann.sendAppMessage(Data("again \(i)".utf8), delivery: .unreliable)
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let got = await gatherAppMessages(inbox, count: 5, within: 10, opening: bob)
+        #expect(Self.unreliableTexts(got).count >= 4)
+        #expect(bob.datagramStatus.messagesReceived - before >= 4)
         await ann.close()
         await bob.close()
         await server.shutdown()

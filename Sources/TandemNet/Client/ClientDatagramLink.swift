@@ -26,6 +26,9 @@ public struct DatagramStatus: Sendable, Hashable {
     /// Datagrams sent (hellos included) and accepted.
     public var sent = 0
     public var received = 0
+    /// Of those, the unreliable app messages.
+    public var messagesSent = 0
+    public var messagesReceived = 0
     /// Datagrams dropped: from another address, forged, replayed, malformed.
     public var rejected = 0
     /// Times the path fell back to TCP after UDP had worked.
@@ -108,6 +111,7 @@ final class ClientDatagramLink: @unchecked Sendable {
     /// (the path is down, or the datagram would be larger than `DatagramCodec.maxSentDatagramSize`).
     func sendUnreliable(_ message: ClientMessage) -> Bool {
         guard state.withLock({ $0.status.path == .udp }), let datagram = datagram(for: message) else { return false }
+        state.withLock { $0.status.messagesSent += 1 }
         write(datagram)
         return true
     }
@@ -193,7 +197,10 @@ final class ClientDatagramLink: @unchecked Sendable {
             case .appMessage:
                 guard case .appMessage(let app)? = try? SessionCodec.decodeServerMessage(Frame(kind: .appMessage, body: body)),
                       app.delivery == .unreliable else { throw DatagramRejection.malformed }
-                state.withLock { $0.status.received += 1 }
+                state.withLock {
+                    $0.status.received += 1
+                    $0.status.messagesReceived += 1
+                }
                 deliver(.appMessage(app), receivedAt.nanoseconds)
             case .hello:
                 throw DatagramRejection.malformed
