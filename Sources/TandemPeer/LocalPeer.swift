@@ -11,6 +11,8 @@ package final class LocalPeer: Sendable {
     package let connection: TandemClientConnection
     package let coordinator: PlaybackCoordinator
     package let session: GroupSession<MediaActivity>
+    /// Carries chat lines (`Chat.swift`).
+    package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
     package let clock: any MonotonicClock
 
@@ -28,6 +30,7 @@ package final class LocalPeer: Sendable {
         coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
                                           configuration: configuration, locate: { _ in file })
         session = GroupSession(link: connection)
+        chat = GroupSessionMessenger(session: session)
         session.join()
     }
 
@@ -86,8 +89,9 @@ package final class LocalPeer: Sendable {
 
     // MARK: User requests
 
-    /// Carries out a user's command; returns a message for the user when it cannot.
-    package func perform(_ command: UserCommand) async -> String? {
+    /// Carries out a user's command; returns a message for the user when it cannot. What changed only here
+    /// (volume, tracks, the offset) is said through `feedback`.
+    package func perform(_ command: UserCommand, feedback: @Sendable (String) -> Void = { _ in }) async -> String? {
         let status = await status()
         let position = status.position ?? status.expected ?? 0
         switch command {
@@ -120,7 +124,12 @@ package final class LocalPeer: Sendable {
             await coordinator.setRate(next)
         case .restart:
             await coordinator.seek(to: 0)
-        case .leave, .end, .help:
+        case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
+             .offsetStep, .toggleFullscreen:
+            return adjustOutput(command, feedback: feedback)
+        case .chat(let text):
+            return await sendChat(text)
+        case .leave, .end, .help, .showStatus, .openChatPrompt:
             break  // handled by the console
         }
         return nil
