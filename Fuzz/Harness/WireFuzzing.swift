@@ -73,6 +73,16 @@ package enum WireFuzzing {
         if let client = try? SessionCodec.decodeClientMessage(frame) {
             throughAuthority(client)
         }
+        datagram(frame.body)
+    }
+
+    /// A frame's body as a UDP datagram: the header read, then the box opened in both directions.
+    static func datagram(_ bytes: ByteBuffer) {
+        guard let header = try? DatagramCodec.header(of: bytes) else { return }
+        let datagramKey = DatagramKey.derive(sessionKeyBytes: [UInt8](repeating: 1, count: 32),
+                                             serverNonce: Data(count: 32), clientNonce: Data(count: 16))
+        _ = try? DatagramCodec.open(bytes, header: header, key: datagramKey, direction: .clientToServer)
+        _ = try? DatagramCodec.open(bytes, header: header, key: datagramKey, direction: .serverToClient)
     }
 
     /// A two-person session (a host and a guest) that receives `message` from the guest, then from the host.

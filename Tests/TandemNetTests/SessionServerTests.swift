@@ -118,8 +118,9 @@ struct SessionServerTests {
             }
         }
         let found = try #require(error, "no clock estimate within 5 s of joining over a 300 ms round trip")
-        // Symmetric delays: the estimate is right up to scheduling noise.
-        #expect(abs(found) <= 5_000_000, "estimate off by \(found) ns")
+        // Symmetric delays: the estimate is right up to scheduling noise (a few ms on a loaded machine; a path
+        // mistaken for one-sided would be 150 ms off).
+        #expect(abs(found) <= 25_000_000, "estimate off by \(found) ns")
         await client.close()
         await server.shutdown()
     }
@@ -267,7 +268,13 @@ struct SessionServerTests {
             }
             #expect(message == .invalidated(InvalidationReason(code: .serverShutdown, message: "maintenance")))
         }
-        #expect(a.closedReason?.code == .serverShutdown)
+        // The connection records why it closed as it closes, just after handing the message on.
+        var closed = a.closedReason
+        for _ in 0..<60 where closed == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            closed = a.closedReason
+        }
+        #expect(closed?.code == .serverShutdown)
         await #expect(throws: (any Error).self) { try await a.send(.readiness(.unknown)) }
     }
 

@@ -17,6 +17,8 @@ public final class GroupSessionMessenger: Sendable {
     public enum MessengerError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The encoded message is larger than `limit` bytes.
         case messageTooLarge(size: Int, limit: Int)
+        /// An `.unreliable` message is larger than one datagram carries (`MessageDelivery.maxUnreliableSize`).
+        case unreliableMessageTooLarge(size: Int, limit: Int)
         /// More messages than the per-sender limit allows; try again after `retryAfter`.
         case rateLimited(retryAfter: TimeSpan)
         /// The value could not be encoded.
@@ -28,6 +30,9 @@ public final class GroupSessionMessenger: Sendable {
             switch self {
             case .messageTooLarge(let size, let limit):
                 return "message of \(size) bytes is larger than the \(limit)-byte limit — send it as a journal attachment"
+            case .unreliableMessageTooLarge(let size, let limit):
+                return "unreliable message of \(size) bytes is larger than the \(limit) bytes one datagram carries — "
+                    + "use a .reliable messenger for it"
             case .rateLimited(let after):
                 return String(format: "too many messages — wait %.0f ms and send less often", after.milliseconds)
             case .encodingFailed(let why): return "the message could not be encoded: \(why)"
@@ -115,6 +120,9 @@ public final class GroupSessionMessenger: Sendable {
     private func sendPayload(_ payload: Data, to recipients: Recipients) async throws {
         // The limits apply to the plaintext payload (the messenger's one-byte tag and, for Codable values, their
         // JSON wrapper included); the authority allows sealed payloads `PayloadSealing.allowance` bytes more.
+        if deliveryMode == .unreliable, payload.count > MessageDelivery.maxUnreliableSize {
+            throw MessengerError.unreliableMessageTooLarge(size: payload.count, limit: MessageDelivery.maxUnreliableSize)
+        }
         let sequence: UInt64
         do { sequence = try gate.admit(size: payload.count) } catch {
             switch error {

@@ -65,6 +65,10 @@ public enum MessageDelivery: String, Hashable, Sendable, Codable {
     case reliable
     /// Best effort: may be dropped, never blocks reliable traffic.
     case unreliable
+
+    /// The largest plaintext payload of an unreliable message (bytes): what one UDP datagram carries without
+    /// fragmenting, sealing and headers included. Larger ones are refused before sending; send them reliably.
+    public static let maxUnreliableSize = 1200
 }
 
 /// Who an app message is for.

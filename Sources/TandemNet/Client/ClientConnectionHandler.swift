@@ -46,6 +46,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// The last silence longer than the heartbeat timeout: when it began and when a frame ended it. After this
     /// process was stopped, the frames that waited for it are read first and the loss shows only then.
     private var lastSilence: (from: LocalInstant, until: LocalInstant)?
+    /// This channel's datagram key (from the handshake's nonces) and channel id (from `accepted`), and its UDP side.
+    private var datagramKey: SymmetricKey?
+    private var datagramChannel: UInt64?
+    private var datagramLink: ClientDatagramLink?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
          welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
@@ -123,6 +127,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             let clientNonce = SessionAuth.nonce()
             let proof = SessionAuth.proof(key: key, serverNonce: challenge.nonce, session: invite.session,
                                           clientNonce: clientNonce)
+            datagramKey = DatagramKey.derive(sessionKey: key, serverNonce: challenge.nonce, clientNonce: clientNonce)
             let body = AuthProof(clientNonce: clientNonce, proof: proof,
                                  sessionKey: options.createSession ? key.withUnsafeBytes { Data($0) } : nil,
                                  host: options.asHost ? true : nil,
@@ -134,6 +139,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             guard case .awaitingAccepted = state else { throw FrameError.malformedBody(kind: .accepted, detail: "unexpected") }
             let accepted = try FrameCodec.decode(Accepted.self, from: frame)
             heartbeatTimeout = TimeSpan(nanoseconds: Int64(accepted.heartbeatTimeoutMs) * 1_000_000)
+            datagramChannel = accepted.datagramChannel
             startHeartbeat(context: context,
                            interval: TimeSpan(nanoseconds: Int64(accepted.heartbeatIntervalMs) * 1_000_000))
             state = .awaitingWelcome
@@ -169,6 +175,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 joined = true
                 welcomePromise.succeed(snapshot)
                 startClockSync(context: context)
+                startDatagrams(context: context)
             case .joined:
                 if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
                     tap.handler(app, frame.receivedAt)
@@ -290,7 +297,42 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// Opens this channel's UDP side when the server offers one (and the options allow it).
+    private func startDatagrams(context: ChannelHandlerContext) {
+        let shared = self.shared
+        guard options.datagrams, let id = datagramChannel, let key = datagramKey,
+              let server = context.channel.remoteAddress else {
+            let why = options.datagrams ? "the server offers no UDP" : "datagrams are turned off"
+            shared.datagrams.withLock { $0 = (nil, why) }
+            return
+        }
+        shared.datagrams.withLock { $0 = (nil, "opening a UDP socket") }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        ClientDatagramLink.start(server: server, id: id, key: key, options: options, eventLoop: context.eventLoop) {
+            message, receivedAt in
+            if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
+                tap.handler(app, receivedAt)
+            } else {
+                shared.deliver(message)
+            }
+        }.whenComplete { result in
+            switch result {
+            case .success(let link):
+                guard case .joined = bound.value.state else { return link.close() }
+                bound.value.datagramLink = link
+                shared.datagrams.withLock { $0 = (link, "") }
+            case .failure(let error):
+                shared.datagrams.withLock { $0 = (nil, "cannot open a UDP socket: \(error)") }
+            }
+        }
+    }
+
     private func stopTimers() {
+        if let link = datagramLink {
+            link.close()
+            datagramLink = nil
+            shared.datagrams.withLock { if $0.link === link { $0 = (nil, "the connection is down") } }
+        }
         heartbeat?.cancel()
         pingTimer?.cancel()
         for waiter in writabilityWaiters { waiter.fail(TandemClientError.closed(shared.closedReason ?? InvalidationReason(code: .connectionLost, message: "closed"))) }

@@ -57,6 +57,16 @@ final class ClientShared: Sendable {
     let appTap = Mutex<AppMessageTap?>(nil)
     /// Every clock exchange (`clockSamples()`); a subscriber that does not read keeps the newest 64.
     let samples = FanOut<ClockSample>(buffering: .newest(64))
+    /// The current channel's UDP side, or why there is none.
+    let datagrams = Mutex<(link: ClientDatagramLink?, without: String)>((nil, "not connected yet"))
+
+    /// The datagram link in use, if any.
+    var datagramLink: ClientDatagramLink? { datagrams.withLock { $0.link } }
+
+    /// Where unreliable app messages go, and what became of datagrams.
+    var datagramStatus: DatagramStatus {
+        datagrams.withLock { $0.link?.status ?? DatagramStatus(path: .tcp(reason: $0.without)) }
+    }
 
     func deliver(_ sample: ClockSample) { samples.send(sample) }
 

@@ -48,6 +48,13 @@ public enum TandemClient {
         public var maxMessageSize = 256 * 1024
         /// Messages per second `sendAppMessage` may send; more throw `rateLimited`.
         public var maxMessagesPerSecond = 200
+        /// Send unreliable app messages as UDP datagrams to the server's port when the server offers it (falling
+        /// back to TCP while UDP gets no answer).
+        public var datagrams = true
+        /// How often the UDP side says hello (its keep-alive and probe).
+        public var datagramHelloInterval: TimeSpan = .seconds(1)
+        /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.
+        public var datagramAckTimeout: TimeSpan = .seconds(2.5)
         /// Chunk size for journal uploads.
         public var attachmentChunkSize = 64 * 1024
         /// This peer's local monotonic clock: clock-sync timestamps and the clock mapping's local axis. Benchmarks
@@ -243,7 +250,11 @@ public final class TandemClientConnection: SessionLink {
     /// the network when it died is lost with it.
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
-        if case .appMessage(let app) = message, app.delivery == .unreliable, isReconnecting { return }
+        if case .appMessage(let app) = message, app.delivery == .unreliable {
+            if isReconnecting { return }
+            // As a datagram while the UDP path works: it does not wait behind the TCP stream.
+            if let link = shared.datagramLink, link.sendUnreliable(message) { return }
+        }
         try await shared.waitForChannel(limit: options.maxSendsWaitingForReconnect)
         let channel = self.channel
         // App messages arrive checked against their sender's limits and numbered (`AppMessageGate`): a messenger's,
@@ -305,6 +316,13 @@ public final class TandemClientConnection: SessionLink {
 
     // MARK: Beyond SessionLink
 
+    /// The path unreliable app messages take now: `.udp`, or `.tcp(reason:)` while UDP is not offered or gets no
+    /// answer.
+    public var unreliablePath: UnreliablePath { shared.datagramStatus.path }
+
+    /// The path and what became of this connection's datagrams (sent, received, rejected, fallbacks to TCP).
+    public var datagramStatus: DatagramStatus { shared.datagramStatus }
+
     /// Why the link closed, or nil while it is open.
     public var closedReason: InvalidationReason? { shared.closedReason }
 
@@ -318,6 +336,12 @@ public final class TandemClientConnection: SessionLink {
 
     /// The next per-sender sequence number for app messages.
     public func nextMessageSequence() -> UInt64 { appMessageGate.nextSequence() }
+
+    /// Stops (or resumes) reading the TCP connection, as a peer whose TCP path is stalled: what the server sends
+    /// over TCP waits in the socket buffers meanwhile (fault drills and tests).
+    @_spi(Testing) public func setTCPReadingPaused(_ paused: Bool) async {
+        try? await channel.setOption(.autoRead, value: !paused).get()
+    }
 
     // MARK: On the event loop (load generators)
 
@@ -348,6 +372,9 @@ public final class TandemClientConnection: SessionLink {
     /// `payloadCipher`. Raw bytes, without the messenger's type tag.
     public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
                                delivery: MessageDelivery = .reliable) async throws {
+        if delivery == .unreliable, payload.count > MessageDelivery.maxUnreliableSize {
+            throw TandemClientError.unreliableMessageTooLarge(size: payload.count, limit: MessageDelivery.maxUnreliableSize)
+        }
         let sequence: UInt64
         do { sequence = try appMessageGate.admit(size: payload.count) } catch {
             switch error {

@@ -15,6 +15,8 @@ public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertibl
     /// The server refused for another reason (code and text from its error frame).
     case refused(code: String, message: String)
     case messageTooLarge(size: Int, limit: Int)
+    /// An unreliable message larger than one datagram carries (`MessageDelivery.maxUnreliableSize`).
+    case unreliableMessageTooLarge(size: Int, limit: Int)
     case rateLimited(limit: Int)
     case attachmentTooLarge(size: Int, limit: Int64)
     case closed(InvalidationReason)
@@ -34,6 +36,8 @@ public enum TandemClientError: Error, Hashable, Sendable, CustomStringConvertibl
         case .timedOut: return "the server did not complete the handshake in time"
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
         case .messageTooLarge(let size, let limit): return "message of \(size) bytes exceeds the \(limit)-byte limit; send it as a journal attachment"
+        case .unreliableMessageTooLarge(let size, let limit):
+            return "unreliable message of \(size) bytes exceeds the \(limit)-byte limit of one datagram; send it reliably"
         case .rateLimited(let limit): return "more than \(limit) messages per second; slow down"
         case .attachmentTooLarge(let size, let limit): return "attachment of \(size) bytes exceeds the \(limit)-byte limit"
         case .closed(let r): return "the connection is closed: \(r.message)"

@@ -17,6 +17,8 @@ final class HostedSession: @unchecked Sendable {
     private let clock: any MonotonicClock
     private let logger: Logger
     private let onEnded: @Sendable (String) -> Void
+    /// Where unreliable app messages go as datagrams to members whose UDP endpoint works.
+    private let datagrams: DatagramRelay?
 
     private var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:]
@@ -31,8 +33,9 @@ final class HostedSession: @unchecked Sendable {
     private(set) var hasBeenJoined = false
 
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
-         clock: any MonotonicClock, activity: ActivityEnvelope? = nil, logger: Logger,
-         onEnded: @escaping @Sendable (String) -> Void) {
+         clock: any MonotonicClock, activity: ActivityEnvelope? = nil, datagrams: DatagramRelay? = nil,
+         logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+        self.datagrams = datagrams
         self.id = id
         self.key = key
         self.loop = loop
@@ -155,9 +158,13 @@ final class HostedSession: @unchecked Sendable {
             switch action {
             case .send(let message, let target):
                 guard let connection = connections[target] else { continue }
-                if case .appMessage(let app) = message, app.delivery == .unreliable, !connection.channel.isWritable {
-                    droppedUnreliable += 1
-                    continue
+                if case .appMessage(let app) = message, app.delivery == .unreliable {
+                    // Over UDP when the member's endpoint works; over TCP otherwise, dropped when it is backed up.
+                    if datagrams?.sendUnreliable(message, over: connection) == true { continue }
+                    if !connection.channel.isWritable {
+                        droppedUnreliable += 1
+                        continue
+                    }
                 }
                 if case .journal = message {
                     // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.

@@ -36,6 +36,13 @@ public struct ServerConfiguration: Sendable {
     /// dropped first; if that is not enough the connection is closed with `slowConsumer`. Journal replay
     /// (paced by the socket, its bytes shared with the journal) counts a fixed 64 bytes per message.
     public var maxQueuedBytesPerConnection: Int = 8 << 20
+    /// Whether to bind a UDP socket beside the TCP listener (same address and port) for unreliable app messages.
+    /// Without it, or when it cannot be bound, unreliable messages go over TCP.
+    public var datagrams: Bool = true
+    /// Authenticated datagrams one member may send per second (and in a burst); more are dropped and counted.
+    public var datagramsPerSecond: Int = 1_000
+    /// A member's UDP endpoint is used while its latest hello is at most this old.
+    public var datagramEndpointTimeout: TimeSpan = .seconds(3)
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1
 
@@ -72,5 +79,38 @@ public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertib
         case .tls(let detail): return "TLS setup failed: \(detail)"
         case .notRunning: return "the server has shut down"
         }
+    }
+}
+
+/// What happened to datagrams on a server's UDP socket (`SessionServer.datagramStatistics`).
+public struct DatagramStatistics: Sendable, Hashable {
+    /// Datagrams accepted (authenticated, fresh, within the sender's rate) and sent.
+    public var received: Int
+    public var sent: Int
+    /// Dropped: larger than the largest datagram accepted (2048 bytes).
+    public var oversized: Int
+    /// Dropped: not a Tandem datagram (magic, version, type, length, body).
+    public var malformed: Int
+    /// Dropped: no connection has the channel id.
+    public var unknownChannel: Int
+    /// Dropped: the tag does not verify with the channel's key (forged or altered).
+    public var badAuthentication: Int
+    /// Dropped: a sequence number already seen or older than the replay window.
+    public var replayed: Int
+    /// Dropped: over the member's datagram rate.
+    public var rateLimited: Int
+
+    /// Every datagram dropped, whatever the reason.
+    public var rejected: Int { oversized + malformed + unknownChannel + badAuthentication + replayed + rateLimited }
+
+    init(_ counters: DatagramRelay.Counters) {
+        received = counters.received
+        sent = counters.sent
+        oversized = counters.oversized
+        malformed = counters.malformed
+        unknownChannel = counters.unknownChannel
+        badAuthentication = counters.badAuthentication
+        replayed = counters.replayed
+        rateLimited = counters.rateLimited
     }
 }

@@ -3,12 +3,15 @@ import Foundation
 import Logging
 import NIOCore
 import NIOSSL
+import Synchronization
 import TandemCore
 
 /// A session's handle on one participant's connection; safe to use from the session's loop.
 final class ServerConnection: Sendable {
     let channel: any Channel
     private let handler: NIOLoopBound<ServerConnectionHandler>
+    /// The connection's datagram channel id once it has joined (0: none), for the session's unreliable relay.
+    let datagramChannel = Atomic<UInt64>(0)
 
     init(channel: any Channel, handler: ServerConnectionHandler) {
         self.channel = channel

@@ -54,6 +54,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var queuedBytes = 0
     /// Whether the welcome (the first session frame after the join) has gone out.
     var welcomeSent = false
+    /// This connection's datagram channel id and key, from `accepted` on (nil: the server has no UDP socket).
+    var datagramTicket: (id: UInt64, key: SymmetricKey)?
 
     enum Outbound {
         case frame(Frame)
@@ -156,6 +158,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         stopTimers()
+        unregisterDatagrams()
         if case .closed = state {} else { notifySessionOfLoss() }
         state = .closed
         releaseQueue()
@@ -269,9 +272,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             admission?.release()
             admission = nil
             frameLimit.value = configuration.maxFrameSize
+            issueDatagramTicket(session: session, serverNonce: nonce, clientNonce: proof.clientNonce)
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
-                                    maxFrameSize: configuration.maxFrameSize)
+                                    maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)
 
@@ -377,6 +381,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func didJoin(as participant: ParticipantID) {
         guard case .joining(let session, let pending) = state, let connection else { return }
         state = .joined(session, participant)
+        registerDatagrams(session: session, participant: participant, connection: connection)
         for message in pending {
             session.loop.execute { session.receive(message, from: participant, via: connection) }
         }
@@ -391,6 +396,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard let context else { return }
         if case .closed = state { return }
         notifySessionOfLoss(what: code == .slowConsumer ? "could not keep up and was disconnected" : nil)
+        unregisterDatagrams()
         state = .closed
         stopTimers()
         let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)

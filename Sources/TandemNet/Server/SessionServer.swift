@@ -41,6 +41,8 @@ public final class SessionServer: Sendable {
     private let peakQueuedBytes = Atomic<Int>(0)
     private let droppedUnreliableCount = Atomic<Int>(0)
     private let slowConsumerCount = Atomic<Int>(0)
+    /// The UDP socket beside the listener, when it is bound (`ServerConfiguration.datagrams`).
+    let datagrams: DatagramRelay?
 
     private struct UnauthenticatedCount {
         var total = 0
@@ -113,16 +115,23 @@ public final class SessionServer: Sendable {
             try? await group.shutdownGracefully()
             throw SessionServerError.bindFailed(host: host, port: port, detail: "\(error)")
         }
-        let server = SessionServer(host: host, port: listener.localAddress?.port ?? port, usesTLS: tls != nil,
+        let boundPort = listener.localAddress?.port ?? port
+        let datagrams = configuration.datagrams
+            ? await DatagramRelay.start(host: host, port: boundPort, group: group, configuration: configuration,
+                                        clock: clock, logger: logger)
+            : nil
+        let server = SessionServer(host: host, port: boundPort, usesTLS: tls != nil,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
-                                   listener: listener, clock: clock, logger: logger)
+                                   listener: listener, datagrams: datagrams, clock: clock, logger: logger)
         holder.server.withLock { $0 = server }
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.port)", "tls": "\(tls != nil)"])
         return server
     }
 
     private init(host: String, port: Int, usesTLS: Bool, certificateSHA256: [UInt8]?, configuration: ServerConfiguration,
-                 group: MultiThreadedEventLoopGroup, listener: any Channel, clock: any MonotonicClock, logger: Logger) {
+                 group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
+                 clock: any MonotonicClock, logger: Logger) {
+        self.datagrams = datagrams
         self.host = host
         self.port = port
         self.usesTLS = usesTLS
@@ -178,6 +187,17 @@ public final class SessionServer: Sendable {
     public var slowConsumersDisconnected: Int { slowConsumerCount.load(ordering: .relaxed) }
     public var unreliableMessagesShed: Int { droppedUnreliableCount.load(ordering: .relaxed) }
 
+    /// What happened to datagrams on the UDP socket (nil when the server has none): received, sent, and the ones
+    /// dropped by reason.
+    public var datagramStatistics: DatagramStatistics? {
+        datagrams.map { DatagramStatistics($0.statistics) }
+    }
+
+    /// Drops every datagram arriving on the UDP socket while true, as a blocked UDP path would (fault drills).
+    @_spi(Testing) public func setDropsIncomingDatagrams(_ drops: Bool) {
+        datagrams?.dropsIncoming.store(drops, ordering: .relaxed)
+    }
+
     /// Returns once the server has stopped listening (after `shutdown`); a standalone server's main task waits here.
     public func waitUntilStopped() async {
         try? await listener.closeFuture.get()
@@ -200,6 +220,7 @@ public final class SessionServer: Sendable {
     private func stop(reason: InvalidationReason) async {
         stopped.withLock { $0 = true }
         try? await listener.close()
+        await datagrams?.close()
         let all = sessions.withLock { Array($0.values) }
         for session in all {
             try? await session.loop.submit { session.shutdown(reason: reason) }.get()
@@ -237,7 +258,7 @@ public final class SessionServer: Sendable {
         guard !stopped.withLock({ $0 }) else { throw .notRunning }
         let loop = nextEventLoop()
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
-                                    activity: activity, logger: logger) { [weak self] id in
+                                    activity: activity, datagrams: datagrams, logger: logger) { [weak self] id in
             self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
         let result: Result<Void, SessionServerError> = sessions.withLock { sessions in

@@ -223,6 +223,8 @@ package struct Accepted: Codable, Sendable {
     /// Silence after which either side may consider the other gone (ms).
     var heartbeatTimeoutMs: Int
     var maxFrameSize: Int
+    /// The connection's datagram channel id when the server takes datagrams on its UDP socket (same port).
+    var datagramChannel: UInt64?
 }
 
 /// Body of `error` and `close`.

@@ -27,7 +27,7 @@ extension CLIError {
             self.init(.sessionEnded, "\(error.description) — the session has ended or the invite is stale; ask the host for a new invite")
         case .protocolVersion:
             self.init(.failure, "\(error.description) — use the same Tandem version as the host")
-        case .refused, .messageTooLarge, .rateLimited, .attachmentTooLarge:
+        case .refused, .messageTooLarge, .unreliableMessageTooLarge, .rateLimited, .attachmentTooLarge:
             self.init(.failure, error.description)
         }
     }

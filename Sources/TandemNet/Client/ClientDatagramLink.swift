@@ -1,0 +1,227 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+import TandemCore
+
+/// Which path a connection's unreliable app messages take (`TandemClientConnection.unreliablePath`).
+public enum UnreliablePath: Sendable, Hashable, CustomStringConvertible {
+    /// As UDP datagrams to the server's port: they never wait behind the TCP stream.
+    case udp
+    /// Over the TCP connection, and why (no UDP offered, no answer to the UDP hellos, answers stopped).
+    case tcp(reason: String)
+
+    public var description: String {
+        switch self {
+        case .udp: return "udp"
+        case .tcp(let reason): return "tcp (\(reason))"
+        }
+    }
+}
+
+/// The state of a connection's datagrams (`TandemClientConnection.datagramStatus`).
+public struct DatagramStatus: Sendable, Hashable {
+    public var path: UnreliablePath
+    /// Datagrams sent (hellos included) and accepted.
+    public var sent = 0
+    public var received = 0
+    /// Of those, the unreliable app messages.
+    public var messagesSent = 0
+    public var messagesReceived = 0
+    /// Datagrams dropped: from another address, forged, replayed, malformed.
+    public var rejected = 0
+    /// Times the path fell back to TCP after UDP had worked.
+    public var fallbacks = 0
+}
+
+/// One TCP connection's UDP side: a socket of its own that says hello to the server's UDP port (same port as the
+/// TCP listener) every `helloInterval`, takes the server's answers as proof that the path works, and sends unreliable
+/// app messages as datagrams while it does. Without an answer for `ackTimeout` the path falls back to TCP (the
+/// hellos go on, saying "do not send me datagrams"); the next answer brings it back.
+///
+/// Sendable by hand: `key` (a `SymmetricKey`) is immutable after `init`; everything that changes is in `state`.
+final class ClientDatagramLink: @unchecked Sendable {
+    private struct State {
+        var status: DatagramStatus
+        var sendSequence: UInt64 = 0
+        var replay = ReplayWindow()
+        var lastAck: LocalInstant?
+        var started: LocalInstant
+        var timer: RepeatedTask?
+    }
+
+    private let channel: any Channel
+    private let server: SocketAddress
+    let id: UInt64
+    let key: SymmetricKey
+    private let clock: any MonotonicClock
+    private let ackTimeout: TimeSpan
+    private let state: Mutex<State>
+    /// Where an accepted unreliable app message goes, with its arrival time (ns of the local clock).
+    private let deliver: @Sendable (ServerMessage, LocalInstant) -> Void
+
+    private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
+                 clock: any MonotonicClock, ackTimeout: TimeSpan,
+                 deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void) {
+        self.channel = channel
+        self.server = server
+        self.id = id
+        self.key = key
+        self.clock = clock
+        self.ackTimeout = ackTimeout
+        self.deliver = deliver
+        state = Mutex(State(status: DatagramStatus(path: .tcp(reason: "waiting for the server's answer over UDP")),
+                            started: clock.now))
+    }
+
+    /// Binds a UDP socket on the event loop `eventLoop` and starts saying hello to `server`.
+    static func start(server: SocketAddress, id: UInt64, key: SymmetricKey, options: TandemClient.Options,
+                      eventLoop: any EventLoop,
+                      deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void) -> EventLoopFuture<ClientDatagramLink> {
+        let handler = ClientDatagramHandler()
+        let bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+            }
+        let anyAddress = server.protocol == .inet6 ? "::" : "0.0.0.0"
+        return bootstrap.bind(host: anyAddress, port: 0).map { channel in
+            let link = ClientDatagramLink(channel: channel, server: server, id: id, key: key, clock: options.clock,
+                                          ackTimeout: options.datagramAckTimeout, deliver: deliver)
+            handler.link.withLock { $0 = link }
+            let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
+            let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak link] task in
+                guard let link else { return task.cancel() }
+                link.tick()
+            }
+            link.state.withLock { $0.timer = timer }
+            return link
+        }
+    }
+
+    var status: DatagramStatus { state.withLock { $0.status } }
+
+    func close() {
+        state.withLock { $0.timer }?.cancel()
+        channel.close(promise: nil)
+    }
+
+    /// Sends an unreliable app message as a datagram while the UDP path works; false when it must go over TCP
+    /// (the path is down, or the datagram would be larger than `DatagramCodec.maxSentDatagramSize`).
+    func sendUnreliable(_ message: ClientMessage) -> Bool {
+        guard state.withLock({ $0.status.path == .udp }), let datagram = datagram(for: message) else { return false }
+        state.withLock { $0.status.messagesSent += 1 }
+        write(datagram)
+        return true
+    }
+
+    /// The next datagram carrying `message` (it takes the next sequence number), or nil when it would be larger
+    /// than `DatagramCodec.maxSentDatagramSize`.
+    func datagram(for message: ClientMessage) -> ByteBuffer? {
+        guard let frame = try? SessionCodec.encode(message, allocator: channel.allocator),
+              frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
+                <= DatagramCodec.maxSentDatagramSize else { return nil }
+        return seal(.appMessage, body: frame.body)
+    }
+
+    // MARK: Timer and hellos
+
+    private func tick() {
+        let now = clock.now
+        let wantsDatagrams = state.withLock { state -> Bool in
+            switch state.status.path {
+            case .udp:
+                if let last = state.lastAck, now - last > ackTimeout {
+                    state.status.path = .tcp(reason: "UDP answers stopped for \(Self.text(now - last))")
+                    state.status.fallbacks += 1
+                }
+            case .tcp:
+                if state.lastAck == nil, now - state.started > ackTimeout {
+                    state.status.path = .tcp(reason: "no answer over UDP within \(Self.text(ackTimeout)); is UDP blocked?")
+                }
+            }
+            return state.status.path == .udp
+        }
+        sendHello(wantsDatagrams: wantsDatagrams)
+    }
+
+    private static func text(_ span: TimeSpan) -> String { String(format: "%.1f s", span.seconds) }
+
+    private func sendHello(wantsDatagrams: Bool) {
+        var body = channel.allocator.buffer(capacity: 1)
+        body.writeInteger(wantsDatagrams ? UInt8(1) : 0)
+        send(.hello, body: body)
+    }
+
+    private func send(_ type: DatagramType, body: ByteBuffer) {
+        if let datagram = seal(type, body: body) { write(datagram) }
+    }
+
+    private func seal(_ type: DatagramType, body: ByteBuffer) -> ByteBuffer? {
+        let sequence = state.withLock { state -> UInt64 in
+            state.sendSequence += 1
+            return state.sendSequence
+        }
+        return try? DatagramCodec.seal(type, channel: id, sequence: sequence, body: body, key: key,
+                                       direction: .clientToServer, allocator: channel.allocator)
+    }
+
+    private func write(_ datagram: ByteBuffer) {
+        state.withLock { $0.status.sent += 1 }
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: datagram), promise: nil)
+    }
+
+    // MARK: Receiving
+
+    fileprivate func receive(_ datagram: ByteBuffer, from sender: SocketAddress) {
+        let receivedAt = clock.now
+        do {
+            guard sender == server else { throw DatagramRejection.unknownChannel }
+            let header = try DatagramCodec.header(of: datagram)
+            guard header.channel == id else { throw DatagramRejection.unknownChannel }
+            let body = try DatagramCodec.open(datagram, header: header, key: key, direction: .serverToClient)
+            let fresh = state.withLock { $0.replay.accept(header.sequence) }
+            guard fresh else { throw DatagramRejection.replayed }
+            switch header.type {
+            case .helloAck:
+                let cameBack = state.withLock { state -> Bool in
+                    state.status.received += 1
+                    state.lastAck = receivedAt
+                    guard state.status.path != .udp else { return false }
+                    state.status.path = .udp
+                    return true
+                }
+                // Tell the server at once that datagrams reach this peer.
+                if cameBack { sendHello(wantsDatagrams: true) }
+            case .appMessage:
+                guard case .appMessage(let app)? = try? SessionCodec.decodeServerMessage(Frame(kind: .appMessage, body: body)),
+                      app.delivery == .unreliable else { throw DatagramRejection.malformed }
+                state.withLock {
+                    $0.status.received += 1
+                    $0.status.messagesReceived += 1
+                }
+                deliver(.appMessage(app), receivedAt)
+            case .hello:
+                throw DatagramRejection.malformed
+            }
+        } catch {
+            state.withLock { $0.status.rejected += 1 }
+        }
+    }
+}
+
+/// Hands the client's UDP socket's datagrams to its link.
+private final class ClientDatagramHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let link = Mutex<ClientDatagramLink?>(nil)
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP errors for earlier sends (the server's UDP port unreachable): the missing answers say the same.
+    }
+}

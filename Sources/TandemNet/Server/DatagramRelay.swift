@@ -1,0 +1,239 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import TandemCore
+
+/// The server's UDP side: a socket bound beside the TCP listener (same address and port) that takes members'
+/// unreliable app messages as datagrams and relays unreliable messages to members whose UDP endpoint works.
+///
+/// A connection gets a channel id and a key at `accepted` (`DatagramKey`); once it has joined it is registered here
+/// with its participant. Its UDP endpoint is learned only from an authenticated hello; the server never sends a
+/// datagram anywhere else, and each member has one endpoint at a time. Every datagram is checked (size, format,
+/// channel, tag, replay window, the member's datagram rate) before anything else happens; a rejected one is counted
+/// and dropped, and nothing else changes.
+final class DatagramRelay: Sendable {
+    /// One registered connection. Sendable by hand: `key` (a `SymmetricKey`) is immutable; the rest is Sendable.
+    struct Member: @unchecked Sendable {
+        let key: SymmetricKey
+        let session: HostedSession
+        let participant: ParticipantID
+        let connection: ServerConnection
+        var endpoint: SocketAddress?
+        /// When the latest authenticated hello arrived, and whether it asked for datagrams.
+        var lastHello: LocalInstant?
+        var wantsDatagrams = false
+        var replay = ReplayWindow()
+        var sendSequence: UInt64 = 0
+        var rate: DatagramRateLimit
+    }
+
+    /// Counters of what happened to datagrams (`SessionServer.datagramStatistics`).
+    struct Counters: Sendable, Hashable {
+        var received = 0
+        var sent = 0
+        var oversized = 0
+        var malformed = 0
+        var unknownChannel = 0
+        var badAuthentication = 0
+        var replayed = 0
+        var rateLimited = 0
+    }
+
+    private let members = Mutex<[UInt64: Member]>([:])
+    private let counters = Mutex(Counters())
+    private let channel = Mutex<(any Channel)?>(nil)
+    private let configuration: ServerConfiguration
+    private let clock: any MonotonicClock
+    /// Test hook: drop every incoming datagram before looking at it (a blocked UDP path).
+    let dropsIncoming = Atomic<Bool>(false)
+
+    init(configuration: ServerConfiguration, clock: any MonotonicClock) {
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// Binds the UDP socket on `host:port` (the TCP listener's); nil when it cannot (the server then offers no
+    /// datagrams and unreliable messages go over TCP).
+    static func start(host: String, port: Int, group: any EventLoopGroup, configuration: ServerConfiguration,
+                      clock: any MonotonicClock, logger: Logger) async -> DatagramRelay? {
+        let relay = DatagramRelay(configuration: configuration, clock: clock)
+        let bootstrap = DatagramBootstrap(group: group)
+            // One byte more than the largest datagram accepted, so a longer one shows as oversized, not cut.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DatagramServerHandler(relay: relay))
+                }
+            }
+        do {
+            let channel = try await bootstrap.bind(host: host, port: port).get()
+            relay.channel.withLock { $0 = channel }
+            return relay
+        } catch {
+            logger.warning("no UDP socket beside the listener: unreliable messages go over TCP",
+                           metadata: ["port": "\(port)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    func close() async {
+        try? await channel.withLock { $0 }?.close()
+    }
+
+    var statistics: Counters { counters.withLock { $0 } }
+
+    /// A fresh channel id for a connection that has just authenticated (53 bits, so that JSON readers in any
+    /// language keep it exact).
+    static func newChannelID() -> UInt64 {
+        var generator = SystemRandomNumberGenerator()
+        return UInt64.random(in: 1...(1 << 53 - 1), using: &generator)
+    }
+
+    func register(channel id: UInt64, key: SymmetricKey, session: HostedSession, participant: ParticipantID,
+                  connection: ServerConnection) {
+        let member = Member(key: key, session: session, participant: participant, connection: connection,
+                            rate: DatagramRateLimit(perSecond: configuration.datagramsPerSecond,
+                                                    burst: configuration.datagramsPerSecond, now: clock.now))
+        members.withLock { $0[id] = member }
+    }
+
+    func unregister(channel id: UInt64) {
+        _ = members.withLock { $0.removeValue(forKey: id) }
+    }
+
+    var memberCount: Int { members.withLock { $0.count } }
+
+    private func count(_ rejection: DatagramRejection) {
+        counters.withLock { c in
+            switch rejection {
+            case .oversized: c.oversized += 1
+            case .malformed: c.malformed += 1
+            case .unknownChannel: c.unknownChannel += 1
+            case .badAuthentication: c.badAuthentication += 1
+            case .replayed: c.replayed += 1
+            case .rateLimited: c.rateLimited += 1
+            }
+        }
+    }
+
+    // MARK: Receiving
+
+    /// One datagram from `sender` (on the UDP channel's loop).
+    func receive(_ datagram: ByteBuffer, from sender: SocketAddress, allocator: ByteBufferAllocator) {
+        if dropsIncoming.load(ordering: .relaxed) { return }
+        do {
+            try handle(datagram, from: sender, allocator: allocator)
+            counters.withLock { $0.received += 1 }
+        } catch {
+            count(error)
+        }
+    }
+
+    private func handle(_ datagram: ByteBuffer, from sender: SocketAddress,
+                        allocator: ByteBufferAllocator) throws(DatagramRejection) {
+        let header = try DatagramCodec.header(of: datagram)
+        guard let key = members.withLock({ $0[header.channel]?.key }) else { throw .unknownChannel }
+        let body = try DatagramCodec.open(datagram, header: header, key: key, direction: .clientToServer)
+        // Only an authenticated datagram moves the replay window, the rate and the endpoint.
+        let now = clock.now
+        let member: Member = try members.withLock { members throws(DatagramRejection) -> Member in
+            guard var member = members[header.channel] else { throw .unknownChannel }
+            guard member.replay.accept(header.sequence) else {
+                members[header.channel] = member
+                throw .replayed
+            }
+            guard member.rate.admit(now: now) else {
+                members[header.channel] = member
+                throw .rateLimited
+            }
+            if header.type == .hello {
+                guard let flags = body.getInteger(at: body.readerIndex, as: UInt8.self) else {
+                    members[header.channel] = member
+                    throw .malformed
+                }
+                member.endpoint = sender
+                member.lastHello = now
+                member.wantsDatagrams = flags & 1 != 0
+            }
+            members[header.channel] = member
+            return member
+        }
+        switch header.type {
+        case .hello:
+            var ack = allocator.buffer(capacity: 8)
+            ack.writeInteger(header.sequence)
+            send(.helloAck, body: ack, channel: header.channel, to: sender)
+        case .appMessage:
+            let frame = Frame(kind: .appMessage, body: body)
+            guard case .appMessage(let app)? = try? SessionCodec.decodeClientMessage(frame),
+                  app.delivery == .unreliable else { throw .malformed }
+            let session = member.session
+            let participant = member.participant
+            let connection = member.connection
+            session.loop.execute {
+                session.receive(.appMessage(app), from: participant, via: connection)
+            }
+        case .helloAck:
+            throw .malformed
+        }
+    }
+
+    // MARK: Sending
+
+    /// Sends an unreliable app message to the member on `connection` as a datagram, when its UDP endpoint works
+    /// (a recent hello asking for datagrams); false when it must go over TCP.
+    func sendUnreliable(_ message: ServerMessage, over connection: ServerConnection) -> Bool {
+        let id = connection.datagramChannel.load(ordering: .relaxed)
+        guard id != 0, let channel = channel.withLock({ $0 }) else { return false }
+        let now = clock.now
+        let timeout = configuration.datagramEndpointTimeout
+        let usable = members.withLock { members -> Bool in
+            guard let member = members[id], member.wantsDatagrams, member.endpoint != nil,
+                  let last = member.lastHello, now - last <= timeout else { return false }
+            return true
+        }
+        guard usable, let frame = try? SessionCodec.encode(message, allocator: channel.allocator),
+              frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
+                <= DatagramCodec.maxSentDatagramSize else { return false }
+        return send(.appMessage, body: frame.body, channel: id, to: nil)
+    }
+
+    /// Seals and sends one datagram on `id`'s channel, to `address` (or the member's endpoint).
+    @discardableResult
+    private func send(_ type: DatagramType, body: ByteBuffer, channel id: UInt64, to address: SocketAddress?) -> Bool {
+        guard let channel = channel.withLock({ $0 }) else { return false }
+        let next = members.withLock { members -> (SymmetricKey, UInt64, SocketAddress)? in
+            guard var member = members[id], let target = address ?? member.endpoint else { return nil }
+            member.sendSequence += 1
+            members[id] = member
+            return (member.key, member.sendSequence, target)
+        }
+        guard let (key, sequence, target) = next,
+              let datagram = try? DatagramCodec.seal(type, channel: id, sequence: sequence, body: body, key: key,
+                                                     direction: .serverToClient, allocator: channel.allocator)
+        else { return false }
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: datagram), promise: nil)
+        counters.withLock { $0.sent += 1 }
+        return true
+    }
+}
+
+/// Hands the UDP socket's datagrams to the relay.
+private final class DatagramServerHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let relay: DatagramRelay
+
+    init(relay: DatagramRelay) { self.relay = relay }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        relay.receive(envelope.data, from: envelope.remoteAddress, allocator: context.channel.allocator)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A datagram socket reports ICMP errors for earlier sends here; they concern one peer, not the socket.
+    }
+}

@@ -1,0 +1,189 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import TandemCore
+
+/// The UDP datagrams that carry unreliable app messages beside a TCP connection (docs/PROTOCOL.md, "Datagrams").
+///
+/// ```
+/// magic "TD" | version u8 (1) | type u8 | channel u64 | sequence u64 | AES-256-GCM(body) ‖ tag (16)
+/// ```
+///
+/// The 20 header bytes are the associated data; the nonce is the direction byte (`C` client → server, `S` server →
+/// client), three zero bytes and the sequence. The key is the connection's own (`DatagramKey.derive`).
+package enum DatagramType: UInt8, Sendable {
+    /// Client → server: "this is my UDP endpoint"; body `flags u8` (bit 0: send my unreliable messages here).
+    case hello = 1
+    /// Server → client: answer to a hello; body `sequence u64` of the hello it answers.
+    case helloAck = 2
+    /// Either way: an unreliable app message, body as the binary `appMessage` frame of the same direction.
+    case appMessage = 3
+}
+
+/// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.
+package enum DatagramDirection: UInt8, Sendable {
+    case clientToServer = 0x43  // "C"
+    case serverToClient = 0x53  // "S"
+}
+
+/// Why a received datagram was dropped.
+package enum DatagramRejection: Error, Sendable, Hashable {
+    /// Larger than the largest datagram accepted.
+    case oversized
+    /// Too short, wrong magic or version, unknown type, or a body that does not parse.
+    case malformed
+    /// No connection has this channel id.
+    case unknownChannel
+    /// The tag does not verify with the channel's key (forged or altered).
+    case badAuthentication
+    /// A sequence already seen, or older than the replay window.
+    case replayed
+    /// Over the sender's datagram rate.
+    case rateLimited
+}
+
+package enum DatagramCodec {
+    package static let magic: [UInt8] = [0x54, 0x44]
+    package static let version: UInt8 = 1
+    package static let headerSize = 20
+    package static let tagSize = 16
+    /// The largest datagram either side accepts; anything longer is dropped unread.
+    package static let maxDatagramSize = 2048
+    /// The largest datagram a sender builds: what fits a 1500-byte MTU path (IPv6 and UDP headers included)
+    /// without fragmenting. An unreliable message that would not fit (a long recipient list) goes over TCP.
+    package static let maxSentDatagramSize = 1400
+
+    package struct Header: Sendable, Hashable {
+        package var type: DatagramType
+        package var channel: UInt64
+        package var sequence: UInt64
+    }
+
+    /// Seals `body` into a datagram.
+    package static func seal(_ type: DatagramType, channel: UInt64, sequence: UInt64, body: ByteBuffer,
+                             key: SymmetricKey, direction: DatagramDirection,
+                             allocator: ByteBufferAllocator) throws -> ByteBuffer {
+        var header = allocator.buffer(capacity: headerSize)
+        header.writeBytes(magic)
+        header.writeInteger(version)
+        header.writeInteger(type.rawValue)
+        header.writeInteger(channel)
+        header.writeInteger(sequence)
+        let aad = header.readableBytesView
+        let box = try AES.GCM.seal(body.readableBytesView, using: key,
+                                   nonce: nonce(direction: direction, sequence: sequence), authenticating: aad)
+        var out = allocator.buffer(capacity: headerSize + body.readableBytes + tagSize)
+        out.writeBuffer(&header)
+        out.writeBytes(box.ciphertext)
+        out.writeBytes(box.tag)
+        return out
+    }
+
+    /// Reads the header without authenticating anything (to find the channel's key); checks size, magic and version.
+    package static func header(of datagram: ByteBuffer) throws(DatagramRejection) -> Header {
+        guard datagram.readableBytes <= maxDatagramSize else { throw .oversized }
+        guard datagram.readableBytes >= headerSize + tagSize,
+              let bytes = datagram.getBytes(at: datagram.readerIndex, length: 4),
+              Array(bytes[0..<2]) == magic, bytes[2] == version,
+              let type = DatagramType(rawValue: bytes[3]),
+              let channel = datagram.getInteger(at: datagram.readerIndex + 4, as: UInt64.self),
+              let sequence = datagram.getInteger(at: datagram.readerIndex + 12, as: UInt64.self),
+              sequence > 0 else { throw .malformed }
+        return Header(type: type, channel: channel, sequence: sequence)
+    }
+
+    /// Authenticates and opens a datagram whose header was read with `header(of:)`; returns the body.
+    package static func open(_ datagram: ByteBuffer, header: Header, key: SymmetricKey,
+                             direction: DatagramDirection) throws(DatagramRejection) -> ByteBuffer {
+        let start = datagram.readerIndex
+        let sealedLength = datagram.readableBytes - headerSize
+        guard let aad = datagram.getSlice(at: start, length: headerSize),
+              let sealed = datagram.getSlice(at: start + headerSize, length: sealedLength) else { throw .malformed }
+        let ciphertext = sealed.readableBytesView.prefix(sealedLength - tagSize)
+        let tag = sealed.readableBytesView.suffix(tagSize)
+        do {
+            let box = try AES.GCM.SealedBox(nonce: nonce(direction: direction, sequence: header.sequence),
+                                            ciphertext: ciphertext, tag: tag)
+            let plain = try AES.GCM.open(box, using: key, authenticating: aad.readableBytesView)
+            var out = ByteBufferAllocator().buffer(capacity: plain.count)
+            out.writeBytes(plain)
+            return out
+        } catch {
+            throw .badAuthentication
+        }
+    }
+
+    static func nonce(direction: DatagramDirection, sequence: UInt64) -> AES.GCM.Nonce {
+        var bytes: [UInt8] = [direction.rawValue, 0, 0, 0]
+        withUnsafeBytes(of: sequence.bigEndian) { bytes.append(contentsOf: $0) }
+        // 12 bytes: always a valid nonce.
+        return try! AES.GCM.Nonce(data: bytes)
+    }
+}
+
+/// The key of one connection's datagrams.
+package enum DatagramKey {
+    package static let info = "tandem datagram v1"
+
+    /// `HKDF-SHA256(ikm: the session key (SHA-256 of the secret), salt: serverNonce ‖ clientNonce, info:
+    /// "tandem datagram v1")`, 32 bytes: both ends of a TCP connection that completed the challenge–response hold it
+    /// without sending it, and it differs for every connection (the nonces are fresh).
+    package static func derive(sessionKey: SymmetricKey, serverNonce: Data, clientNonce: Data) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: sessionKey, salt: serverNonce + clientNonce,
+                               info: Data(info.utf8), outputByteCount: 32)
+    }
+
+    package static func derive(sessionKeyBytes: [UInt8], serverNonce: Data, clientNonce: Data) -> SymmetricKey {
+        derive(sessionKey: SymmetricKey(data: sessionKeyBytes), serverNonce: serverNonce, clientNonce: clientNonce)
+    }
+}
+
+/// Accepts each sequence number once: the highest seen and a 64-wide window below it (reordering within the window
+/// is fine; anything older or already seen is a replay).
+package struct ReplayWindow: Sendable {
+    package private(set) var highest: UInt64 = 0
+    private var seen: UInt64 = 0  // bit i: highest - i was seen
+
+    package init() {}
+
+    /// Records `sequence` and returns true when it was not seen before and is within the window.
+    package mutating func accept(_ sequence: UInt64) -> Bool {
+        guard sequence > 0 else { return false }
+        if sequence > highest {
+            let shift = sequence - highest
+            seen = shift >= 64 ? 1 : (seen << shift) | 1
+            highest = sequence
+            return true
+        }
+        let age = highest - sequence
+        guard age < 64 else { return false }
+        let bit: UInt64 = 1 << age
+        guard seen & bit == 0 else { return false }
+        seen |= bit
+        return true
+    }
+}
+
+/// A token bucket in datagrams per second (the server's per-member bound on datagrams).
+package struct DatagramRateLimit: Sendable {
+    private var tokens: Double
+    private var last: LocalInstant
+    let rate: Double
+    let burst: Double
+
+    package init(perSecond rate: Int, burst: Int, now: LocalInstant) {
+        self.rate = Double(max(1, rate))
+        self.burst = Double(max(1, burst))
+        tokens = Double(max(1, burst))
+        last = now
+    }
+
+    package mutating func admit(now: LocalInstant) -> Bool {
+        tokens = min(burst, tokens + (now - last).seconds * rate)
+        last = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
