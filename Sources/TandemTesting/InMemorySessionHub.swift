@@ -27,10 +27,14 @@ public actor InMemorySessionHub {
     public var participants: [ParticipantState] { authority.participants }
 
     /// Joins a new participant and returns its link. Throws the authority's refusal.
-    public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0) throws -> InMemorySessionLink {
+    /// `waiting` enters without taking part (until the link sends `takePart`); `lazyJournal` announces attachments
+    /// and sends their bytes on `fetch` (see `SessionAuthority.join`).
+    public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0, waiting: Bool = false,
+                        lazyJournal: Bool = false) throws -> InMemorySessionLink {
         joins += 1
         switch authority.join(name: name, prerollEstimate: prerollEstimate, wantsHost: isHost,
-                              newReconnectToken: "in-memory-token-\(joins)", now: clock.now.nanoseconds) {
+                              newReconnectToken: "in-memory-token-\(joins)", waiting: waiting,
+                              lazyJournal: lazyJournal, now: clock.now.nanoseconds) {
         case .refused(let reason):
             throw reason
         case .joined(let id, let actions):

@@ -5,7 +5,7 @@ import Synchronization
 import TandemCore
 
 /// The protocol version this build speaks (sent in `hello`; see docs/PROTOCOL.md).
-public let tandemProtocolVersion: UInt16 = 2
+public let tandemProtocolVersion: UInt16 = 3
 
 /// What a frame carries. The numbers are part of the wire protocol.
 public enum FrameKind: UInt8, Sendable, CaseIterable {
