@@ -13,6 +13,8 @@ package enum UserCommand: Equatable {
     case leave
     case end
     case help
+    /// Shows a line in everyone's notices (`notice TEXT` on stdin).
+    case notice(String)
 
     /// The rates `[` and `]` step through.
     package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
@@ -38,6 +40,11 @@ package enum UserCommand: Equatable {
         case "leave", "quit", "exit": return .leave
         case "end": return .end
         case "help", "?": return .help
+        case "notice":
+            let text = line.drop(while: { $0 == " " || $0 == "\t" }).dropFirst(verb.count)
+                .trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { throw UserCommandError("'notice' needs text, e.g. 'notice back in 5 minutes'") }
+            return .notice(text)
         default:
             throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, leave or end")
         }

@@ -42,11 +42,14 @@ extension GroupActivity {
             options.createToken = token
         }
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
+        let session = GroupSession<Self>(link: connection, isLocallyInitiated: true)
         if connection.welcome.activity == nil {
             // Created over the wire: the session starts without an activity; the host sets it.
-            try await connection.send(.setActivity(envelope))
+            do { try await session.setActivity(self, itemID: envelope.itemID) } catch {
+                await connection.close()
+                throw error
+            }
         }
-        let session = GroupSession<Self>(link: connection, isLocallyInitiated: true)
         session.join()
         return Activation(session: session, invite: invite)
     }

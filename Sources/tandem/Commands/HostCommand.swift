@@ -38,6 +38,10 @@ struct HostCommand: AsyncParsableCommand {
                                                                   valueName: "URL"))
     var fallbackURL: String?
 
+    @Option(help: ArgumentHelp("A preview image (PNG, JPEG, GIF or WebP, at most 256 KiB) offered to joiners through the session's journal.",
+                               valueName: "FILE"))
+    var preview: String?
+
     @OptionGroup(title: "Embedded server")
     var listen: ListenOptions
 
@@ -85,6 +89,12 @@ struct HostCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            var previewImage: PreviewImage?
+            if let preview {
+                do { previewImage = try PreviewImage.read(path: preview) } catch {
+                    throw CLIError(.usage, "--preview: \(error.description)")
+                }
+            }
             let probe = try await probeMedia(file)
             let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: subtitle,
                                          type: type.map { ActivityType(rawValue: $0) },
@@ -142,6 +152,11 @@ struct HostCommand: AsyncParsableCommand {
                     throw CLIError(.failure, "could not set the session's activity: \(error)")
                 }
             }
+            if let previewImage {
+                do { try await participant.journal.add(previewImage) } catch {
+                    printError("tandem: warning: could not share the preview image: \(error)")
+                }
+            }
             if let inviteFile {
                 do { try invite.save(toPrivateFile: inviteFile) } catch {
                     await participant.leave()
@@ -151,7 +166,7 @@ struct HostCommand: AsyncParsableCommand {
             }
             let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
             let header = [
-                "Hosting \(activity.summary)",
+                "Hosting \(activity.summary)"] + MediaActivity.metadataLines(activity.metadata) + [
                 "Invite: \(invite)",
                 "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)",
             ]

@@ -25,12 +25,15 @@ final class PeerConsole: Sendable {
 
     let peer: LocalPeer
     let mode: Mode
+    /// Where a joiner saves the host's preview image (nil: not wanted).
+    let previewDirectory: URL?
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
 
-    init(peer: LocalPeer, mode: Mode) {
+    init(peer: LocalPeer, mode: Mode, previewDirectory: URL? = nil) {
         self.peer = peer
         self.mode = mode
+        self.previewDirectory = previewDirectory
         names.withLock { $0[peer.id] = peer.name }
     }
 
@@ -196,7 +199,19 @@ final class PeerConsole: Sendable {
             group.addTask { for await event in connectionEvents { self.show(event) } }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
+            if let directory = self.previewDirectory {
+                group.addTask { await self.receivePreview(into: directory) }
+            }
         }
+    }
+
+    /// Saves the host's preview image when it arrives, and says where.
+    private func receivePreview(into directory: URL) async {
+        let received = await PreviewImage.receive(from: peer.journal, me: peer.id, directory: directory,
+                                                  session: peer.connection.welcome.sessionID) { self.warn($0) }
+        guard let (path, image) = received else { return }
+        say("Preview image: \(path)")
+        emit(PreviewEvent(path: path, format: image.format, bytes: image.bytes.count))
     }
 
     // MARK: Events
