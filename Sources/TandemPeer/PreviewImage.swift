@@ -62,9 +62,12 @@ package struct PreviewImage: Codable, Sendable, Equatable {
     package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let bytes = try c.decode(Data.self, forKey: .bytes)
-        do { try self.init(bytes: bytes) } catch {
-            throw DecodingError.dataCorruptedError(forKey: .bytes, in: c, debugDescription: error.description)
+        guard bytes.count <= Self.maxBytes, let format = Self.format(of: bytes) else {
+            throw DecodingError.dataCorruptedError(forKey: .bytes, in: c,
+                                                   debugDescription: "not an image of at most \(Self.maxBytes) bytes")
         }
+        self.format = format
+        self.bytes = bytes
     }
 
     private enum CodingKeys: String, CodingKey { case format, bytes }

@@ -151,9 +151,10 @@ extension GroupSessionJournal {
                 s.incoming[info.id] = Incoming(info: info)
                 return nil
             case .chunk(let id, _, let bytes):
-                guard let incoming = s.incoming[id], Int64(incoming.data.count + bytes.count) <= incoming.info.size else {
-                    s.incoming[id] = nil  // More than announced: it fails at its commit.
-                    return nil
+                // Only the figures are read: a copy of the buffer would make every append copy it all.
+                guard let have = s.incoming[id]?.data.count, let size = s.incoming[id]?.info.size,
+                      Int64(have + bytes.count) <= size else {
+                    return nil  // Unknown, or more than announced (kept out: the commit's checks fail it).
                 }
                 s.incoming[id]?.data.append(bytes)
                 return nil
@@ -180,7 +181,7 @@ extension GroupSessionJournal {
                 return nil
             }
         }
-        if let (id, why) = failedLoad { failWaiters(id, reason: why) }
+        if let failed = failedLoad { failWaiters(failed.0, reason: failed.1) }
         return list
     }
 

@@ -71,7 +71,7 @@ extension GroupActivity {
             do {
                 connection = try await TandemClient.connect(invite: invite, name: name, options: options)
             } catch {
-                skipped?(invite, error.description)
+                skipped?(invite, "\(error)")
                 return nil
             }
             if let envelope = connection.welcome.activity, envelope.activityIdentifier != activityIdentifier {

@@ -92,7 +92,7 @@ struct HostCommand: AsyncParsableCommand {
             var previewImage: PreviewImage?
             if let preview {
                 do { previewImage = try PreviewImage.read(path: preview) } catch {
-                    throw CLIError(.usage, "--preview: \(error.description)")
+                    throw CLIError(.usage, "--preview: \(error)")
                 }
             }
             let probe = try await probeMedia(file)

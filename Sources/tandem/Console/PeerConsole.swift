@@ -209,7 +209,8 @@ final class PeerConsole: Sendable {
     private func receivePreview(into directory: URL) async {
         let received = await PreviewImage.receive(from: peer.journal, me: peer.id, directory: directory,
                                                   session: peer.connection.welcome.sessionID) { self.warn($0) }
-        guard let (path, image) = received else { return }
+        guard let received else { return }
+        let (path, image) = (received.path, received.image)
         say("Preview image: \(path)")
         emit(PreviewEvent(path: path, format: image.format, bytes: image.bytes.count))
     }
