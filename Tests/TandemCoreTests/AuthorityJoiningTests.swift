@@ -77,7 +77,7 @@ import Testing
         #expect(joined.timelines(to: bob) == [h.authority.timeline])
         #expect(joined.messages(to: bob).contains(.journal(.commit(id: "poster"))))
         #expect(joined.notices(.joined, to: ann).count == 1)
-        #expect(h.authority.participants.allSatisfy(\.hasJoined))
+        #expect(h.authority.participants.allSatisfy { $0.hasJoined })
         #expect(h.send(.takePart, from: bob).isEmpty, "a repeated join means nothing")
         // Now bob's requests count.
         let message = h.send(.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable, sequence: 1,

@@ -30,7 +30,7 @@ import TandemTesting
 
             try await bob.joinNow()
             #expect(bob.state == .joined)
-            #expect(await hub.participants.allSatisfy(\.hasJoined))
+            #expect(await hub.participants.allSatisfy { $0.hasJoined })
             let listed = await collect(1, from: bobJournal.attachments.filter { $0.count == 2 }.asStream())
             let attachments = try #require(listed.first)
             #expect(attachments.allSatisfy { !$0.isLoaded }, "nothing is fetched until asked")

@@ -92,7 +92,7 @@ public final class InviteInbox: AsyncSequence, Sendable {
     private let continuation: AsyncStream<Invite>.Continuation
 
     public init(capacity: Int = 64) {
-        (stream, continuation) = AsyncStream.makeStream(of: Invite.self, bufferingPolicy: .bufferingNewest(max(1, capacity)))
+        (stream, continuation) = AsyncStream.makeStream(of: Invite.self, bufferingPolicy: .bufferingNewest(Swift.max(1, capacity)))
     }
 
     /// Adds an invite.
