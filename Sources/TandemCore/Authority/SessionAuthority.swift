@@ -176,11 +176,10 @@ public struct SessionAuthority: Sendable {
             noticeText = "\(name) joined"
         }
         actions.append(.send(.welcome(snapshot(for: id)), to: id))
+        let joined = members[id]?.hasJoined == true
+        if joined { actions += journalReplay(to: id) }
         actions += broadcastParticipants()
-        if members[id]?.hasJoined == true {
-            actions += journalReplay(to: id)
-            actions += broadcast(notice(.joined, id, noticeText, now))
-        }
+        if joined { actions += broadcast(notice(.joined, id, noticeText, now)) }
         actions += reconcile(now: now)
         actions += scheduleWakeUp()
         return .joined(id, actions)
