@@ -64,6 +64,8 @@ package struct UserCommandError: Error, CustomStringConvertible {
 /// Decodes key presses from a raw terminal byte stream into commands.
 package struct KeyDecoder {
     private var pending: [UInt8] = []
+    /// Bytes after which an unfinished control sequence is given up on (real keys send at most about eight).
+    static let longestSequence = 16
 
     package init() {}
 
@@ -72,20 +74,25 @@ package struct KeyDecoder {
         pending += bytes
         var commands: [UserCommand] = []
         while let first = pending.first {
-            if first == 0x1B {  // ESC [ A/B/C/D
-                guard pending.count >= 3 else {
-                    if pending.count >= 2, pending[1] != UInt8(ascii: "[") { pending.removeFirst(); continue }
-                    break
+            if first == 0x1B {
+                // A lone Esc, or a control sequence: Esc [ parameters final (arrows are Esc [ A…D).
+                guard pending.count >= 2 else { break }
+                guard pending[1] == UInt8(ascii: "[") else { pending.removeFirst(); continue }
+                let window = pending.indices.dropFirst(2).prefix(Self.longestSequence)
+                guard let end = window.first(where: { (0x40...0x7E).contains(pending[$0]) }) else {
+                    // Incomplete: wait for the rest, unless it is longer than any key's sequence.
+                    if pending.count > Self.longestSequence { pending.removeFirst() } else { break }
+                    continue
                 }
-                defer { pending.removeFirst(3) }
-                guard pending[1] == UInt8(ascii: "[") else { continue }
-                switch pending[2] {
-                case UInt8(ascii: "A"): commands.append(.seekBy(60))
-                case UInt8(ascii: "B"): commands.append(.seekBy(-60))
-                case UInt8(ascii: "C"): commands.append(.seekBy(10))
-                case UInt8(ascii: "D"): commands.append(.seekBy(-10))
-                default: break
+                let isPlain = end == 2
+                switch pending[end] {
+                case UInt8(ascii: "A") where isPlain: commands.append(.seekBy(60))
+                case UInt8(ascii: "B") where isPlain: commands.append(.seekBy(-60))
+                case UInt8(ascii: "C") where isPlain: commands.append(.seekBy(10))
+                case UInt8(ascii: "D") where isPlain: commands.append(.seekBy(-10))
+                default: break   // another key (F-keys, Home, modified arrows): ignored whole
                 }
+                pending.removeFirst(end + 1)
                 continue
             }
             pending.removeFirst()

@@ -168,6 +168,13 @@ public struct SimulatedPlayback: Sendable {
             } else {
                 if let shown { append(.frozen(itemTime: shown), at: start) }
                 ready = start + profile.seekDelay
+                if scheduled < ready {
+                    // Like a real engine, it never moves a start: prerolled at `x`, it refuses one it missed.
+                    append(.frozen(itemTime: x), at: ready)
+                    busyUntil = ready
+                    return Completion(at: ready, id: id,
+                                      outcome: .failed(.startMissed(lateBy: TimeSpan(nanoseconds: ready - scheduled))))
+                }
             }
             // From `ready` on, a line shows its first frame until its scheduled instant, then moves.
             append(.line(item: x, session: t, rate: r), at: ready)

@@ -48,6 +48,24 @@ struct BenchSmokeTests {
         #expect(fds.1 == fds.2, "\(bench.stdout)")
     }
 
+    @Test("demo: SIGINT stops the script early, the session ends and the report covers what happened until then")
+    func demoInterrupted() async throws {
+        let demo = try TandemProcess(["demo"])
+        defer { demo.stop() }
+        // Past ann's play (1 s) and bob's slow load (2.5 s): there is something to report.
+        #expect(await demo.wait(for: 60) { $0.stdout.contains("ann presses play") })
+        try await Task.sleep(for: .seconds(4))
+        demo.signal(SIGINT)
+        #expect(await demo.exitCode(within: 30) == 0, "\(demo.stdout)\n\(demo.stderr)")
+        #expect(demo.stdout.contains("interrupted — ann ends the session"), "\(demo.stdout)")
+        #expect(demo.stdout.contains("Interrupted after"), "\(demo.stdout)")
+        #expect(demo.stdout.contains("Command latency"), "\(demo.stdout)")
+        #expect(demo.stdout.contains("play (waits for bob)"), "\(demo.stdout)")
+        // Interrupted before dave's turn: no late joiner, and no step of the script after the signal.
+        #expect(!demo.stdout.contains("dave joins late"), "\(demo.stdout)")
+        #expect(!demo.stdout.contains("Late joiner"), "\(demo.stdout)")
+    }
+
     @Test("bench clock prints the clock-sync figures")
     func clock() async throws {
         let bench = try TandemProcess(["bench", "clock", "--duration", "35", "--runs", "1"])

@@ -55,9 +55,9 @@ struct ErrorExitTests {
 
     @Test("a wrong secret: 5; a session that has ended: 8; a port in use: 9")
     func wrongSecretEndedAndPortInUse() async throws {
-        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0"])
+        let host = try SessionProcessTests.host()
         defer { host.stop() }
-        let invite = try #require(await host.event("invite", within: 30)?["invite"]?.string)
+        let invite = try await SessionProcessTests.invite(of: host)
         let hash = try #require(invite.firstIndex(of: "#"))
         let (code, stderr) = try await Self.run(["join", String(invite[..<hash]) + "#not-the-secret", Self.sample, "--headless"])
         #expect(code == 5)
@@ -83,8 +83,8 @@ struct ErrorExitTests {
         #expect(await server.wait(for: 15) { $0.stdout.contains("--server '") })
         let line = try #require(server.stdout.split(separator: "\n").first { $0.contains("--server '") })
         let address = String(line.split(separator: "'")[1])
-        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--server", address])
-        let invite = try #require(await host.event("invite", within: 30)?["invite"]?.string)
+        let host = try SessionProcessTests.host(["--server", address])
+        let invite = try await SessionProcessTests.invite(of: host)
         host.send("end")
         #expect(await host.exitCode(within: 10) == 0)
         let (code, stderr) = try await Self.run(["join", invite, Self.sample, "--headless"])

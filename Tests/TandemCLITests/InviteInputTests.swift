@@ -61,8 +61,7 @@ struct InviteInputTests {
         // A file that is already there, readable by all: the invite must not stay readable by all.
         #expect(FileManager.default.createFile(atPath: path, contents: Data("old contents, longer than nothing".utf8),
                                                attributes: [.posixPermissions: 0o644]))
-        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0",
-                                      "--name", "ann", "--invite-file", path])
+        let host = try SessionProcessTests.host(["--invite-file", path])
         defer { host.stop() }
         let invite = try await SessionProcessTests.invite(of: host)
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int

@@ -225,12 +225,24 @@ struct GStreamerPlayerTests {
         await player.close()
     }
 
-    @Test("a start already in the past joins the running timeline")
+    @Test("a start already in the past is refused, and one planned further along the same line joins it")
     func lateStartJoins() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
         let t = player.sessionTimeNow() - Nanos.seconds(2)
-        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3)), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
+        // The player never moves a start itself…
+        await #expect {
+            try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3)),
+                                  atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
+        } throws: { error in
+            guard case .startMissed(let late) = error as? PlaybackError else { return false }
+            return late > .seconds(1.9)
+        }
+        #expect(player.currentItemTime() == ItemTime(nanoseconds: Nanos.seconds(3)), "stays prerolled where it was asked")
+        // …the caller (the coordinator) plans one on the same line, a preroll and a margin ahead.
+        let start = player.sessionTimeNow() + player.prerollEstimate.nanoseconds + Nanos.milliseconds(100)
+        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3) + start - t),
+                              atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 600)
         _ = try await player.pause()
         let video = player.renderProbe.drain().filter { $0.kind == .video }

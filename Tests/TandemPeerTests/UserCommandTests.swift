@@ -43,6 +43,22 @@ struct UserCommandTests {
         #expect(decoder.feed([0x1B, 0x5B, 0x5A]) == [])
     }
 
+    @Test("keys: Esc followed by another key keeps that key; longer sequences are skipped whole, even split")
+    func escapeSequences() {
+        var decoder = KeyDecoder()
+        // Esc then space and `]` in one read: only the Esc is dropped.
+        #expect(decoder.feed([0x1B, UInt8(ascii: " "), UInt8(ascii: "]")]) == [.togglePlayPause, .rateStep(up: true)])
+        // Ctrl-Right (Esc [ 1 ; 5 C) and F5 (Esc [ 1 5 ~) are not plain arrows and leave nothing behind.
+        #expect(decoder.feed(Array("\u{1B}[1;5C\u{1B}[15~h".utf8)) == [.help])
+        // An arrow split across reads.
+        #expect(decoder.feed([0x1B]) == [])
+        #expect(decoder.feed([0x5B]) == [])
+        #expect(decoder.feed([0x44, UInt8(ascii: " ")]) == [.seekBy(-10), .togglePlayPause])
+        // An unfinished sequence is given up on once it is longer than any key's, keeping what follows.
+        #expect(decoder.feed([0x1B, 0x5B] + Array(repeating: UInt8(ascii: "1"), count: 20) + [UInt8(ascii: "h")])
+                    .last == .help)
+    }
+
     @Test("the rate steps run from 0.5× to 2× in order")
     func rateSteps() {
         #expect(UserCommand.rateSteps.first == 0.5)

@@ -23,10 +23,12 @@ package struct DemoRun {
     }
 
     /// Runs the script. `print` writes a line; on a terminal, `notice` writes one above the status line that
-    /// `status` redraws; `finished` is called when the session is over, before the report.
+    /// `status` redraws; `finished` is called when the session is over, before the report. When `interrupted`
+    /// returns before the script is over (a signal, through the command's `ServiceGroup`), the script stops where
+    /// it is, ann ends the session, and the report covers what was measured until then.
     package func run(print printLine: @escaping @Sendable (String) -> Void,
                      notice: (@Sendable (String) -> Void)?, status: (@Sendable (String) -> Void)?,
-                     finished: () -> Void) async throws {
+                     finished: () -> Void, interrupted: (@Sendable () async -> Void)? = nil) async throws {
         let clock = SystemMonotonicClock()
         let started = clock.now.nanoseconds
         @Sendable func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now.nanoseconds - started)) }
@@ -41,56 +43,79 @@ package struct DemoRun {
         let ann = try await ensemble.add(.init(name: "ann", player: sinks))
         let bob = try await ensemble.add(.init(name: "bob", loadDelay: .seconds(2.5), player: sinks))
         let carol = try await ensemble.add(.init(name: "carol", player: sinks))
-        let marks = Mutex<[Mark]>([])
-        func mark(_ label: String, _ member: Ensemble.Member, _ effect: GroundTruth.Effect?) {
+        let marks = Locked<[Mark]>([])
+        let lateJoiner = Locked<Ensemble.Member?>(nil)
+        @Sendable func mark(_ label: String, _ member: Ensemble.Member, _ effect: GroundTruth.Effect?) {
             marks.withLock { $0.append(Mark(time: clock.now.nanoseconds, label: label, peer: member.index, effect: effect)) }
         }
-
-        // Everything the group is told, as ann's player sees it.
-        let noticeTask = Task {
-            for await notice in ann.peer.session.notices { say(notice.text) }
-        }
-        let collector = Task {
-            while !Task.isCancelled {
-                ensemble.collect()
-                status?(Self.statusLine(ensemble, since: started))
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
-        defer {
-            noticeTask.cancel()
-            collector.cancel()
-        }
-        func at(_ seconds: Double) async {
+        /// Waits until `seconds` into the run; throws when the run is interrupted.
+        @Sendable func at(_ seconds: Double) async throws {
             let wait = started + Nanos.seconds(seconds) - clock.now.nanoseconds
-            if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
+            if wait > 0 { try await Task.sleep(for: .nanoseconds(wait)) }
+            try Task.checkCancellation()
         }
 
-        say("ann hosts; bob's copy is slow to load (2.5 s), carol's is quick")
-        await at(1)
-        say("ann presses play — nobody starts until bob has loaded")
-        mark("play (waits for bob)", ann, .starts(near: 0))
-        await ann.peer.play()
-        await at(8)
-        mark("bob pauses", bob, .stops)
-        await bob.peer.pause()
-        await at(10)
-        mark("ann plays", ann, .starts(near: nil))
-        await ann.peer.play()
-        await at(13)
-        mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
-        await carol.peer.seek(to: Nanos.seconds(25))
-        await at(16)
-        say("dave joins late; the group plays on")
-        let dave = try await ensemble.add(.init(name: "dave", player: sinks))
-        await at(21)
-        say("carol's player stalls for 2 s (as a starved network stream would)")
-        mark("carol stalls", carol, .stops)
-        let stall = Task { await carol.drill.stall(for: .seconds(2)) }
-        await stall.value
-        mark("carol recovers", carol, .starts(near: nil))
-        await at(28)
-        say("ann ends the session for everyone")
+        let completed = await withTaskGroup(of: Bool.self) { group in
+            // Everything the group is told, as ann's player sees it, and the status line.
+            group.addTask {
+                for await notice in ann.peer.session.notices { say(notice.text) }
+                return false
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    ensemble.collect()
+                    status?(Self.statusLine(ensemble, since: started))
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+                return false
+            }
+            if let interrupted {
+                group.addTask {
+                    await interrupted()
+                    return false
+                }
+            }
+            group.addTask {
+                do {
+                    say("ann hosts; bob's copy is slow to load (2.5 s), carol's is quick")
+                    try await at(1)
+                    say("ann presses play — nobody starts until bob has loaded")
+                    mark("play (waits for bob)", ann, .starts(near: 0))
+                    await ann.peer.play()
+                    try await at(8)
+                    mark("bob pauses", bob, .stops)
+                    await bob.peer.pause()
+                    try await at(10)
+                    mark("ann plays", ann, .starts(near: nil))
+                    await ann.peer.play()
+                    try await at(13)
+                    mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
+                    await carol.peer.seek(to: Nanos.seconds(25))
+                    try await at(16)
+                    say("dave joins late; the group plays on")
+                    let dave = try await ensemble.add(.init(name: "dave", player: sinks))
+                    lateJoiner.withLock { $0 = dave }
+                    try await at(21)
+                    say("carol's player stalls for 2 s (as a starved network stream would)")
+                    mark("carol stalls", carol, .stops)
+                    await carol.drill.stall(for: .seconds(2))
+                    mark("carol recovers", carol, .starts(near: nil))
+                    try await at(28)
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            // The script ends the run, or an interruption does; the rest stop with it.
+            var completed = false
+            while let done = await group.next() {
+                completed = done
+                break
+            }
+            group.cancelAll()
+            return completed
+        }
+        say(completed ? "ann ends the session for everyone" : "interrupted — ann ends the session for everyone")
         await ensemble.finish()
         finished()
         printLine("")
@@ -101,7 +126,12 @@ package struct DemoRun {
             }
             try? text.write(toFile: dump, atomically: true, encoding: .utf8)
         }
-        printLine(Self.report(ensemble: ensemble, marks: marks.withLock { $0 }, lateJoiner: dave, started: started))
+        if !completed {
+            printLine(String(format: "Interrupted after %.1f s: the report covers what happened until then.",
+                             Nanos.toSeconds(clock.now.nanoseconds - started)))
+        }
+        printLine(Self.report(ensemble: ensemble, marks: marks.withLock { $0 }, lateJoiner: lateJoiner.withLock { $0 },
+                              started: started))
     }
 
     package static func statusLine(_ ensemble: Ensemble, since started: Int64) -> String {
@@ -118,7 +148,8 @@ package struct DemoRun {
         return parts.joined(separator: " │ ")
     }
 
-    package static func report(ensemble: Ensemble, marks: [Mark], lateJoiner: Ensemble.Member, started: Int64) -> String {
+    package static func report(ensemble: Ensemble, marks: [Mark], lateJoiner: Ensemble.Member?,
+                               started: Int64) -> String {
         let members = ensemble.all
         let frameInterval = Nanos.milliseconds(1000.0 / 30)
         var lines: [String] = []
@@ -141,7 +172,7 @@ package struct DemoRun {
         lines.append("")
 
         // Skew: the spread of render times of the same frame across peers, away from the moments things change.
-        let changes = marks.map(\.time) + [lateJoiner.joinStarted]
+        let changes = marks.map(\.time) + (lateJoiner.map { [$0.joinStarted] } ?? [])
         let showings = ensemble.withTruth { $0.showings() }
         let steady = showings.filter { showing in
             !changes.contains { showing.median >= $0 && showing.median < $0 + Nanos.seconds(1.5) }
@@ -156,7 +187,18 @@ package struct DemoRun {
             lines.append("  first frame after each start: " + firstShowings.map { "\($0.0): \(ms(Double($0.1)))" }.joined(separator: " · "))
         }
 
-        // The late joiner: from starting to join to rendering within 1 ms of the group, frame after frame.
+        lines.append("")
+        if let lateJoiner { lines.append(Self.lateJoinerLine(lateJoiner, showings: showings)) }
+        lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
+            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")
+        }.joined(separator: " · "))
+        lines.append("")
+        lines.append("Reproduce: tandem demo. Precise figures under simulated networks and clock errors: tandem bench sync.")
+        return lines.joined(separator: "\n")
+    }
+    /// The late joiner: from starting to join to rendering within 1 ms of the group, frame after frame.
+    static func lateJoinerLine(_ lateJoiner: Ensemble.Member, showings: [GroundTruth.Showing]) -> String {
+        let frameInterval = Nanos.milliseconds(1000.0 / 30)
         let joinerFrames = showings.filter { $0.times[lateJoiner.index] != nil && $0.times.count >= 2 }
         var inSync: Int64?
         var run = 0
@@ -170,15 +212,8 @@ package struct DemoRun {
                 run = 0
             }
         }
-        lines.append("")
-        lines.append("Late joiner (\(lateJoiner.name)): " + (inSync.map {
+        return "Late joiner (\(lateJoiner.name)): " + (inSync.map {
             "within 1 ms of the group \(String(format: "%.2f s", Nanos.toSeconds($0 - lateJoiner.joinStarted))) after it started to join"
-        } ?? "not in sync within 1 ms during the run"))
-        lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
-            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")
-        }.joined(separator: " · "))
-        lines.append("")
-        lines.append("Reproduce: tandem demo. Precise figures under simulated networks and clock errors: tandem bench sync.")
-        return lines.joined(separator: "\n")
+        } ?? "not in sync within 1 ms during the run")
     }
 }

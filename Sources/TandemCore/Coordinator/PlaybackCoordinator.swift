@@ -161,6 +161,8 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now.nanoseconds)) }
     private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now.nanoseconds)) }
     private func completed(_ id: UInt64, _ outcome: EngineOutcome) {
+        // The engine measures its prerolls as it goes; plan late joins with its latest estimate.
+        machine.configuration.prerollEstimate = engine.prerollEstimate.nanoseconds
         apply(machine.engineCompleted(id, outcome, now: clock.now.nanoseconds))
     }
 

@@ -25,7 +25,7 @@ extension PlaybackCoordinatorStateMachine {
             }
             if recovery?.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
         case .playing:
-            if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now }
+            if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now; missedStarts = 0 }
         case .paused:
             break
         case .failed(let error):
@@ -35,6 +35,17 @@ extension PlaybackCoordinatorStateMachine {
                 loadingItemID = nil
                 actions.append(.send(.readiness(.failed(error.description))))
                 if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
+            } else if case .startMissed = error, id == pendingPlayID {
+                // The engine was ready only after the start it was given: plan one further along the same line,
+                // allowing more time with each miss. Only a peer that keeps missing is worth telling the user about.
+                pendingPlayID = nil
+                target = .idle
+                confirmedPrepared = nil
+                missedStarts += 1
+                if missedStarts < Self.missedStartsBeforeReporting {
+                    reconcile(now: now, into: &actions)
+                    return actions
+                }
             } else {
                 // A failed prepare or play: forget what the engine was told so the next reconcile retries.
                 target = .idle
@@ -43,6 +54,7 @@ extension PlaybackCoordinatorStateMachine {
                 if recovery?.command == id { finishRecovery(prepared: false, into: &actions) }
             }
             actions.append(.event(.engineFailed(error)))
+            if case .startMissed = error { reconcile(now: now, into: &actions) }
             return actions
         }
         reconcile(now: now, into: &actions)
@@ -68,6 +80,9 @@ extension PlaybackCoordinatorStateMachine {
         reconcile(now: now, into: &actions)
         return actions
     }
+
+    /// Missed starts in a row after which each further one is reported as `engineFailed` (the peer keeps trying).
+    static var missedStartsBeforeReporting: Int { 4 }
 
     mutating func takeCommandID() -> UInt64 {
         let id = nextCommandID

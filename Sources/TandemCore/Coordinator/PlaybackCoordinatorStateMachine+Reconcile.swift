@@ -61,7 +61,8 @@ extension PlaybackCoordinatorStateMachine {
             let line = tl.projection
             if case .playing(let current) = target, current == line { return }
             let sNow = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
-            let needed = configuration.prerollEstimate + configuration.joinMargin
+            // After missed starts the engine is slower than its estimate: allow one more preroll per miss.
+            let needed = configuration.prerollEstimate * Int64(min(missedStarts, 7) + 1) + configuration.joinMargin
             if case .playing = target, line.session > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping.
                 issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)

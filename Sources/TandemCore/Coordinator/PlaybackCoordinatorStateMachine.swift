@@ -12,6 +12,8 @@ import Foundation
 /// generation is applied at its scheduled session time (prepare at the anchor, then
 /// `play(from: anchorItem, atSessionTime: anchorSession)`), or, when that time is already too close or past
 /// (a late joiner, a resync), the peer prerolls at the projected position and joins the running timeline alone.
+/// This is the only place a start moves: an engine that cannot make the start it was given refuses it
+/// (`PlaybackError.startMissed`), and the state machine plans a later one, allowing more time after each miss.
 /// A paused or waiting generation makes the peer preroll at the anchor and report `.prepared(generation)`.
 public struct PlaybackCoordinatorStateMachine: Sendable {
     /// Tunables.
@@ -86,6 +88,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var reportedPreparedGeneration: UInt64?
     var pendingPlayID: UInt64?
     var playConfirmedAt: Int64?
+    /// Starts in a row the engine was ready too late for (`PlaybackError.startMissed`); each one makes the next
+    /// late join allow more time.
+    var missedStarts = 0
     var stall: StallState = .flowing
     /// The item the engine could not load; not retried until the activity names another one.
     var failedItemID: String?

@@ -34,6 +34,9 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
     case unreachable(uri: String, detail: String)
     case seekOutOfRange(itemTime: Int64, duration: Int64?)
     case invalidRate(Double)
+    /// `play` could not be ready before its session time: it was ready `lateBy` after it. The engine stays
+    /// prerolled and does not play; the caller plans a later start (the coordinator joins the line further on).
+    case startMissed(lateBy: TimeSpan)
     case notLoaded
     case notSeekable
     case engineFailure(String)
@@ -53,6 +56,9 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
             let durText = dur.map { String(format: "%.3f s", Double($0) / 1e9) } ?? "unknown"
             return String(format: "cannot seek to %.3f s: outside the item (duration %@)", Double(t) / 1e9, durText)
         case .invalidRate(let r): return "invalid playback rate \(r) — use a finite rate greater than 0 (e.g. 0.5 to 2)"
+        case .startMissed(let late):
+            return String(format: "could not get ready in time for the scheduled start (%.0f ms late) — "
+                          + "the start is planned again further on", late.milliseconds)
         case .notLoaded: return "nothing is loaded — open a media file first"
         case .notSeekable: return "this item cannot be seeked"
         case .engineFailure(let d): return "playback failed: \(d)"
@@ -99,7 +105,9 @@ public protocol PlaybackEngine: AnyObject, Sendable {
 
     /// Renders `itemTime` when the engine's clock reads `sessionTime`, then continues at `rate`.
     /// If not prepared at `itemTime`, the engine prepares first (so call `prepare` ahead of time for precision).
-    /// If `sessionTime` is already past, playback joins the timeline at `itemTime + rate × (now − sessionTime)`.
+    /// An engine never moves a start: if, once prerolled, `sessionTime` is already past (or too close to make),
+    /// it throws `PlaybackError.startMissed` and stays prerolled without playing. Where a late peer joins the
+    /// running timeline instead is the coordinator's decision.
     func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws
 
     /// Pauses at once and returns the item time it paused at.

@@ -36,7 +36,7 @@ extension GStreamerPlayer {
         try ensureOpen()
         let info = try validate(itemTime: itemTime, rate: rate)
         let pipeline = handles.pipeline
-        let start = try prerollForStart(from: itemTime, atSessionTime: sessionTime, rate: rate)
+        let start = try prerolledForStart(from: itemTime, atSessionTime: sessionTime, rate: rate)
         let latency = pipeline.queryLatency()
         gst_pipeline_set_latency(pipeline.asPipeline, latency)
         // After the flushing seek the running time of `start.itemTime` is 0; at rate r it advances as
@@ -72,6 +72,23 @@ extension GStreamerPlayer {
         state.withLock { $0.transport = .paused(info, .held(at: held)) }
         return held
     }
+
+    /// Prerolls at `itemTime` unless already there, then checks that the start is still ahead. The player never
+    /// moves a start: one it cannot make is refused with `startMissed`, and the coordinator (the one place that
+    /// decides where a late peer joins) plans a later one on the same line.
+    func prerolledForStart(from itemTime: Int64, atSessionTime sessionTime: Int64,
+                           rate: Double) throws(PlaybackError) -> (itemTime: Int64, sessionTime: Int64) {
+        if state.withLock({ $0.transport.prepared }) != Prepared(itemTime: itemTime, rate: rate) {
+            try prepareOnQueue(at: itemTime, rate: rate)
+        }
+        let late = sessionTimeNow() + startMargin.nanoseconds - sessionTime
+        guard late <= 0 else { throw .startMissed(lateBy: TimeSpan(nanoseconds: late)) }
+        return (itemTime, sessionTime)
+    }
+
+    /// How far ahead of the clock a start must still be once prerolled: setting the base time and going to
+    /// PLAYING takes a moment.
+    var startMargin: TimeSpan { .milliseconds(5) }
 
     /// The loaded item's info, once `itemTime` and `rate` are known to fit it.
     func validate(itemTime: Int64, rate: Double) throws(PlaybackError) -> MediaInfo {

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
 import Tandem
 import TandemPeer
 import TandemBench
@@ -34,13 +37,37 @@ struct DemoCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: verbose)
         try await reportingErrors {
             let path = try file ?? Samples.path("countdown.webm")
-            let demo = DemoRun(file: path, show: show)
+            let service = DemoService(demo: DemoRun(file: path, show: show))
+            // SIGINT and SIGTERM end the script early: the session ends and the report covers what was measured.
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "tandem.demo")))
+            try? await group.run()
+            if let error = service.failure.withLock({ $0 }) { throw error }
+        }
+    }
+}
+
+/// The demo's script as a `Service`: a graceful shutdown (a signal) interrupts it, and it still reports.
+final class DemoService: Service {
+    let demo: DemoRun
+    /// What stopped the run, if it failed (read after the group has finished).
+    let failure = Mutex<(any Error)?>(nil)
+
+    init(demo: DemoRun) { self.demo = demo }
+
+    func run() async {
+        do {
             if Terminal.stdoutIsTerminal {
                 try await demo.run(print: printLine, notice: { Terminal.shared.notice($0) },
-                                   status: { Terminal.shared.status($0) }, finished: { Terminal.shared.restore() })
+                                   status: { Terminal.shared.status($0) }, finished: { Terminal.shared.restore() },
+                                   interrupted: { try? await gracefulShutdown() })
             } else {
-                try await demo.run(print: printLine, notice: nil, status: nil, finished: {})
+                try await demo.run(print: printLine, notice: nil, status: nil, finished: {},
+                                   interrupted: { try? await gracefulShutdown() })
             }
+        } catch {
+            failure.withLock { $0 = error }
         }
     }
 }
