@@ -131,6 +131,15 @@ import Testing
         guard case .journal(.failed(id: "nothing", _))? = missing.messages(to: bob).first else {
             Issue.record("a fetch of nothing: \(missing)"); return
         }
+        // Fetches count against the sender's message rate: past the burst they fail, to the asker alone.
+        var fetchedAgain = 0
+        for _ in 0..<(h.authority.configuration.appMessageBurst + 5) {
+            let actions = h.send(.journal(.fetch(id: "poster")), from: bob)
+            if actions.messages(to: bob).contains(.journal(.commit(id: "poster"))) { fetchedAgain += 1 }
+            #expect(actions.messages(to: ann).isEmpty)
+        }
+        #expect(fetchedAgain < h.authority.configuration.appMessageBurst + 5)
+        #expect(fetchedAgain >= h.authority.configuration.appMessageBurst - 2)
         // A lazy late joiner sees announcements only.
         let (carol, _) = Self.enter(&h, "carol", lazy: true)
         #expect(h.send(.takePart, from: carol).messages(to: carol).filter {
