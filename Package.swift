@@ -23,7 +23,7 @@ let package = Package(
         // GStreamer found through pkg-config.
         .systemLibrary(
             name: "CTandemGStreamer",
-            pkgConfig: "gstreamer-1.0 gstreamer-base-1.0 gstreamer-pbutils-1.0 gstreamer-audio-1.0",
+            pkgConfig: "gstreamer-1.0 gstreamer-base-1.0 gstreamer-pbutils-1.0 gstreamer-audio-1.0 gstreamer-video-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
         // C helpers for what Swift cannot import (macros, varargs, signals, streaming-thread code).

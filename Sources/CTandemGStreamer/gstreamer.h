@@ -4,4 +4,5 @@
 #include <gst/base/gstbasesink.h>
 #include <gst/pbutils/pbutils.h>
 #include <gst/audio/audio.h>
+#include <gst/video/navigation.h>
 #endif

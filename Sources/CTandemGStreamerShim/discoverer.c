@@ -27,8 +27,10 @@ static void fill_stream(GstDiscovererStreamInfo *info, tdm_gst_stream_info *out)
         out->channels = (int)gst_discoverer_audio_info_get_channels(audio);
         out->sample_rate = (int)gst_discoverer_audio_info_get_sample_rate(audio);
         out->bitrate = gst_discoverer_audio_info_get_bitrate(audio);
+        out->language = g_strdup(gst_discoverer_audio_info_get_language(audio));
     } else if (GST_IS_DISCOVERER_SUBTITLE_INFO(info)) {
         out->kind = 2;
+        out->language = g_strdup(gst_discoverer_subtitle_info_get_language(GST_DISCOVERER_SUBTITLE_INFO(info)));
     } else if (GST_IS_DISCOVERER_CONTAINER_INFO(info)) {
         out->kind = 3;
     } else {
@@ -100,6 +102,7 @@ void tdm_gst_discover_result_free(tdm_gst_discover_result *result) {
     if (!result) return;
     for (int i = 0; i < result->stream_count; i++) {
         g_free(result->streams[i].codec);
+        g_free(result->streams[i].language);
         g_free(result->streams[i].caps);
     }
     g_free(result->streams);

@@ -22,9 +22,17 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         public var sampleRate: Int?
         /// Bits per second, when the container says.
         public var bitrate: Int?
+        /// Audio and subtitle streams: the language the container names (ISO 639, e.g. "eng").
+        public var language: String?
+        /// Audio and subtitle streams: the track number within its kind, from 1 (what `--audio-track` and
+        /// `--sub-track` take).
+        public var track: Int?
 
         public init(kind: Kind, codec: String, caps: String, width: Int? = nil, height: Int? = nil,
-                    frameRate: Double? = nil, channels: Int? = nil, sampleRate: Int? = nil, bitrate: Int? = nil) {
+                    frameRate: Double? = nil, channels: Int? = nil, sampleRate: Int? = nil, bitrate: Int? = nil,
+                    language: String? = nil, track: Int? = nil) {
+            self.language = language
+            self.track = track
             self.kind = kind
             self.codec = codec
             self.caps = caps
@@ -103,6 +111,7 @@ public struct MediaProbe: Sendable, Hashable, Codable {
             throw error.playbackError(location: source.display, isFile: source.isFile)
         }
         var streams: [Stream] = []
+        var tracks: [Stream.Kind: Int] = [:]
         for index in 0..<Int(r.stream_count) {
             let s = r.streams[index]
             let kind: Stream.Kind = switch s.kind {
@@ -118,7 +127,9 @@ public struct MediaProbe: Sendable, Hashable, Codable {
                 frameRate: kind == .video && s.fps_den > 0 && s.fps_num > 0 ? Double(s.fps_num) / Double(s.fps_den) : nil,
                 channels: kind == .audio && s.channels > 0 ? Int(s.channels) : nil,
                 sampleRate: kind == .audio && s.sample_rate > 0 ? Int(s.sample_rate) : nil,
-                bitrate: s.bitrate > 0 ? Int(s.bitrate) : nil))
+                bitrate: s.bitrate > 0 ? Int(s.bitrate) : nil,
+                language: string(s.language).flatMap { $0.isEmpty ? nil : $0 },
+                track: kind == .audio || kind == .subtitle ? { tracks[kind, default: 0] += 1; return tracks[kind] }() : nil))
         }
         guard !streams.isEmpty else {
             throw source.isFile ? .truncatedOrCorrupt(path: source.display, detail: "no audio or video stream found")

@@ -24,7 +24,18 @@ extension MediaProbe {
             if let channels = stream.channels { parts.append("\(channels) ch") }
             if let rate = stream.sampleRate { parts.append("\(rate) Hz") }
             if let bitrate = stream.bitrate { parts.append("\(bitrate / 1000) kb/s") }
-            lines.append("  stream \(index): \(stream.kind.rawValue) — \(parts.joined(separator: ", "))")
+            var line = "  stream \(index): \(stream.kind.rawValue) — \(parts.joined(separator: ", "))"
+            if let track = stream.track {
+                line += " — \(stream.kind == .audio ? "audio" : "subtitle") track \(track)"
+                if let language = stream.language { line += " (\(language))" }
+            }
+            lines.append(line)
+        }
+        let audio = streams.filter { $0.kind == .audio }.count
+        let subtitles = streams.filter { $0.kind == .subtitle }.count
+        if audio > 1 || subtitles > 0 {
+            lines.append("  choose with --audio-track N (1 to \(audio))"
+                         + (subtitles > 0 ? " and --sub-track N (1 to \(subtitles))" : ""))
         }
         return lines.joined(separator: "\n")
     }

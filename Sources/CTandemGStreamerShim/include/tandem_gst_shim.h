@@ -145,6 +145,7 @@ typedef struct {
     int width, height, fps_num, fps_den;
     int channels, sample_rate;
     unsigned bitrate;
+    char *language;       ///< audio and subtitle streams: ISO 639 code ("eng"), or NULL
 } tdm_gst_stream_info;
 
 enum { TDM_GST_DISCOVER_OK = 0, TDM_GST_DISCOVER_URI_INVALID = 1, TDM_GST_DISCOVER_ERROR = 2,
@@ -168,5 +169,39 @@ typedef struct {
 /// Returns a result the caller frees with tdm_gst_discover_result_free (never NULL).
 tdm_gst_discover_result *tdm_gst_discover(const char *uri, int64_t timeout_ns);
 void tdm_gst_discover_result_free(tdm_gst_discover_result *result);
+
+// --- The video window: overlay, volume, tracks, keys (overlay.c) ---
+
+void tdm_gst_set_int(void *object, const char *property, int value);
+void tdm_gst_set_double(void *object, const char *property, double value);
+void tdm_gst_set_boolean(void *object, const char *property, int value);
+double tdm_gst_get_double(void *object, const char *property);
+/// Sets or clears `flag` in the flags property `property` (playbin's "flags").
+void tdm_gst_set_flag(void *object, const char *property, unsigned int flag, int on);
+
+/// Called with the key name of each key press (GstNavigation names: "space", "Left", "f", …), on whichever
+/// thread sent it (a video sink's window thread, a streaming thread).
+typedef void (*tdm_gst_key_callback)(void *context, const char *key);
+typedef void (*tdm_gst_release_callback)(void *context);
+/// Watches navigation key presses travelling upstream into `pad_name` of `element`. `release(context)` is called
+/// once the watch is gone (with the pad), or at once when there is no such pad (then 0 is returned).
+unsigned long tdm_gst_watch_keys(GstElement *element, const char *pad_name, tdm_gst_key_callback on_key,
+                                 tdm_gst_release_callback release, void *context);
+/// Sends a key press upstream from the input of the sink inside `sink`, as a video window does; 0 without one.
+int tdm_gst_send_key_press(GstElement *sink, const char *key);
+/// Copies the last frame the sink inside `sink` rendered (it must keep it: enable-last-sample, caps RGBx or
+/// another 4-byte format) into `out`; 1 when copied, with its size in `width` and `height` and its timestamp
+/// (the item time it shows, ns; -1 unknown) in `pts`.
+int tdm_gst_last_frame_rgbx(GstElement *sink, uint8_t *out, size_t capacity, int *width, int *height,
+                            int64_t *pts);
+
+/// Shows cue i's text on `overlay` (a textoverlay) on exactly the frames whose timestamp lies in
+/// [starts[i], ends[i]) (ns, sorted by start); copies everything. Returns the probe id (0 on failure).
+unsigned long tdm_gst_subtitle_cues_attach(GstElement *overlay, const int64_t *starts, const int64_t *ends,
+                                           const char *const *texts, size_t count);
+/// playbin's video filter for the window: textoverlay "subs" (bottom centre, in `subtitle_font`) then
+/// textoverlay "osd" (top left, shaded), in a bin; a new (sunk) reference, NULL when textoverlay is missing.
+GstElement *tdm_gst_overlay_filter_new(const char *subtitle_font);
+void tdm_gst_pad_probe_remove(GstElement *element, const char *pad_name, unsigned long id);
 
 #endif

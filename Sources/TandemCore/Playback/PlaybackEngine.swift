@@ -39,6 +39,10 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
     case startMissed(lateBy: TimeSpan)
     case notLoaded
     case notSeekable
+    /// The subtitle file cannot be used; `detail` says why.
+    case badSubtitles(path: String, detail: String)
+    /// There is no `kind` track `index` (0-based) among `count`.
+    case noSuchTrack(kind: String, index: Int, count: Int)
     case engineFailure(String)
 
     public var description: String {
@@ -61,6 +65,11 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
                           + "the start is planned again further on", late.milliseconds)
         case .notLoaded: return "nothing is loaded — open a media file first"
         case .notSeekable: return "this item cannot be seeked"
+        case .badSubtitles(let p, let d):
+            return "cannot use the subtitles in \(p): \(d) — give a SubRip (.srt), WebVTT (.vtt) or SSA/ASS file"
+        case .noSuchTrack(let kind, let index, let count):
+            if count == 0 { return "this item has no \(kind) tracks" }
+            return "there is no \(kind) track \(index + 1): this item has \(count) (1 to \(count))"
         case .engineFailure(let d): return "playback failed: \(d)"
         }
     }

@@ -12,10 +12,14 @@ extension GStreamerPlayer {
     static let largestHeldStep: Int64 = 2_000_000
 
     public func setClockMapping(_ mapping: ClockMapping) {
-        let target = mapping.composed(after: localTimeModel)
+        let composed = mapping.composed(after: localTimeModel)
         let now = SystemMonotonicClock().now.nanoseconds
         let work: ClockWork = state.withLock { state in
             state.sessionMapping = mapping
+            // A personal output offset: the engine clock reads that much behind the session.
+            let target = ClockMapping(localAnchor: composed.localAnchor,
+                                      sessionAnchor: composed.sessionAnchor &- state.outputOffset.nanoseconds,
+                                      rate: composed.rate)
             state.calibrationGeneration += 1
             let plan = ClockCalibrationPlan.plan(current: state.calibration, target: target, now: now,
                                                  isPlaying: state.transport.isPlaying,

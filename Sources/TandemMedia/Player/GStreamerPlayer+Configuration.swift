@@ -32,6 +32,14 @@ extension GStreamerPlayer {
         /// wake-ups can be 0.1–1 ms late (virtual machines especially). Costs about this much CPU per buffer;
         /// 0 leaves waiting to GStreamer alone.
         public var preciseWait: Int64
+        /// An on-screen display drawn on the video (`setOverlayText`) and key presses from the video window
+        /// (`windowKeys`): a `textoverlay` as playbin's video filter. Off by default (benchmarks, servers).
+        public var overlay = false
+        /// A subtitle file (SRT, WebVTT, SubViewer, SSA/ASS as text, …) shown over the video in sync, from the
+        /// next load on.
+        public var subtitleFile: String?
+        /// The font subtitles are drawn in (a Pango font description).
+        public var subtitleFont = "Sans 24"
 
         public init(videoSink: Sink = .automatic, audioSink: Sink = .automatic,
                     audioDriftTolerance: Int64 = Nanos.milliseconds(5),

@@ -18,6 +18,7 @@ extension GStreamerPlayer {
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
         tdm_gst_set_string(pipeline, "uri", source.uri)
+        try applySubtitleFile()
         let started = SystemMonotonicClock().now.nanoseconds
         pipeline.setState(GST_STATE_PAUSED)
         let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)

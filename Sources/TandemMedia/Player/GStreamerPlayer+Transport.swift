@@ -47,6 +47,7 @@ extension GStreamerPlayer {
             let base = start.sessionTime + $0.clockLead - Int64(latency)
             guard base >= 0 else { return base }
             $0.transport = .playing(info)
+            $0.playingRate = rate
             return base
         }
         guard base >= 0 else {

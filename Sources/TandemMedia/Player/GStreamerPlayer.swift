@@ -15,7 +15,7 @@ import TandemCore
 /// through thread-safe GStreamer API (see there).
 ///
 /// The parts live in files of their own: configuration, the engine clock (`+Clock`), loading (`+Loading`),
-/// prepare / play / pause (`+Transport`), starting late (`+LateStart`) and the sinks (`+Sinks`).
+/// prepare / play / pause (`+Transport`), the sinks (`+Sinks`) and the video window's extras (`+Window`).
 public final class GStreamerPlayer: PlaybackEngine {
     public let events: AsyncStream<PlaybackEngineEvent>
     /// What the sinks rendered and when (true CLOCK_MONOTONIC): ground truth for tests and benchmarks.
@@ -25,6 +25,7 @@ public final class GStreamerPlayer: PlaybackEngine {
     public let configuration: Configuration
 
     let handles: GstHandles
+    let window: PlayerWindow
     let state: Locked<PlayerState>
     let queue: DispatchQueue
     let bus: BusPump
@@ -79,6 +80,8 @@ public final class GStreamerPlayer: PlaybackEngine {
         Self.apply(calibration, lead: 0, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
+        window = PlayerWindow(playbin: playbin, overlay: configuration.overlay,
+                              subtitleFont: configuration.subtitleFile == nil ? nil : configuration.subtitleFont)
 
         handles = GstHandles(pipeline: playbin, videoSink: videoSink, audioSink: audioSink, trap: trap)
         state = Locked(PlayerState(clock: ClockHandle(clock), calibration: calibration,
@@ -123,7 +126,9 @@ public final class GStreamerPlayer: PlaybackEngine {
         let (loaded, held) = state.withLock { ($0.transport.info != nil, $0.transport.heldItemTime) }
         guard loaded else { return nil }
         if let held { return ItemTime(nanoseconds: held) }
-        return handles.pipeline.queryPosition().map { ItemTime(nanoseconds: $0) }
+        // The pipeline renders `outputOffset` behind the group on purpose; report the group's position.
+        let (offset, rate) = state.withLock { ($0.outputOffset, $0.playingRate) }
+        return handles.pipeline.queryPosition().map { ItemTime(nanoseconds: $0) + offset * rate }
     }
 
     public var prerollEstimate: TimeSpan { TimeSpan(nanoseconds: state.withLock { $0.prerolls.estimate }) }

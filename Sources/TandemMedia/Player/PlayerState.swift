@@ -42,6 +42,10 @@ struct PlayerState: Sendable {
     var prerolls = PrerollHistory()
     var probeAttached: Set<RenderRecord.StreamKind>
     var isClosed = false
+    /// The personal output offset (`setOutputOffset`): the engine clock reads this much behind session time.
+    var outputOffset: TimeSpan = .zero
+    /// The rate the pipeline plays at (set by `play`), to turn the offset into item time.
+    var playingRate = 1.0
 
     init(clock: ClockHandle, calibration: ClockMapping, probeAttached: Set<RenderRecord.StreamKind>) {
         self.clock = clock

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TandemCore
+import TandemPeer
+@testable import TandemMedia
+
+/// A file with two audio tracks and a subtitle track, made by a real GStreamer pipeline: `probe` lists the
+/// tracks with their languages, and the player switches between them.
+@Suite("Audio and subtitle tracks", .serialized)
+struct TracksTests {
+    static func multiTrackFile() throws -> String {
+        let directory = try Samples.scratch()
+        let srt = directory.appendingPathComponent("subs.srt").path
+        let cues = (1...6).map { "\($0)\n00:00:0\($0),000 --> 00:00:0\($0),800\nCue number \($0) of the embedded track\n" }
+        try cues.joined(separator: "\n").write(toFile: srt, atomically: true, encoding: .utf8)
+        let output = directory.appendingPathComponent("tracks.mkv").path
+        let pipeline = """
+            matroskamux name=m ! filesink location=\(output) \
+            videotestsrc num-buffers=90 ! video/x-raw,width=160,height=120,framerate=30/1 ! vp8enc deadline=1 ! m. \
+            audiotestsrc num-buffers=150 ! audio/x-raw,rate=48000,channels=2 ! vorbisenc ! \
+            taginject tags=language-code=eng ! m. \
+            audiotestsrc num-buffers=150 freq=880 ! audio/x-raw,rate=48000,channels=1 ! vorbisenc ! \
+            taginject tags=language-code=fra ! m. \
+            filesrc location=\(srt) ! subparse ! taginject tags=language-code=deu ! m.
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gst-launch-1.0", "-q"] + pipeline.split(separator: " ").map(String.init)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "gst-launch failed to make the multi-track file")
+        return output
+    }
+
+    @Test("probe lists each audio and subtitle track with its number and language")
+    func probeListsTracks() async throws {
+        let file = try Self.multiTrackFile()
+        let probe = try await MediaProbe.probe(file)
+        let audio = probe.streams.filter { $0.kind == .audio }
+        let subtitles = probe.streams.filter { $0.kind == .subtitle }
+        #expect(audio.map(\.track) == [1, 2])
+        #expect(audio.map(\.language) == ["en", "fr"] || audio.map(\.language) == ["eng", "fra"])
+        #expect(subtitles.map(\.track) == [1])
+        #expect(subtitles.first?.language == "de" || subtitles.first?.language == "deu")
+        let report = probe.report
+        #expect(report.contains("audio track 2"), "\(report)")
+        #expect(report.contains("subtitle track 1"), "\(report)")
+        #expect(report.contains("--audio-track N (1 to 2) and --sub-track N (1 to 1)"), "\(report)")
+    }
+
+    @Test("the player plays the chosen audio track and shows the chosen embedded subtitles")
+    func playerSwitchesTracks() async throws {
+        let file = try Self.multiTrackFile()
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(file)
+        #expect(player.audioTrackCount == 2)
+        #expect(player.subtitleTrackCount == 1)
+        #expect(player.subtitleTrack == nil, "the item's own subtitles are off until chosen")
+        try player.selectAudioTrack(1)
+        #expect(player.audioTrack == 1)
+        try player.selectSubtitleTrack(0)
+        #expect(player.subtitleTrack == 0)
+        #expect(throws: PlaybackError.noSuchTrack(kind: "subtitle", index: 1, count: 1)) {
+            try player.selectSubtitleTrack(1)
+        }
+        // Still plays after the switches.
+        let start = player.sessionTimeNow() + Nanos.milliseconds(300)
+        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
+        try await sleep(ms: 700)
+        _ = try await player.pause()
+        #expect(player.renderProbe.drain().contains { $0.kind == .audio })
+        await player.close()
+    }
+}
