@@ -13,6 +13,8 @@ package final class LocalPeer: Sendable {
     package let session: GroupSession<MediaActivity>
     /// The session's journal (the host's preview image travels in it).
     package let journal: GroupSessionJournal
+    /// Carries chat lines (`Chat.swift`).
+    package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
     package let clock: any MonotonicClock
 
@@ -32,6 +34,7 @@ package final class LocalPeer: Sendable {
         session = GroupSession(link: connection)
         // Made right after the session, so that it sees the attachments the authority announces on joining.
         journal = GroupSessionJournal(session: session)
+        chat = GroupSessionMessenger(session: session)
         session.join()
     }
 
@@ -101,8 +104,9 @@ package final class LocalPeer: Sendable {
 
     // MARK: User requests
 
-    /// Carries out a user's command; returns a message for the user when it cannot.
-    package func perform(_ command: UserCommand) async -> String? {
+    /// Carries out a user's command; returns a message for the user when it cannot. What changed only here
+    /// (volume, tracks, the offset) is said through `feedback`.
+    package func perform(_ command: UserCommand, feedback: @Sendable (String) -> Void = { _ in }) async -> String? {
         let status = await status()
         let position = status.position ?? status.expected ?? 0
         switch command {
@@ -137,7 +141,12 @@ package final class LocalPeer: Sendable {
             await coordinator.seek(to: 0)
         case .notice(let text):
             do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
-        case .leave, .end, .help:
+        case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
+             .offsetStep, .toggleFullscreen:
+            return adjustOutput(command, feedback: feedback)
+        case .chat(let text):
+            return await sendChat(text)
+        case .leave, .end, .help, .showStatus, .openChatPrompt:
             break  // handled by the console
         }
         return nil

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a person asks for, from a key press (interactive) or a line on stdin (scripted).
-package enum UserCommand: Equatable {
+/// What a person asks for, from a key press (the terminal or the video window) or a line on stdin (scripted).
+package enum UserCommand: Equatable, Sendable {
     case togglePlayPause
     case play
     case pause
@@ -15,18 +15,49 @@ package enum UserCommand: Equatable {
     case help
     /// Shows a line in everyone's notices (`notice TEXT` on stdin).
     case notice(String)
+    /// Volume in percent (0–150).
+    case volume(Double)
+    case volumeStep(up: Bool)
+    case toggleMute
+    /// A subtitle track from 1, or off (nil).
+    case subtitles(Int?)
+    case cycleSubtitles
+    /// An audio track from 1.
+    case audio(Int)
+    case cycleAudio
+    /// This participant's output offset in milliseconds (positive: later).
+    case offset(Double)
+    case offsetStep(milliseconds: Double)
+    /// Shows the position and state on the video for a few seconds.
+    case showStatus
+    case toggleFullscreen
+    /// Sends a chat line to everyone.
+    case chat(String)
+    /// Opens the one-line chat prompt in the terminal (the key decoder collects the line).
+    case openChatPrompt
 
     /// The rates `[` and `]` step through.
     package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
+    /// What `9` and `0` change the volume by (percent).
+    package static let volumeStepPercent = 10.0
+    /// What `-` and `+` change the offset by (ms).
+    package static let offsetStepMilliseconds = 10.0
 
-    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `leave`, `end`.
-    /// Throws a message that says what is accepted.
+    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `volume PERCENT`, `mute`,
+    /// `sub N|off`, `audio N`, `offset MS`, `status`, `leave`, `end`. Throws a message that says what is accepted.
     package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard let verb = words.first?.lowercased() else { return nil }
-        func number(_ what: String) throws(UserCommandError) -> Double {
+        func number(_ what: String, example: String) throws(UserCommandError) -> Double {
             guard words.count == 2, let value = Double(words[1]), value.isFinite else {
-                throw UserCommandError("'\(verb)' needs one number (\(what)), e.g. '\(verb) \(verb == "rate" ? "1.5" : "90")'")
+                throw UserCommandError("'\(verb)' needs one number (\(what)), e.g. '\(verb) \(example)'")
+            }
+            return value
+        }
+        func track(_ what: String) throws(UserCommandError) -> Int {
+            guard words.count == 2, let value = Int(words[1]), value >= 1 else {
+                throw UserCommandError("'\(verb)' needs \(what == "audio" ? "an" : "a") \(what) track number from 1, e.g. '\(verb) 2'"
+                                       + (verb == "sub" ? " (or 'sub off')" : ""))
             }
             return value
         }
@@ -34,9 +65,23 @@ package enum UserCommand: Equatable {
         case "play": return .play
         case "pause": return .pause
         case "toggle": return .togglePlayPause
-        case "seek": return .seek(to: try number("seconds"))
-        case "rate": return .rate(try number("playback rate"))
+        case "seek": return .seek(to: try number("seconds", example: "90"))
+        case "rate": return .rate(try number("playback rate", example: "1.5"))
         case "restart": return .restart
+        case "volume": return .volume(try number("percent", example: "80"))
+        case "mute": return .toggleMute
+        case "sub", "subs", "subtitles":
+            if words.count == 2, words[1].lowercased() == "off" { return .subtitles(nil) }
+            return .subtitles(try track("subtitle"))
+        case "audio": return .audio(try track("audio"))
+        case "offset": return .offset(try number("milliseconds, positive is later", example: "-120"))
+        case "status": return .showStatus
+        case "chat", "say":
+            let text = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count)
+            guard let clean = Chat.clean(String(text)) else {
+                throw UserCommandError("'chat' needs some text, e.g. 'chat back in five minutes'")
+            }
+            return .chat(clean)
         case "leave", "quit", "exit": return .leave
         case "end": return .end
         case "help", "?": return .help
@@ -46,13 +91,58 @@ package enum UserCommand: Equatable {
             guard !text.isEmpty else { throw UserCommandError("'notice' needs text, e.g. 'notice back in 5 minutes'") }
             return .notice(text)
         default:
-            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, leave or end")
+            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, volume PERCENT, "
+                                   + "mute, sub N|off, audio N, offset MS, status, chat TEXT, leave or end")
         }
     }
 
+    /// One key, the same in the terminal and in the video window.
+    package struct KeyBinding: Sendable {
+        /// What the terminal sends for it (one byte), nil for keys only a control sequence gives (arrows).
+        package var terminal: [UInt8]
+        /// GstNavigation's names for it in the video window.
+        package var window: [String]
+        package var command: UserCommand
+    }
+
+    /// Every key: the terminal, the video window, `?` help, the README and the man page all come from here.
+    package static let keyBindings: [KeyBinding] = [
+        KeyBinding(terminal: [0x20], window: ["space"], command: .togglePlayPause),
+        KeyBinding(terminal: [], window: ["Left"], command: .seekBy(-10)),
+        KeyBinding(terminal: [], window: ["Right"], command: .seekBy(10)),
+        KeyBinding(terminal: [], window: ["Up"], command: .seekBy(60)),
+        KeyBinding(terminal: [], window: ["Down"], command: .seekBy(-60)),
+        KeyBinding(terminal: Array("[".utf8), window: ["bracketleft", "["], command: .rateStep(up: false)),
+        KeyBinding(terminal: Array("]".utf8), window: ["bracketright", "]"], command: .rateStep(up: true)),
+        KeyBinding(terminal: Array("r".utf8), window: ["r"], command: .restart),
+        KeyBinding(terminal: Array("9".utf8), window: ["9", "KP_9"], command: .volumeStep(up: false)),
+        KeyBinding(terminal: Array("0".utf8), window: ["0", "KP_0"], command: .volumeStep(up: true)),
+        KeyBinding(terminal: Array("m".utf8), window: ["m"], command: .toggleMute),
+        KeyBinding(terminal: Array("s".utf8), window: ["s"], command: .cycleSubtitles),
+        KeyBinding(terminal: Array("a".utf8), window: ["a"], command: .cycleAudio),
+        KeyBinding(terminal: Array("-".utf8), window: ["minus", "KP_Subtract", "-"],
+                   command: .offsetStep(milliseconds: -offsetStepMilliseconds)),
+        KeyBinding(terminal: Array("+".utf8) + Array("=".utf8), window: ["plus", "equal", "KP_Add", "+", "="],
+                   command: .offsetStep(milliseconds: offsetStepMilliseconds)),
+        KeyBinding(terminal: Array("o".utf8), window: ["o"], command: .showStatus),
+        KeyBinding(terminal: Array("f".utf8), window: ["f"], command: .toggleFullscreen),
+        KeyBinding(terminal: Array("c".utf8), window: ["c"], command: .openChatPrompt),
+        KeyBinding(terminal: Array("q".utf8) + [0x03, 0x04], window: ["q"], command: .leave),
+        KeyBinding(terminal: Array("E".utf8), window: ["E"], command: .end),
+        KeyBinding(terminal: Array("?".utf8) + Array("h".utf8), window: ["question", "?", "h"], command: .help),
+    ]
+
+    /// The command a key pressed in the video window stands for (GstNavigation's key name).
+    package static func windowKey(_ name: String) -> UserCommand? {
+        keyBindings.first { $0.window.contains(name) }?.command
+    }
+
     package static let keyHelp = """
-        keys: space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate down/up (0.5×–2×)
-              0 restart · q leave · E end for everyone · ? help
+        keys (terminal and video window):
+          space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate −/+
+          r restart · 9/0 volume −/+ · m mute · s subtitles · a audio track
+          −/+ offset −/+10 ms · o position on the video · f full screen
+          c chat · q leave · E end for everyone · ? help
         """
 }
 
@@ -64,6 +154,9 @@ package struct UserCommandError: Error, CustomStringConvertible {
 /// Decodes key presses from a raw terminal byte stream into commands.
 package struct KeyDecoder {
     private var pending: [UInt8] = []
+    /// The chat line being typed after `c`, nil when not typing one.
+    package private(set) var chatLine: String?
+    private var chatBytes: [UInt8] = []
     /// Bytes after which an unfinished control sequence is given up on (real keys send at most about eight).
     static let longestSequence = 16
 
@@ -74,6 +167,33 @@ package struct KeyDecoder {
         pending += bytes
         var commands: [UserCommand] = []
         while let first = pending.first {
+            if chatLine != nil {
+                // Typing a chat line: Enter sends it, Esc or Ctrl-C cancels, Backspace deletes a character.
+                pending.removeFirst()
+                switch first {
+                case 0x0D, 0x0A:
+                    if let text = Chat.clean(chatLine ?? "") { commands.append(.chat(text)) }
+                    endChatLine()
+                case 0x1B, 0x03:
+                    endChatLine()
+                    if first == 0x1B, pending.first == UInt8(ascii: "[") {
+                        // An arrow or other key's sequence: skip the rest of it.
+                        if let end = pending.dropFirst().firstIndex(where: { (0x40...0x7E).contains($0) }) {
+                            pending.removeFirst(end + 1)
+                        }
+                    }
+                case 0x7F, 0x08:
+                    if !chatBytes.isEmpty {
+                        // Remove one whole character (its UTF-8 continuation bytes first).
+                        while let last = chatBytes.popLast(), last & 0xC0 == 0x80 {}
+                    }
+                    chatLine = String(decoding: chatBytes, as: UTF8.self)
+                default:
+                    if first >= 0x20, chatBytes.count < Chat.maximumLength * 4 { chatBytes.append(first) }
+                    chatLine = String(decoding: chatBytes, as: UTF8.self)
+                }
+                continue
+            }
             if first == 0x1B {
                 // A lone Esc, or a control sequence: Esc [ parameters final (arrows are Esc [ A…D).
                 guard pending.count >= 2 else { break }
@@ -96,17 +216,16 @@ package struct KeyDecoder {
                 continue
             }
             pending.removeFirst()
-            switch first {
-            case UInt8(ascii: " "): commands.append(.togglePlayPause)
-            case UInt8(ascii: "["): commands.append(.rateStep(up: false))
-            case UInt8(ascii: "]"): commands.append(.rateStep(up: true))
-            case UInt8(ascii: "0"): commands.append(.restart)
-            case UInt8(ascii: "q"), 0x03, 0x04: commands.append(.leave)  // q, Ctrl-C, Ctrl-D
-            case UInt8(ascii: "E"): commands.append(.end)
-            case UInt8(ascii: "?"), UInt8(ascii: "h"): commands.append(.help)
-            default: break
+            if let binding = UserCommand.keyBindings.first(where: { $0.terminal.contains(first) }) {
+                commands.append(binding.command)
+                if binding.command == .openChatPrompt { chatLine = "" }
             }
         }
         return commands
+    }
+
+    private mutating func endChatLine() {
+        chatLine = nil
+        chatBytes = []
     }
 }

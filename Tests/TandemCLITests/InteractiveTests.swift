@@ -43,7 +43,7 @@ struct InteractiveTests {
         // As a person would: press space once the status line shows the file loaded (its duration) and the clock.
         #expect(await host.waitForOutput(30) { $0.contains("Invite: tandem://") && $0.contains("/0:40") && $0.contains("clock ±") },
                 "\(host.output)")
-        #expect(host.output.contains("keys: space play/pause"))
+        #expect(host.output.contains("keys (terminal and video window):") && host.output.contains("space play/pause"))
         host.type(" ")
         #expect(await host.waitForOutput(20) { $0.contains("ann played from 0:00") && $0.contains("▶ 0:0") }, "\(host.notices)")
         host.type(" ")

@@ -184,4 +184,24 @@ struct SessionProcessTests {
         #expect(await carol.exitCode(within: 15) == 8, "carol stderr: \(carol.stderr)")
         #expect(carol.events("ended").last?["code"]?.string == "hostLeft")
     }
+
+    @Test("chat between two processes: a line on stdin reaches the other as a chat event, cleaned and bounded")
+    func chatBetweenProcesses() async throws {
+        let host = try Self.host()
+        defer { host.stop() }
+        let invite = try await Self.invite(of: host)
+        let bob = try Self.join(invite, name: "bob")
+        defer { bob.stop() }
+        #expect(await host.wait(for: 30) { Self.seesReady($0, ["bob"]) }, "host stderr: \(host.stderr)")
+        bob.send("chat popcorn \u{1B}[31mready")
+        let received = await host.event("chat", within: 15)
+        #expect(received?["name"]?.string == "bob", "host stdout: \(host.stdout.suffix(800))")
+        #expect(received?["text"]?.string == "popcorn [31mready")
+        #expect(received?["participant"]?.string == bob.events("joined").first?["participant"]?["id"]?.string)
+        // The sender sees its own line too.
+        #expect(await bob.event("chat", within: 5)?["name"]?.string == "bob")
+        host.send("chat " + String(repeating: "x", count: 2_000))
+        let long = await bob.event("chat", within: 15) { $0["name"]?.string == "ann" }
+        #expect(long?["text"]?.string?.count == 500)
+    }
 }

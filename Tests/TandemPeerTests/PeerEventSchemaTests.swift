@@ -25,6 +25,7 @@ struct PeerEventSchemaTests {
                   oneWayDelayMs: 0),
         ]),
         NoticeEvent(kind: "joined", participant: "p2", text: "bob joined"),
+        ChatEvent(participant: "p2", name: "bob", text: "back in five"),
         SuspensionEvent(reasons: ["loading"]),
         WarningEvent(text: "careful"),
         ResyncEvent(driftMs: 12.5),

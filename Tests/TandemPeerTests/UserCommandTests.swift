@@ -38,7 +38,7 @@ struct UserCommandTests {
         var decoder = KeyDecoder()
         #expect(decoder.feed([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x43]) == [.seekBy(-60), .seekBy(10)])
         #expect(decoder.feed([UInt8(ascii: "["), UInt8(ascii: "x"), 0x03, 0x04]) == [.rateStep(up: false), .leave, .leave])
-        #expect(decoder.feed([0x1B, UInt8(ascii: "a")]) == [])
+        #expect(decoder.feed([0x1B, UInt8(ascii: "x")]) == [])
         #expect(decoder.feed([UInt8(ascii: "h")]) == [.help])
         #expect(decoder.feed([0x1B, 0x5B, 0x5A]) == [])
     }
@@ -64,5 +64,91 @@ struct UserCommandTests {
         #expect(UserCommand.rateSteps.first == 0.5)
         #expect(UserCommand.rateSteps.last == 2)
         #expect(UserCommand.rateSteps == UserCommand.rateSteps.sorted())
+    }
+}
+
+@Suite("Keys and the on-screen display")
+struct WindowKeyAndDisplayTests {
+    @Test("one table of keys: the terminal byte and the window's key name give the same command")
+    func bindings() {
+        var decoder = KeyDecoder()
+        for binding in UserCommand.keyBindings {
+            for byte in binding.terminal { var fresh = KeyDecoder(); #expect(fresh.feed([byte]) == [binding.command], "byte \(byte)") }
+            for name in binding.window { #expect(UserCommand.windowKey(name) == binding.command, "\(name)") }
+        }
+        #expect(UserCommand.windowKey("Left") == .seekBy(-10))
+        #expect(UserCommand.windowKey("F13") == nil)
+        #expect(decoder.feed(Array("9m0-+o".utf8)) == [.volumeStep(up: false), .toggleMute, .volumeStep(up: true),
+                                                       .offsetStep(milliseconds: -10), .offsetStep(milliseconds: 10),
+                                                       .showStatus])
+        // Every key is in the help.
+        for key in ["space", "9/0", " m ", " s ", " a ", "−/+", " o ", " f ", " r "] {
+            #expect(UserCommand.keyHelp.contains(key), "\(key) missing from the help")
+        }
+    }
+
+    @Test("scripted lines for volume, mute, tracks, offset and status; bad ones say what is accepted")
+    func outputLines() throws {
+        #expect(try UserCommand.parse(line: "volume 80") == .volume(80))
+        #expect(try UserCommand.parse(line: "mute") == .toggleMute)
+        #expect(try UserCommand.parse(line: "sub off") == .subtitles(nil))
+        #expect(try UserCommand.parse(line: "sub 2") == .subtitles(2))
+        #expect(try UserCommand.parse(line: "audio 1") == .audio(1))
+        #expect(try UserCommand.parse(line: "offset -120") == .offset(-120))
+        #expect(try UserCommand.parse(line: "status") == .showStatus)
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "sub 0") }
+        do {
+            _ = try UserCommand.parse(line: "audio two")
+        } catch {
+            #expect(error.description == "'audio' needs an audio track number from 1, e.g. 'audio 2'")
+        }
+    }
+
+    @Test("the display shows each notice for a few seconds, at most four, and the status line while asked")
+    func display() {
+        var osd = OnScreenDisplay()
+        #expect(osd.text(now: 0, status: { "status" }) == nil)
+        osd.post("bob joined", now: 0)
+        osd.post("bob paused at 0:12\nfor a drink", now: 1)
+        #expect(osd.text(now: 2, status: { "status" }) == "bob joined\nbob paused at 0:12 for a drink")
+        #expect(osd.text(now: 4.5, status: { "status" }) == "bob paused at 0:12 for a drink")
+        #expect(osd.text(now: 5.5, status: { "status" }) == nil)
+        for i in 1...6 { osd.post("line \(i)", now: 10) }
+        #expect(osd.text(now: 10, status: { "" }) == "line 3\nline 4\nline 5\nline 6")
+        osd.showStatus(now: 20)
+        osd.post(String(repeating: "x", count: 500), now: 20)
+        let shown = osd.text(now: 21, status: { "▶ 0:21 / 0:40" })
+        #expect(shown?.hasPrefix("▶ 0:21 / 0:40\n") == true)
+        #expect(shown?.split(separator: "\n").last?.count == OnScreenDisplay.maximumLineLength)
+        #expect(osd.text(now: 25, status: { "s" }) == nil)
+    }
+}
+
+@Suite("Chat lines")
+struct ChatTests {
+    @Test("c opens a line in the terminal: typed text, Backspace, Enter sends; Esc cancels; keys work again after")
+    func chatPrompt() {
+        var decoder = KeyDecoder()
+        #expect(decoder.feed(Array("chi ".utf8)) == [.openChatPrompt])
+        #expect(decoder.chatLine == "hi ")
+        #expect(decoder.feed(Array("thereé".utf8) + [0x7F]) == [])
+        #expect(decoder.chatLine == "hi there")
+        #expect(decoder.feed([0x0D, 0x20]) == [.chat("hi there"), .togglePlayPause])
+        #expect(decoder.chatLine == nil)
+        #expect(decoder.feed(Array("cnever sent".utf8) + [0x1B]) == [.openChatPrompt])
+        #expect(decoder.chatLine == nil)
+        // An arrow pressed while typing cancels the line without seeking.
+        #expect(decoder.feed(Array("cabc".utf8) + [0x1B, 0x5B, 0x44] + Array("m".utf8)) == [.openChatPrompt, .toggleMute])
+        // An empty line sends nothing.
+        #expect(decoder.feed(Array("c".utf8) + [0x0D]) == [.openChatPrompt])
+    }
+
+    @Test("chat TEXT on standard input; control characters and direction overrides removed; bounded length")
+    func cleaning() throws {
+        #expect(try UserCommand.parse(line: "chat  back in five ") == .chat("back in five"))
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "chat   ") }
+        #expect(Chat.clean("red\u{1B}[31m alert\u{07}\nnext line\u{202E}dlrow") == "red[31m alert next linedlrow")
+        #expect(Chat.clean(String(repeating: "é", count: 900))?.count == Chat.maximumLength)
+        #expect(Chat.clean("\u{1B}\u{07}  ") == nil)
     }
 }

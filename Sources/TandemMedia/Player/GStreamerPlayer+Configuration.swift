@@ -40,6 +40,10 @@ extension GStreamerPlayer {
         public var subtitleFile: String?
         /// The font subtitles are drawn in (a Pango font description).
         public var subtitleFont = "Sans 24"
+        /// The audio track to play after each load (0-based), when the item has it.
+        public var preferredAudioTrack: Int?
+        /// The subtitle track to show after each load (0-based, as `subtitleTrackCount` counts), when it exists.
+        public var preferredSubtitleTrack: Int?
 
         public init(videoSink: Sink = .automatic, audioSink: Sink = .automatic,
                     audioDriftTolerance: Int64 = Nanos.milliseconds(5),

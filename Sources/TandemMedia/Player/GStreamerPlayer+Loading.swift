@@ -43,6 +43,7 @@ extension GStreamerPlayer {
         }
         recordPreroll(SystemMonotonicClock().now.nanoseconds - started)
         attachLateSinks()
+        applyTrackPreferences()
         let duration = pipeline.queryDuration()
         let info = MediaInfo(
             duration: duration.map { TimeSpan(nanoseconds: $0) },

@@ -92,6 +92,16 @@ extension GStreamerPlayer {
         window.state.withLock { $0.shown = index }
     }
 
+    /// After a load: the configured track choices; one the item does not have is a warning, not a failure.
+    func applyTrackPreferences() {
+        do {
+            if let audio = configuration.preferredAudioTrack { try selectAudioTrack(audio) }
+            if let subtitles = configuration.preferredSubtitleTrack { try selectSubtitleTrack(subtitles) }
+        } catch {
+            bus.emit(.warning(error.description))
+        }
+    }
+
     /// playbin's GST_PLAY_FLAG_TEXT: render the item's own subtitles.
     static var textFlag: UInt32 { 1 << 2 }
 

@@ -243,6 +243,20 @@ package struct NoticeEvent: PeerEvent, Equatable {
     }
 }
 
+/// `chat`: a chat line, from someone else or from this participant.
+package struct ChatEvent: PeerEvent, Equatable {
+    package static let name = "chat"
+    package var participant: String
+    package var name: String
+    package var text: String
+
+    package init(participant: String, name: String, text: String) {
+        self.participant = participant
+        self.name = name
+        self.text = text
+    }
+}
+
 /// `suspension`: this peer's own suspensions changed.
 package struct SuspensionEvent: PeerEvent, Equatable {
     package static let name = "suspension"
@@ -343,6 +357,6 @@ package struct EndedEvent: PeerEvent, Equatable {
 /// Every event type, for checks of the documented schema.
 package let allPeerEventTypes: [any PeerEvent.Type] = [
     InviteEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
-    NoticeEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
+    NoticeEvent.self, ChatEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self,
 ]

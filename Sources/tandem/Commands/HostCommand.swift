@@ -17,6 +17,8 @@ struct HostCommand: AsyncParsableCommand {
 
             The session ends for everyone when the host leaves.
 
+            \(UserCommand.keyHelp)
+
             \(TandemExit.documentation)
             """
     )
@@ -101,7 +103,7 @@ struct HostCommand: AsyncParsableCommand {
                                          fallbackURL: fallbackURL.flatMap(URL.init(string:)))
             let envelope: ActivityEnvelope
             do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
-            let player = try makePlayer(peer.playerConfiguration)
+            let player = try peer.makePeerPlayer()
 
             var options = peer.applying(to: TandemClient.Options())
             options.asHost = true

@@ -18,6 +18,8 @@ struct JoinCommand: AsyncParsableCommand {
             (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
             `tandem join --invite-file invite.txt movie.webm`.
 
+            \(UserCommand.keyHelp)
+
             \(TandemExit.documentation)
             """
     )
@@ -95,7 +97,7 @@ struct JoinCommand: AsyncParsableCommand {
                 throw CLIError(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity, problem: CLIError(error).description, given: file))
             }
             let player: GStreamerPlayer
-            do { player = try makePlayer(peer.playerConfiguration) } catch {
+            do { player = try peer.makePeerPlayer() } catch {
                 await connection.close()
                 throw error
             }

@@ -19,6 +19,26 @@ struct PeerOptions: ParsableArguments {
         "A GStreamer bin description for audio output, e.g. 'pulsesink device=…'.", valueName: "DESC"))
     var audioSink: String?
 
+    @Flag(name: .customLong("no-osd"), help: "No on-screen display over the video (notices stay in the terminal).")
+    var noOSD = false
+
+    @Option(name: .customLong("sub"), help: ArgumentHelp(
+        "Subtitles from FILE (SubRip .srt, WebVTT .vtt, SSA/ASS), drawn over the video in sync.", valueName: "FILE"))
+    var subtitleFile: String?
+
+    @Option(name: .customLong("sub-track"), help: ArgumentHelp(
+        "Show subtitle track N (from 1; `tandem probe` lists them; with --sub the file is track 1).", valueName: "N"))
+    var subtitleTrack: Int?
+
+    @Option(name: .customLong("audio-track"), help: ArgumentHelp(
+        "Play audio track N (from 1; `tandem probe` lists them).", valueName: "N"))
+    var audioTrack: Int?
+
+    @Option(help: ArgumentHelp(
+        "Shift only your own output by MS milliseconds (positive: later, negative: earlier), e.g. -150 for "
+            + "Bluetooth headphones that lag; keys - and + change it in 10 ms steps.", valueName: "MS"))
+    var offset: Double?
+
     @Flag(help: "Print one JSON object per line on standard output for every event (see the README for the schema).")
     var json = false
 
@@ -35,6 +55,16 @@ struct PeerOptions: ParsableArguments {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 40 else {
                 throw ValidationError("--name must be 1 to 40 characters")
             }
+        }
+        if let offset, !(offset.isFinite && abs(offset) <= 2_000) {
+            throw ValidationError("--offset must be -2000 to 2000 milliseconds")
+        }
+        if let track = audioTrack, track < 1 { throw ValidationError("--audio-track counts from 1") }
+        if let track = subtitleTrack, track < 1 { throw ValidationError("--sub-track counts from 1") }
+        if let subtitleFile {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: subtitleFile, isDirectory: &isDirectory), !isDirectory.boolValue
+            else { throw ValidationError("--sub: no such file: \(subtitleFile) — check the path") }
         }
         guard reconnectGrace.isFinite, (0...3600).contains(reconnectGrace) else {
             throw ValidationError("--reconnect-grace must be 0 to 3600 seconds (0 disables reconnecting)")
@@ -58,6 +88,13 @@ struct PeerOptions: ParsableArguments {
         return options
     }
 
+    /// The player these options describe, with the personal offset applied.
+    func makePeerPlayer() throws(CLIError) -> GStreamerPlayer {
+        let player = try makePlayer(playerConfiguration)
+        if let offset { player.setOutputOffset(.milliseconds(offset)) }
+        return player
+    }
+
     var playerConfiguration: GStreamerPlayer.Configuration {
         var configuration = GStreamerPlayer.Configuration()
         if headless {
@@ -67,6 +104,10 @@ struct PeerOptions: ParsableArguments {
             configuration.videoSink = videoSink.map { .description($0) } ?? .automatic
             configuration.audioSink = audioSink.map { .description($0) } ?? .automatic
         }
+        configuration.overlay = !noOSD
+        configuration.subtitleFile = subtitleFile
+        configuration.preferredAudioTrack = audioTrack.map { $0 - 1 }
+        configuration.preferredSubtitleTrack = subtitleTrack.map { $0 - 1 }
         return configuration
     }
 }

@@ -29,6 +29,10 @@ final class PeerConsole: Sendable {
     let previewDirectory: URL?
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
+    /// What the video shows over the picture (see `PeerConsole+Window`).
+    let osd = Mutex(OnScreenDisplay())
+    /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
+    let chatPrompt = Mutex<String?>(nil)
 
     init(peer: LocalPeer, mode: Mode, previewDirectory: URL? = nil) {
         self.peer = peer
@@ -38,6 +42,9 @@ final class PeerConsole: Sendable {
     }
 
     /// The mode for these options: interactive only on a terminal and without `--json`.
+    /// The name `participant` goes by, as the participant list last said.
+    func nameOf(_ participant: ParticipantID) -> String? { names.withLock { $0[participant] } }
+
     static func mode(json: Bool) -> Mode {
         !json && Terminal.stdinIsTerminal ? .interactive : .scripted(json: json)
     }
@@ -61,6 +68,7 @@ final class PeerConsole: Sendable {
 
     /// A warning: a line on stderr for people, a `warning` event in JSON mode.
     func warn(_ text: String) {
+        display("⚠ \(text)")
         switch mode {
         case .interactive: Terminal.shared.notice("⚠ \(text)")
         case .scripted(json: false): printError("tandem: warning: \(text)")
@@ -117,7 +125,11 @@ final class PeerConsole: Sendable {
         case .interactive:
             var decoder = KeyDecoder()
             for await bytes in Terminal.keyBytes() {
-                for command in decoder.feed(bytes) {
+                let commands = decoder.feed(bytes)
+                let typing = decoder.chatLine
+                chatPrompt.withLock { $0 = typing }
+                if let typing { Terminal.shared.status("chat> \(typing)▏  (Enter sends, Esc cancels)") }
+                for command in commands {
                     if await handle(command) { return }
                 }
             }
@@ -135,7 +147,7 @@ final class PeerConsole: Sendable {
     }
 
     /// Carries out one command; true when the participant is done (left or ended the session).
-    private func handle(_ command: UserCommand) async -> Bool {
+    func handle(_ command: UserCommand) async -> Bool {
         switch command {
         case .leave:
             ending.withLock { $0 = $0 ?? .left }
@@ -158,8 +170,24 @@ final class PeerConsole: Sendable {
         case .help:
             say(UserCommand.keyHelp)
             return false
+        case .showStatus:
+            showStatusOnVideo()
+            return false
+        case .openChatPrompt:
+            // The terminal's decoder collects the line; from the video window, say where to type.
+            if mode != .interactive || chatPrompt.withLock({ $0 }) == nil {
+                say("chat: press c in the terminal and type a line, or write 'chat TEXT' on standard input")
+            }
+            return false
+        case .chat(let text):
+            if let problem = await peer.sendChat(text) {
+                warn(problem)
+            } else {
+                showChat(text, from: peer.id)
+            }
+            return false
         default:
-            if let problem = await peer.perform(command) { warn(problem) }
+            if let problem = await peer.perform(command, feedback: { self.said($0) }) { warn(problem) }
             return false
         }
     }
@@ -168,7 +196,11 @@ final class PeerConsole: Sendable {
         switch mode {
         case .interactive:
             while !Task.isCancelled {
-                Terminal.shared.status(await peer.status().line(names: names.withLock { $0 }))
+                if let typing = chatPrompt.withLock({ $0 }) {
+                    Terminal.shared.status("chat> \(typing)▏  (Enter sends, Esc cancels)")
+                } else {
+                    Terminal.shared.status(await peer.status().line(names: names.withLock { $0 }))
+                }
                 try? await Task.sleep(for: .milliseconds(250))
             }
         case .scripted(json: true):
@@ -202,6 +234,10 @@ final class PeerConsole: Sendable {
             if let directory = self.previewDirectory {
                 group.addTask { await self.receivePreview(into: directory) }
             }
+            // The video window: its keys act like the terminal's, and the overlay shows what is said.
+            group.addTask { await self.readWindowKeys() }
+            group.addTask { for await (text, from) in self.peer.chatLines { self.showChat(text, from: from) } }
+            group.addTask { await self.drawOverlay() }
         }
     }
 
@@ -232,6 +268,7 @@ final class PeerConsole: Sendable {
             emit(TimelineEvent(timeline))
         case .notice(let notice):
             say(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
+            display(notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text)
             emit(NoticeEvent(notice))
         case .otherParticipantsChanged(let others):
             names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
