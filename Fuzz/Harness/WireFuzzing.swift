@@ -86,13 +86,13 @@ package enum WireFuzzing {
             }
         }
         let allocator = ByteBufferAllocator()
-        var now: Int64 = 2_000_000
+        var now: SessionInstant = .milliseconds(2)
         for sender in joined.reversed() {
-            now += 1_000_000
+            now += .milliseconds(1)
             for action in authority.receive(message, from: sender, now: now) {
                 if case .send(let reply, _) = action { _ = try? SessionCodec.encode(reply, allocator: allocator) }
             }
-            for action in authority.timerFired(now: now + 60_000_000_000) {
+            for action in authority.timerFired(now: now + .seconds(60)) {
                 if case .send(let reply, _) = action { _ = try? SessionCodec.encode(reply, allocator: allocator) }
             }
         }

@@ -9,7 +9,7 @@ package final class SimulatedNetworkPath: NetworkImpairment {
     package let retransmissionTimeout: Int64
     private let random: Mutex<SeededRandom>
 
-    package init(profile: NetworkPath, seed: UInt64, retransmissionTimeout: Int64 = Nanos.milliseconds(200)) {
+    package init(profile: NetworkPath, seed: UInt64, retransmissionTimeout: Int64 = TimeSpan.milliseconds(200).nanoseconds) {
         self.profile = profile
         self.retransmissionTimeout = retransmissionTimeout
         random = Mutex(SeededRandom(seed: seed))

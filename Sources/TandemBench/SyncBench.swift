@@ -20,12 +20,12 @@ package struct SyncBench {
         /// … and drifts by up to this much (ppm), either way.
         package var maxDriftPPM = 200.0
         package var file = ""
-        /// `GStreamerPlayer.Configuration.preciseWait` of every peer (ns).
-        package var preciseWait: Int64 = 0
+        /// `GStreamerPlayer.Configuration.preciseWait` of every peer.
+        package var preciseWait: TimeSpan = .zero
 
         package init(peers: Int = 4, link: String = "loopback", duration: Double = 120, policy: SyncPolicy = .tandem,
                      seed: UInt64 = 1, maxClockOffset: Double = 10, maxDriftPPM: Double = 200, file: String = "",
-                     preciseWait: Int64 = 0) {
+                     preciseWait: TimeSpan = .zero) {
             self.peers = peers
             self.link = link
             self.duration = duration
@@ -58,7 +58,7 @@ package struct SyncBench {
         package var effect: GroundTruth.Effect?
         /// The phase the following moments belong to, and for how long (ns).
         package var phase: Phase?
-        package var phaseLength: Int64 = Nanos.seconds(5)
+        package var phaseLength: Int64 = TimeSpan.seconds(5).nanoseconds
     }
 
     /// One peer's session-time estimate error against the truth at one moment.
@@ -102,7 +102,7 @@ package struct SyncBench {
         authority.maxParticipants = configuration.peers + 2
         if configuration.policy == .jellyfinRules {
             // Jellyfin's server schedules commands at now + max(2 × ping, 500 ms).
-            authority.startMargin = BaselineRules.Jellyfin.minimumLead
+            authority.startMargin = TimeSpan(nanoseconds: BaselineRules.Jellyfin.minimumLead)
         }
         let ensemble = try await Ensemble.start(file: configuration.file, title: "bench", authority: authority)
         let cpuBefore = ThreadCPU.read()
@@ -112,7 +112,7 @@ package struct SyncBench {
         let leaves = Locked<[Int: Int64]>([:])
         let currentPhase = Locked("joining")
         let started = clock.now.nanoseconds
-        let end = started + Nanos.seconds(configuration.duration)
+        let end = started + TimeSpan.seconds(configuration.duration).nanoseconds
 
         // Collect render records and clock errors while the schedule runs.
         let clockErrors = Locked<[ClockErrorSample]>([])
@@ -121,7 +121,7 @@ package struct SyncBench {
             while !Task.isCancelled {
                 ensemble.collect()
                 let now = clock.now.nanoseconds
-                if now - lastClock >= Nanos.seconds(1) {
+                if now - lastClock >= TimeSpan.seconds(1).nanoseconds {
                     lastClock = now
                     for member in ensemble.all where leaves.withLock({ $0[member.index] == nil }) {
                         if let error = await member.clockError() {
@@ -132,12 +132,12 @@ package struct SyncBench {
                         }
                     }
                     let recent = ensemble.withTruth { truth in
-                        truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(2))
+                        truth.showings(window: TimeSpan.milliseconds(500).nanoseconds, since: now - TimeSpan.seconds(2).nanoseconds)
                             .map(\.spread).max()
                     }
                     let skew = recent.map { String(format: "%.3f ms", Double($0) / 1e6) } ?? "–"
                     progress(String(format: "bench sync · %@ · %.0f / %.0f s · skew now %@",
-                                    currentPhase.withLock { $0 }, Nanos.toSeconds(now - started),
+                                    currentPhase.withLock { $0 }, TimeSpan(nanoseconds: now - started).seconds,
                                     configuration.duration, skew))
                 }
                 try? await Task.sleep(for: .milliseconds(100))
@@ -156,7 +156,7 @@ package struct SyncBench {
             return clock.now.nanoseconds < end
         }
         func mark(_ label: String, _ command: String?, _ peer: Ensemble.Member, _ effect: GroundTruth.Effect?,
-                  _ phase: Phase?, length: Int64 = Nanos.seconds(5)) {
+                  _ phase: Phase?, length: Int64 = TimeSpan.seconds(5).nanoseconds) {
             currentPhase.withLock { $0 = label }
             marks.withLock {
                 $0.append(Mark(time: clock.now.nanoseconds, label: label, command: command, peer: peer.index, effect: effect,
@@ -170,15 +170,15 @@ package struct SyncBench {
         schedule: while clock.now.nanoseconds < end {
             let c = cycleStart
             if cycle == 0 {
-                guard await at(c + Nanos.milliseconds(500)) else { break schedule }
+                guard await at(c + TimeSpan.milliseconds(500).nanoseconds) else { break schedule }
                 mark("start (one peer slow to load)", "start", member(0), .starts(near: 0), .start)
                 await member(0).peer.play()
             } else {
                 mark("seek to 0:00", "seek", member(0), .starts(near: 0), .afterSeek)
                 await member(0).peer.seek(to: 0)
             }
-            let offset: Int64 = cycle == 0 ? Nanos.seconds(2.5) : 0
-            func step(_ seconds: Double) async -> Bool { await at(c + offset + Nanos.seconds(seconds)) }
+            let offset: Int64 = cycle == 0 ? TimeSpan.seconds(2.5).nanoseconds : 0
+            func step(_ seconds: Double) async -> Bool { await at(c + offset + TimeSpan.seconds(seconds).nanoseconds) }
             guard await step(8) else { break }
             mark("pause", "pause", member(1), .stops, nil)
             await member(1).peer.pause()
@@ -186,10 +186,10 @@ package struct SyncBench {
             mark("play", "play", member(0), .starts(near: nil), .start)
             await member(0).peer.play()
             guard await step(16) else { break }
-            mark("seek to 0:02", "seek", member(2), .starts(near: Nanos.seconds(2)), .afterSeek)
-            await member(2).peer.seek(to: Nanos.seconds(2))
+            mark("seek to 0:02", "seek", member(2), .starts(near: TimeSpan.seconds(2).nanoseconds), .afterSeek)
+            await member(2).peer.seek(to: .seconds(2))
             guard await step(22) else { break }
-            mark("rate 1.5×", "rate", member(0), .rate(1.5), .rate, length: Nanos.seconds(5))
+            mark("rate 1.5×", "rate", member(0), .rate(1.5), .rate, length: TimeSpan.seconds(5).nanoseconds)
             await member(0).peer.setRate(1.5)
             guard await step(27) else { break }
             mark("rate 1×", "rate", member(0), .rate(1), nil)
@@ -204,7 +204,7 @@ package struct SyncBench {
             lateJoiners.append(joiner.index)
             marks.withLock {
                 $0.append(Mark(time: joiner.joinStarted, label: "late joiner", command: nil, peer: joiner.index,
-                               effect: nil, phase: .lateJoiner, phaseLength: Nanos.seconds(6)))
+                               effect: nil, phase: .lateJoiner, phaseLength: TimeSpan.seconds(6).nanoseconds))
             }
             currentPhase.withLock { $0 = "late joiner" }
             let stillRunning = await step(44)
@@ -254,7 +254,7 @@ private struct PeerSetups {
 
     package mutating func next(_ name: String, loadDelay: Duration = .zero) -> Ensemble.PeerSetup {
         defer { index += 1 }
-        let offset = Nanos.seconds((random.unit() * 2 - 1) * configuration.maxClockOffset)
+        let offset = TimeSpan.seconds((random.unit() * 2 - 1) * configuration.maxClockOffset).nanoseconds
         let drift = (random.unit() * 2 - 1) * configuration.maxDriftPPM
         let link: (any NetworkImpairment)? = configuration.link == "loopback" ? nil
             : SimulatedNetworkPath(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(index))

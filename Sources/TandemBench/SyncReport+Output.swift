@@ -33,7 +33,7 @@ extension SyncBench.Configuration {
     /// The command line that repeats this run.
     package var command: String {
         var command = "tandem bench sync --peers \(peers) --link \(link) --duration \(String(format: "%g", duration)) --policy \(policy.rawValue) --seed \(seed)"
-        if preciseWait != 0 { command += " --precise-wait \(String(format: "%g", Double(preciseWait) / 1e3))" }
+        if preciseWait != .zero { command += " --precise-wait \(String(format: "%g", Double(preciseWait.nanoseconds) / 1e3))" }
         return command
     }
 }

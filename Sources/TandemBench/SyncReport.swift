@@ -91,7 +91,7 @@ package struct SyncReport: Codable, Sendable {
     /// Builds the report; `series` gets each peer's offset from the group over time (for the plot).
     package static func make(_ outcome: SyncBench.Outcome, command: String) -> SyncReport {
         let c = outcome.configuration
-        let frameInterval = Nanos.milliseconds(1000.0 / 30)
+        let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
         let marks = outcome.marks
         func phase(of showing: GroundTruth.Showing) -> SyncBench.Phase {
             var current = SyncBench.Phase.steady
@@ -122,7 +122,7 @@ package struct SyncReport: Codable, Sendable {
                 for peer in showing.times.keys where showing.times.count >= 3 && !outcome.lateJoiners.contains(peer) {
                     steadyOffsets[peer, default: []].append(Double(showing.offset(of: peer)!) / 1e6)
                 }
-                let minutesIn = Nanos.toSeconds(showing.median - outcome.started) / 60
+                let minutesIn = TimeSpan(nanoseconds: showing.median - outcome.started).seconds / 60
                 steadyPoints.append((minutesIn, Double(showing.spread) / 1e6))
                 minutes[Int(minutesIn), default: []].append(showing.spread)
             }
@@ -132,27 +132,27 @@ package struct SyncReport: Codable, Sendable {
             let first = showing.times.min { $0.value < $1.value }!.key
             let last = showing.times.max { $0.value < $1.value }!.key
             let before = marks.last { $0.time <= showing.median }
-            return Outlier(at: Nanos.toSeconds(showing.median - outcome.started), item: Nanos.toSeconds(showing.item),
+            return Outlier(at: TimeSpan(nanoseconds: showing.median - outcome.started).seconds, item: TimeSpan(nanoseconds: showing.item).seconds,
                            skew: Double(showing.spread) / 1e6, earliest: outcome.peers[first].name,
                            latest: outcome.peers[last].name, after: before?.label,
-                           secondsAfter: before.map { Nanos.toSeconds(showing.median - $0.time) })
+                           secondsAfter: before.map { TimeSpan(nanoseconds: showing.median - $0.time).seconds })
         }
 
         // Command latency: request → the last peer present rendering the effect.
         var latencies: [String: (values: [Int64], missed: Int, within: Int)] = [:]
-        let target = outcome.maxOneWay + Nanos.milliseconds(60)
+        let target = outcome.maxOneWay + TimeSpan.milliseconds(60).nanoseconds
         for mark in marks {
             guard let command = mark.command, let effect = mark.effect else { continue }
             // Everyone in the session then, but a late joiner still catching up or about to leave.
             let present = outcome.peers.indices.filter { index in
                 let peer = outcome.peers[index]
-                let settled = outcome.lateJoiners.contains(index) ? peer.joinStarted < mark.time - Nanos.seconds(3)
+                let settled = outcome.lateJoiners.contains(index) ? peer.joinStarted < mark.time - TimeSpan.seconds(3).nanoseconds
                     : peer.joinStarted <= mark.time
-                return settled && (peer.left.map { $0 > mark.time + Nanos.seconds(3) } ?? true)
+                return settled && (peer.left.map { $0 > mark.time + TimeSpan.seconds(3).nanoseconds } ?? true)
             }
             let times = present.map { outcome.truth.effectTime(of: $0, after: mark.time, effect, frameInterval: frameInterval) }
             var entry = latencies[command] ?? ([], 0, 0)
-            if times.contains(where: { $0 == nil || $0! - mark.time > Nanos.seconds(10) }) || times.isEmpty {
+            if times.contains(where: { $0 == nil || $0! - mark.time > TimeSpan.seconds(10).nanoseconds }) || times.isEmpty {
                 entry.missed += 1
             } else {
                 let latency = times.compactMap { $0 }.max()! - mark.time
@@ -171,10 +171,10 @@ package struct SyncReport: Codable, Sendable {
                 guard let time = showing.times[joiner] else { continue }
                 let others = showing.times.filter { $0.key != joiner }.map(\.value).sorted()
                 let reference = others[others.count / 2]
-                if abs(time - reference) <= Nanos.milliseconds(1) {
+                if abs(time - reference) <= TimeSpan.milliseconds(1).nanoseconds {
                     run += 1
                     if run == 10 {
-                        found = Nanos.toSeconds(time - 9 * frameInterval - outcome.peers[joiner].joinStarted)
+                        found = TimeSpan(nanoseconds: time - 9 * frameInterval - outcome.peers[joiner].joinStarted).seconds
                         break
                     }
                 } else {
@@ -190,7 +190,7 @@ package struct SyncReport: Codable, Sendable {
         let engineErrors = outcome.clockErrors.compactMap(\.engineError)
         let formatter = ISO8601DateFormatter()
         return SyncReport(
-            policy: c.policy.rawValue, link: c.link, peers: c.peers, durationSeconds: Nanos.toSeconds(outcome.ended - outcome.started),
+            policy: c.policy.rawValue, link: c.link, peers: c.peers, durationSeconds: TimeSpan(nanoseconds: outcome.ended - outcome.started).seconds,
             seed: c.seed, machine: machineDescription(), date: formatter.string(from: Date()), command: command,
             skew: Stats(nanoseconds: outcome.showings.map(\.spread)),
             skewByPhase: Dictionary(uniqueKeysWithValues: byPhase.map { ($0.key.rawValue, Stats(nanoseconds: $0.value)) }),
@@ -210,10 +210,10 @@ package struct SyncReport: Codable, Sendable {
             clockErrorMean: errors.isEmpty ? nil : Double(errors.reduce(0, +)) / Double(errors.count) / 1e6,
             engineClockError: engineErrors.isEmpty ? nil : Stats(nanoseconds: engineErrors.map { abs($0) }),
             clockErrorByPeer: Dictionary(grouping: outcome.clockErrors, by: \.peer).compactMapValues { samples -> [Double]? in
-                guard let first = samples.first?.time, let last = samples.last?.time, last - first > Nanos.seconds(90) else { return nil }
+                guard let first = samples.first?.time, let last = samples.last?.time, last - first > TimeSpan.seconds(90).nanoseconds else { return nil }
                 func mean(_ part: [Int64]) -> Double { Double(part.reduce(0, +)) / Double(max(1, part.count)) / 1e6 }
-                let early = samples.filter { $0.time < first + Nanos.seconds(60) }
-                let late = samples.filter { $0.time > last - Nanos.seconds(60) }
+                let early = samples.filter { $0.time < first + TimeSpan.seconds(60).nanoseconds }
+                let late = samples.filter { $0.time > last - TimeSpan.seconds(60).nanoseconds }
                 var values = [mean(early.map(\.error)), mean(late.map(\.error))]
                 if early.contains(where: { $0.engineError != nil }) {
                     values += [mean(early.compactMap(\.engineError)), mean(late.compactMap(\.engineError))]
@@ -304,7 +304,7 @@ package struct SyncReport: Codable, Sendable {
     /// ±1 ms) so that a rare spike does not hide the rest; clipped points are counted on the plot.
     package static func plot(_ outcome: SyncBench.Outcome, title: String) -> String {
         // About 600 bins whatever the duration; never finer than a quarter second.
-        let bin = max(Nanos.milliseconds(250), (outcome.ended - outcome.started) / 600)
+        let bin = max(TimeSpan.milliseconds(250).nanoseconds, (outcome.ended - outcome.started) / 600)
         var series: [SVGPlot.Series] = []
         for (index, peer) in outcome.peers.enumerated() {
             var bins: [Int64: Int64] = [:]
@@ -315,11 +315,11 @@ package struct SyncReport: Codable, Sendable {
             }
             guard !bins.isEmpty else { continue }
             series.append(SVGPlot.Series(name: peer.name, points: bins.keys.sorted().map {
-                (Double($0) * Nanos.toSeconds(bin), Double(bins[$0]!) / 1e6)
+                (Double($0) * TimeSpan(nanoseconds: bin).seconds, Double(bins[$0]!) / 1e6)
             }))
         }
         let markers = outcome.marks.filter { $0.command != nil || $0.label == "late joiner" || $0.label == "stall" }.map {
-            SVGPlot.Marker(x: Nanos.toSeconds($0.time - outcome.started), label: $0.label)
+            SVGPlot.Marker(x: TimeSpan(nanoseconds: $0.time - outcome.started).seconds, label: $0.label)
         }
         let magnitudes = series.flatMap { $0.points.map { abs($0.1) } }.sorted()
         let p999 = Distribution.percentile(99.9, of: magnitudes, resolution: 0.001) ?? 1

@@ -47,8 +47,8 @@ public struct MediaProbe: Sendable, Hashable, Codable {
 
     /// The file path or URI probed.
     public var location: String
-    /// Duration in nanoseconds, when known.
-    public var duration: Int64?
+    /// The item's length, when known (the same spelling as `MediaInfo.duration`).
+    public var duration: TimeSpan?
     public var isSeekable: Bool
     /// Container format description, e.g. "WebM".
     public var container: String?
@@ -63,7 +63,7 @@ public struct MediaProbe: Sendable, Hashable, Codable {
 
     /// Probes a file path or URI (file://, http://, https://). Runs GStreamer's discoverer on a thread of its own.
     /// - Throws: `PlaybackError` (no such file, a directory, not media, missing plugin, …).
-    public static func probe(_ location: String, timeout: Int64 = Nanos.seconds(15)) async throws(PlaybackError) -> MediaProbe {
+    public static func probe(_ location: String, timeout: TimeSpan = .seconds(15)) async throws(PlaybackError) -> MediaProbe {
         try GStreamer.require()
         let source = try MediaLocation(location)
         let result: Result<MediaProbe, PlaybackError> = await withCheckedContinuation { continuation in
@@ -76,8 +76,8 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         return try result.get()
     }
 
-    private static func discover(_ source: MediaLocation, location: String, timeout: Int64) throws(PlaybackError) -> MediaProbe {
-        guard let result = tdm_gst_discover(source.uri, timeout) else {
+    private static func discover(_ source: MediaLocation, location: String, timeout: TimeSpan) throws(PlaybackError) -> MediaProbe {
+        guard let result = tdm_gst_discover(source.uri, timeout.nanoseconds) else {
             throw .engineFailure("the discoverer could not start")
         }
         defer { tdm_gst_discover_result_free(result) }
@@ -135,13 +135,13 @@ public struct MediaProbe: Sendable, Hashable, Codable {
             throw source.isFile ? .truncatedOrCorrupt(path: source.display, detail: "no audio or video stream found")
                 : .notMedia(path: source.display)
         }
-        return MediaProbe(location: location, duration: r.duration >= 0 ? r.duration : nil,
+        return MediaProbe(location: location, duration: r.duration >= 0 ? TimeSpan(nanoseconds: r.duration) : nil,
                           isSeekable: r.seekable != 0, container: string(r.container), title: string(r.title),
                           streams: streams,
                           contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil)
     }
 
-    public init(location: String, duration: Int64?, isSeekable: Bool, container: String?, title: String?,
+    public init(location: String, duration: TimeSpan?, isSeekable: Bool, container: String?, title: String?,
                 streams: [Stream], contentID: String? = nil) {
         self.location = location
         self.duration = duration

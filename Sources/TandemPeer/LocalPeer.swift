@@ -17,20 +17,30 @@ package final class LocalPeer: Sendable {
     package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
     package let clock: any MonotonicClock
+    /// Where the items of the session's queue are found here.
+    package let media: QueueMedia
 
     /// Wires a connected peer together; nothing runs until `run()`.
-    /// - Parameter file: the local media file; every item of the session is played from it.
+    /// - Parameters:
+    ///   - file: the local media file of the session's activity.
+    ///   - media: where the queue's items are found; without it, every item of the session is played from `file`.
     package init(name: String, player: GStreamerPlayer, engine: (any PlaybackEngine)? = nil, connection: TandemClientConnection,
-         file: String, clock: any MonotonicClock = SystemMonotonicClock(),
+         file: String, media: QueueMedia? = nil, clock: any MonotonicClock = SystemMonotonicClock(),
          configuration: PlaybackCoordinator.Configuration = .init()) {
         self.name = name
         self.player = player
         self.engine = engine ?? player
         self.connection = connection
         self.clock = clock
+        let resolver = media ?? QueueMedia(directory: nil)
+        if let itemID = connection.welcome.activity?.itemID { resolver.register(itemID: itemID, location: file) }
+        self.media = resolver
         // The coordinator subscribes to the link first: it must see every timeline the authority sends.
+        var locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
+        if media != nil { locateActivity = { await resolver.location(for: $0) } }
         coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
-                                          configuration: configuration, locate: { _ in file })
+                                          configuration: configuration, locate: { _ in file },
+                                          locateActivity: locateActivity)
         session = GroupSession(link: connection)
         // Made right after the session, so that it sees the attachments the authority announces on joining.
         journal = GroupSessionJournal(session: session)
@@ -39,18 +49,19 @@ package final class LocalPeer: Sendable {
     }
 
     /// Connects to the session named by `invite` and wires a peer for `file`.
-    package static func connect(invite: Invite, name: String, file: String, player: GStreamerPlayer,
+    package static func connect(invite: Invite, name: String, file: String, media: QueueMedia? = nil,
+                        player: GStreamerPlayer,
                         engine: (any PlaybackEngine)? = nil, options: TandemClient.Options = .init(),
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate.nanoseconds
+        options.prerollEstimate = player.prerollEstimate
         // Enter, then join: the server sends nothing shared before the join, which goes out before anything the
         // coordinator sends. Attachments (a preview image) are fetched only when wanted.
         options.waitsToJoin = true
         options.lazyAttachments = true
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         let peer = LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
-                             clock: options.clock, configuration: configuration)
+                             media: media, clock: options.clock, configuration: configuration)
         do { try await connection.send(.takePart) } catch {
             await connection.close()
             throw .unreachable("the connection closed while joining: \(error)")
@@ -88,18 +99,18 @@ package final class LocalPeer: Sendable {
 
     /// Where this peer stands right now.
     package func status() async -> PeerStatus {
-        let now = clock.now.nanoseconds
+        let now = clock.now
         let mapping = connection.clockMapping()
-        let sessionNow = mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now))
+        let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
         let quality = connection.clockQuality()
         return PeerStatus(
             timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: LocalInstant(nanoseconds: now)).nanoseconds, errorBound: quality?.errorBound,
-            roundTrip: quality?.roundTrip,
-            reconnecting: connection.isReconnecting)
+            clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
+            roundTrip: quality?.roundTrip.nanoseconds,
+            reconnecting: connection.isReconnecting, queue: await coordinator.queue)
     }
 
     // MARK: User requests
@@ -121,10 +132,10 @@ package final class LocalPeer: Sendable {
         case .pause:
             await coordinator.pause()
         case .seek(let seconds):
-            return await seek(to: Nanos.seconds(seconds), duration: status.duration)
+            return await seek(to: TimeSpan.seconds(seconds).nanoseconds, duration: status.duration)
         case .seekBy(let seconds):
-            let target = max(0, position + Nanos.seconds(seconds))
-            return await seek(to: min(target, max(0, (status.duration ?? .max) - Nanos.seconds(1))),
+            let target = max(0, position + TimeSpan.seconds(seconds).nanoseconds)
+            return await seek(to: min(target, max(0, (status.duration ?? .max) - TimeSpan.seconds(1).nanoseconds)),
                               duration: status.duration)
         case .rate(let rate):
             guard rate.isFinite, (0.25...4).contains(rate) else {
@@ -141,12 +152,14 @@ package final class LocalPeer: Sendable {
             await coordinator.seek(to: 0)
         case .notice(let text):
             do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
+        case .next, .previous, .queueAdd:
+            return await performQueue(command)
         case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
              .offsetStep, .toggleFullscreen:
             return adjustOutput(command, feedback: feedback)
         case .chat(let text):
             return await sendChat(text)
-        case .leave, .end, .help, .showStatus, .openChatPrompt:
+        case .leave, .end, .help, .showStatus, .openChatPrompt, .queueList:
             break  // handled by the console
         }
         return nil
@@ -177,9 +190,13 @@ package struct PeerStatus: Sendable {
     package var roundTrip: Int64?
     /// The link was lost and the peer is reconnecting.
     package var reconnecting = false
+    /// The session's queue.
+    package var queue: SessionQueue?
 
     package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
-                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false) {
+                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false,
+                 queue: SessionQueue? = nil) {
+        self.queue = queue
         self.timeline = timeline
         self.position = position
         self.expected = expected

@@ -9,8 +9,8 @@ package struct MediaActivity: GroupActivity, Hashable {
     package var metadata: GroupActivityMetadata
     /// The host's file name, so a joiner can find its copy by name.
     package var fileName: String
-    /// The host's item duration (ns), when known.
-    package var duration: Int64?
+    /// The host's item duration, when known (encoded as bare nanoseconds).
+    package var duration: TimeSpan?
     /// The host's content fingerprint (`MediaProbe.contentID`), when known.
     package var contentID: String?
 
@@ -35,13 +35,13 @@ package struct MediaActivity: GroupActivity, Hashable {
     /// Why a local file is not the host's, or nil when it looks the same.
     package func difference(from probe: MediaProbe) -> String? {
         if let mine = probe.contentID, let theirs = contentID, mine != theirs {
-            if let a = probe.duration, let b = duration, abs(a - b) > Nanos.seconds(1.5) {
-                return String(format: "your file lasts %.1f s, the host's %.1f s", Double(a) / 1e9, Double(b) / 1e9)
+            if let a = probe.duration, let b = duration, (a - b).magnitude > .seconds(1.5) {
+                return String(format: "your file lasts %.1f s, the host's %.1f s", a.seconds, b.seconds)
             }
             return "your file's content differs from the host's (\(fileName))"
         }
-        if let a = probe.duration, let b = duration, abs(a - b) > Nanos.seconds(1.5) {
-            return String(format: "your file lasts %.1f s, the host's %.1f s", Double(a) / 1e9, Double(b) / 1e9)
+        if let a = probe.duration, let b = duration, (a - b).magnitude > .seconds(1.5) {
+            return String(format: "your file lasts %.1f s, the host's %.1f s", a.seconds, b.seconds)
         }
         return nil
     }
@@ -58,7 +58,7 @@ package struct MediaActivity: GroupActivity, Hashable {
         var parts = ["\"\(metadata.title ?? fileName)\""]
         if let subtitle = metadata.subtitle { parts.append("— \(subtitle)") }
         parts.append("(\(metadata.type.rawValue)")
-        if let duration { parts[parts.count - 1] += ", \(formatClock(duration))" }
+        if let duration { parts[parts.count - 1] += ", \(formatClock(duration.nanoseconds))" }
         parts[parts.count - 1] += ")"
         return parts.joined(separator: " ")
     }

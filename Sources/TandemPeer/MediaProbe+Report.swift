@@ -14,7 +14,7 @@ extension MediaProbe {
         var lines = [location]
         if let title = title { lines.append("  title:     \(title)") }
         if let container = container { lines.append("  container: \(container)") }
-        let duration = self.duration.map { String(format: "%.3f s", Double($0) / 1e9) } ?? "unknown"
+        let duration = self.duration.map { String(format: "%.3f s", $0.seconds) } ?? "unknown"
         lines.append("  duration:  \(duration)")
         lines.append("  seekable:  \(isSeekable ? "yes" : "no")")
         for (index, stream) in streams.enumerated() {

@@ -27,6 +27,7 @@ extension PeerStatus {
         let position = self.position ?? expected ?? 0
         let duration = self.duration.map(formatClock) ?? "?"
         parts.append("\(symbol) \(formatClock(position))/\(duration) \(String(format: "%g", timeline?.rate ?? 1))×")
+        if let item = itemPosition { parts.append(item) }
         let everyone = others.map { state -> String in
             let name = state.participant.name
             if !state.suspensions.isEmpty {
@@ -57,5 +58,11 @@ extension PeerStatus {
             parts.append("clock syncing…")
         }
         return parts.joined(separator: " │ ")
+    }
+
+    /// "item 2 of 3" while an entry of a queue of more than one plays.
+    package var itemPosition: String? {
+        guard let queue, queue.entries.count > 1, let index = queue.currentIndex else { return nil }
+        return "item \(index + 1) of \(queue.entries.count)"
     }
 }

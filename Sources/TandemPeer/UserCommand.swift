@@ -10,6 +10,13 @@ package enum UserCommand: Equatable, Sendable {
     case rate(Double)
     case rateStep(up: Bool)
     case restart
+    /// The queue's next / previous item.
+    case next
+    case previous
+    /// Appends a local file to the session's queue.
+    case queueAdd(String)
+    /// Shows the queue.
+    case queueList
     case leave
     case end
     case help
@@ -43,8 +50,9 @@ package enum UserCommand: Equatable, Sendable {
     /// What `-` and `+` change the offset by (ms).
     package static let offsetStepMilliseconds = 10.0
 
-    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `volume PERCENT`, `mute`,
-    /// `sub N|off`, `audio N`, `offset MS`, `status`, `leave`, `end`. Throws a message that says what is accepted.
+    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `next`, `prev`, `queue`,
+    /// `queue add PATH`, `volume PERCENT`, `mute`, `sub N|off`, `audio N`, `offset MS`, `status`, `leave`, `end`.
+    /// Throws a message that says what is accepted.
     package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard let verb = words.first?.lowercased() else { return nil }
@@ -68,6 +76,17 @@ package enum UserCommand: Equatable, Sendable {
         case "seek": return .seek(to: try number("seconds", example: "90"))
         case "rate": return .rate(try number("playback rate", example: "1.5"))
         case "restart": return .restart
+        case "next": return .next
+        case "prev", "previous": return .previous
+        case "queue":
+            guard words.count > 1 else { return .queueList }
+            let rest = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count).drop { $0 == " " || $0 == "\t" }
+            guard words[1].lowercased() == "add" else {
+                throw UserCommandError("'queue' alone lists the queue; 'queue add PATH' adds a file to it")
+            }
+            let path = rest.dropFirst(3).trimmingCharacters(in: .whitespaces)
+            guard !path.isEmpty else { throw UserCommandError("'queue add' needs a file, e.g. 'queue add movie.webm'") }
+            return .queueAdd(path)
         case "volume": return .volume(try number("percent", example: "80"))
         case "mute": return .toggleMute
         case "sub", "subs", "subtitles":
@@ -91,8 +110,9 @@ package enum UserCommand: Equatable, Sendable {
             guard !text.isEmpty else { throw UserCommandError("'notice' needs text, e.g. 'notice back in 5 minutes'") }
             return .notice(text)
         default:
-            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, volume PERCENT, "
-                                   + "mute, sub N|off, audio N, offset MS, status, chat TEXT, leave or end")
+            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, next, prev, queue, "
+                                   + "queue add PATH, volume PERCENT, mute, sub N|off, audio N, offset MS, status, "
+                                   + "chat TEXT, leave or end")
         }
     }
 
@@ -115,6 +135,8 @@ package enum UserCommand: Equatable, Sendable {
         KeyBinding(terminal: Array("[".utf8), window: ["bracketleft", "["], command: .rateStep(up: false)),
         KeyBinding(terminal: Array("]".utf8), window: ["bracketright", "]"], command: .rateStep(up: true)),
         KeyBinding(terminal: Array("r".utf8), window: ["r"], command: .restart),
+        KeyBinding(terminal: Array("n".utf8), window: ["n"], command: .next),
+        KeyBinding(terminal: Array("p".utf8), window: ["p"], command: .previous),
         KeyBinding(terminal: Array("9".utf8), window: ["9", "KP_9"], command: .volumeStep(up: false)),
         KeyBinding(terminal: Array("0".utf8), window: ["0", "KP_0"], command: .volumeStep(up: true)),
         KeyBinding(terminal: Array("m".utf8), window: ["m"], command: .toggleMute),
@@ -140,8 +162,8 @@ package enum UserCommand: Equatable, Sendable {
     package static let keyHelp = """
         keys (terminal and video window):
           space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate −/+
-          r restart · 9/0 volume −/+ · m mute · s subtitles · a audio track
-          −/+ offset −/+10 ms · o position on the video · f full screen
+          r restart · n/p next/previous item · 9/0 volume −/+ · m mute · s subtitles
+          a audio track · −/+ offset −/+10 ms · o position on the video · f full screen
           c chat · q leave · E end for everyone · ? help
         """
 }

@@ -123,16 +123,19 @@ public enum ClockSyncSimulation {
         let start: Int64 = 1_000_000_000_000  // the authority has been up a while; session time = true time
         let end = start + configuration.duration
         // True time → the peer's local clock.
-        let skew = ClockMapping(localAnchor: start, sessionAnchor: start &+ configuration.peerOffset,
+        let skew = ClockMapping(localAnchor: LocalInstant(nanoseconds: start),
+                                sessionAnchor: SessionInstant(nanoseconds: start &+ configuration.peerOffset),
                                 rate: 1 + configuration.peerDriftPPM / 1_000_000)
-        func local(_ trueTime: Int64) -> Int64 { skew.sessionTime(atLocal: LocalInstant(nanoseconds: trueTime)).nanoseconds }
+        func local(_ trueTime: Int64) -> LocalInstant {
+            LocalInstant(nanoseconds: skew.sessionTime(atLocal: LocalInstant(nanoseconds: trueTime)).nanoseconds)
+        }
 
         var rng = SeededRandom(seed: configuration.seed)
         var estimator = ClockSyncEstimator(configuration: configuration.estimator)
         var trace: [Point] = []
         var checkpoints: [Point] = []
-        var inFlight: [(arrival: Int64, t1: Int64, t2: Int64, t3: Int64)] = []
-        var lastPing: Int64?
+        var inFlight: [(arrival: Int64, t1: LocalInstant, t2: Int64, t3: Int64)] = []
+        var lastPing: LocalInstant?
         var sequence = 0, received = 0, lost = 0
         var nextRecord = start
         var pendingCheckpoints = configuration.checkpoints.filter { $0 <= configuration.duration }.sorted()
@@ -142,13 +145,14 @@ public enum ClockSyncSimulation {
             let localNow = local(now)
             guard let estimate = estimator.sessionTime(atLocal: localNow),
                   let bound = estimator.errorBound(atLocal: localNow) else { return nil }
-            return Point(time: now - start, error: estimate - now, errorBound: bound)
+            return Point(time: now - start, error: estimate.nanoseconds - now, errorBound: bound.nanoseconds)
         }
 
         var now = start
         while true {
             let nextPingLocal = estimator.nextPingTime(lastPing: lastPing)
-            var nextPing = nextPingLocal == Int64.min ? now : skew.localTime(atSession: SessionInstant(nanoseconds: nextPingLocal)).nanoseconds
+            var nextPing = nextPingLocal.nanoseconds == Int64.min
+                ? now : skew.localTime(atSession: SessionInstant(nanoseconds: nextPingLocal.nanoseconds)).nanoseconds
             if nextPing < now { nextPing = now }
             let nextArrival = inFlight.map(\.arrival).min() ?? Int64.max
             let nextCheckpoint = pendingCheckpoints.first.map { start + $0 } ?? Int64.max
@@ -159,7 +163,9 @@ public enum ClockSyncSimulation {
                   inFlight[index].arrival <= now {
                 let pong = inFlight.remove(at: index)
                 if let before = evaluate(now) { trace.append(before) }
-                estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: local(now)))
+                // Session time is true time here (the authority's clock).
+                estimator.add(ClockSample(t1: pong.t1, t2: SessionInstant(nanoseconds: pong.t2),
+                                          t3: SessionInstant(nanoseconds: pong.t3), t4: local(now)))
                 received += 1
                 if let after = evaluate(now) { trace.append(after) }
             }
@@ -194,8 +200,8 @@ public enum ClockSyncSimulation {
                       duration: configuration.duration, trueDriftPPM: configuration.peerDriftPPM,
                       peerOffset: configuration.peerOffset,
                       trace: trace, checkpoints: checkpoints, finalError: final?.error,
-                      finalErrorBound: final?.errorBound, finalUncertainty: estimator.uncertainty,
-                      minimumRoundTrip: estimator.roundTrip, estimatedDriftPPM: estimator.driftPPM,
+                      finalErrorBound: final?.errorBound, finalUncertainty: estimator.uncertainty?.nanoseconds,
+                      minimumRoundTrip: estimator.roundTrip?.nanoseconds, estimatedDriftPPM: estimator.driftPPM,
                       pingsSent: sequence, pongsReceived: received, lost: lost,
                       rejectedSamples: estimator.rejectedCount)
     }
@@ -205,7 +211,7 @@ public enum ClockSyncSimulation {
                                  runs: Int = 1) -> String {
         let groups = profiles.map { profile in
             (0..<max(1, runs)).map { run in
-                Self.run(Configuration(profile: profile, duration: Nanos.seconds(duration),
+                Self.run(Configuration(profile: profile, duration: TimeSpan.seconds(duration).nanoseconds,
                                        seed: seed &+ UInt64(run)))
             }
         }
@@ -244,7 +250,7 @@ public enum ClockSyncSimulation {
         var out = table.rendered + "\n"
         if let first = groups.first?.first {
             out += String(format: "(peer clock %+.0f s and %+.0f ppm off; %.0f s simulated; ",
-                          Nanos.toSeconds(first.peerOffset), first.trueDriftPPM, Nanos.toSeconds(first.duration))
+                          TimeSpan(nanoseconds: first.peerOffset).seconds, first.trueDriftPPM, TimeSpan(nanoseconds: first.duration).seconds)
             out += "error = estimated − true session time; worst over seeds)\n"
         }
         return out

@@ -29,17 +29,17 @@ public final class FakePlaybackEngine: PlaybackEngine {
     }
 
     public func prepare(at itemTime: ItemTime, rate: Double) async throws {
-        _ = try await run(.prepare(itemTime: itemTime.nanoseconds, rate: rate))
+        _ = try await run(.prepare(itemTime: itemTime, rate: rate))
     }
 
     public func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws {
-        _ = try await run(.play(from: itemTime.nanoseconds, atSessionTime: sessionTime.nanoseconds, rate: rate))
+        _ = try await run(.play(from: itemTime, atSessionTime: sessionTime, rate: rate))
     }
 
     @discardableResult
     public func pause() async throws -> ItemTime {
         guard case .paused(let itemTime) = try await run(.pause) else { throw PlaybackError.notLoaded }
-        return ItemTime(nanoseconds: itemTime)
+        return itemTime
     }
 
     public func currentItemTime() -> ItemTime? {

@@ -8,6 +8,8 @@ import TandemCore
 public actor InMemorySessionHub {
     private var authority: SessionAuthority
     private let clock: any MonotonicClock
+    /// The hub's clock is the session clock.
+    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
     private var links: [ParticipantID: InMemorySessionLink] = [:]
     /// Counts joins, for deterministic reconnect tokens (this hub is for tests; a real transport draws them at random).
     private var joins = 0
@@ -18,7 +20,7 @@ public actor InMemorySessionHub {
                 clock: any MonotonicClock = ManualClock()) {
         self.clock = clock
         authority = SessionAuthority(sessionID: "in-memory", activity: activity, configuration: configuration,
-                                     now: clock.now.nanoseconds)
+                                     now: SessionInstant(nanoseconds: clock.now.nanoseconds))
     }
 
     /// The authority's current timeline.
@@ -29,12 +31,12 @@ public actor InMemorySessionHub {
     /// Joins a new participant and returns its link. Throws the authority's refusal.
     /// `waiting` enters without taking part (until the link sends `takePart`); `lazyJournal` announces attachments
     /// and sends their bytes on `fetch` (see `SessionAuthority.join`).
-    public func connect(name: String, isHost: Bool = false, prerollEstimate: Int64 = 0, waiting: Bool = false,
+    public func connect(name: String, isHost: Bool = false, prerollEstimate: TimeSpan = .zero, waiting: Bool = false,
                         lazyJournal: Bool = false) throws -> InMemorySessionLink {
         joins += 1
         switch authority.join(name: name, prerollEstimate: prerollEstimate, wantsHost: isHost,
                               newReconnectToken: "in-memory-token-\(joins)", waiting: waiting,
-                              lazyJournal: lazyJournal, now: clock.now.nanoseconds) {
+                              lazyJournal: lazyJournal, now: sessionNow) {
         case .refused(let reason):
             throw reason
         case .joined(let id, let actions):
@@ -49,14 +51,14 @@ public actor InMemorySessionHub {
     }
 
     /// Runs the authority's timers at the clock's current time.
-    public func fireTimers() { perform(authority.timerFired(now: clock.now.nanoseconds)) }
+    public func fireTimers() { perform(authority.timerFired(now: sessionNow)) }
 
     func receive(_ message: ClientMessage, from id: ParticipantID) {
-        perform(authority.receive(message, from: id, now: clock.now.nanoseconds))
+        perform(authority.receive(message, from: id, now: sessionNow))
     }
 
     func lost(_ id: ParticipantID) {
-        perform(authority.connectionLost(id, now: clock.now.nanoseconds))
+        perform(authority.connectionLost(id, now: sessionNow))
     }
 
     private func perform(_ actions: [SessionAuthority.Action]) {
@@ -104,7 +106,7 @@ public final class InMemorySessionLink: SessionLink {
     public func serverMessages() -> AsyncStream<ServerMessage> { messages.subscribe() }
 
     public func clockMapping() -> ClockMapping? { .identity }
-    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? { (0, 0) }
+    public func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)? { (.zero, .zero) }
 
     public func close() async {
         guard invalidation.withLock({ $0 == nil }) else { return }

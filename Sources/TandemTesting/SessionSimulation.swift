@@ -47,7 +47,7 @@ public final class SessionSimulation {
         /// samples do not recompute them.
         public internal(set) var mapping: ClockMapping?
         public internal(set) var errorBound: Int64?
-        var quality: (errorBound: Int64, roundTrip: Int64)?
+        var quality: (errorBound: TimeSpan, roundTrip: TimeSpan)?
         /// True time → local time.
         public let localClock: ClockMapping
         /// Every event the coordinator raised, with the true time.
@@ -57,7 +57,7 @@ public final class SessionSimulation {
         /// Why the session ended here, if it did.
         public internal(set) var invalidation: InvalidationReason?
         public internal(set) var connected = false
-        var lastPing: Int64?
+        var lastPing: LocalInstant?
         var pingSequence: UInt32 = 0
         var upLast: Int64 = .min
         var downLast: Int64 = .min
@@ -71,11 +71,13 @@ public final class SessionSimulation {
         }
 
         /// The peer's local clock at true time `t`.
-        public func localTime(atTrue t: Int64) -> Int64 { localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds }
+        public func localTime(atTrue t: Int64) -> LocalInstant {
+            LocalInstant(nanoseconds: localClock.sessionTime(atLocal: LocalInstant(nanoseconds: t)).nanoseconds)
+        }
 
         /// The estimator's current error: estimated session time − true session time (ns), nil before syncing.
         public func clockError(atTrue t: Int64) -> Int64? {
-            mapping.map { $0.sessionTime(atLocal: LocalInstant(nanoseconds: localTime(atTrue: t))).nanoseconds - t }
+            mapping.map { $0.sessionTime(atLocal: localTime(atTrue: t)).nanoseconds - t }
         }
     }
 
@@ -104,6 +106,8 @@ public final class SessionSimulation {
 
     /// The true clock (= session time).
     public private(set) var now: Int64 = 0
+    /// The authority's clock is the true clock: session time equals true time.
+    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: now) }
     public private(set) var authority: SessionAuthority
     public private(set) var peers: [Peer] = []
     public private(set) var samples: [Sample] = []
@@ -126,7 +130,7 @@ public final class SessionSimulation {
                 tickInterval: Int64 = 20_000_000, sampleInterval: Int64 = 10_000_000) {
         rng = SeededRandom(seed: seed)
         self.seed = seed
-        authority = SessionAuthority(sessionID: "sim-\(seed)", activity: activity, configuration: configuration, now: 0)
+        authority = SessionAuthority(sessionID: "sim-\(seed)", activity: activity, configuration: configuration, now: .zero)
         self.tickInterval = tickInterval
         self.sampleInterval = sampleInterval
         schedule(.sample, at: 0)
@@ -137,7 +141,7 @@ public final class SessionSimulation {
     /// Adds a peer that connects at true time `at`; returns its index.
     @discardableResult
     public func addPeer(_ setup: PeerSetup, joiningAt at: Int64 = 0) -> Int {
-        let clock = ClockMapping(localAnchor: 0, sessionAnchor: setup.clockOffset,
+        let clock = ClockMapping(localAnchor: .zero, sessionAnchor: SessionInstant(nanoseconds: setup.clockOffset),
                                  rate: 1 + setup.clockDriftPPM / 1_000_000)
         let peer = Peer(index: peers.count, setup: setup, localClock: clock)
         peers.append(peer)
@@ -155,11 +159,11 @@ public final class SessionSimulation {
 
     /// The user of peer `p` pauses now (at the item time its engine shows).
     public func pause(_ p: Int) {
-        let item = peers[p].engine.renderedItemTime(atTrue: now) ?? 0
+        let item = ItemTime(nanoseconds: peers[p].engine.renderedItemTime(atTrue: now) ?? 0)
         apply(p) { $0.machine.pause(currentItemTime: item, now: $1) }
     }
 
-    public func seek(_ p: Int, to itemTime: Int64) { apply(p) { $0.machine.seek(to: itemTime, now: $1) } }
+    public func seek(_ p: Int, to itemTime: Int64) { apply(p) { $0.machine.seek(to: ItemTime(nanoseconds: itemTime), now: $1) } }
     public func setRate(_ p: Int, _ rate: Double) { apply(p) { $0.machine.setRate(rate, now: $1) } }
 
     /// Peer `p`'s engine stalls now for `duration`.
@@ -182,12 +186,18 @@ public final class SessionSimulation {
     /// Peer `p` proposes a new activity.
     public func setActivity(_ p: Int, _ envelope: ActivityEnvelope) { sendUp(p, .setActivity(envelope)) }
 
+    /// Peer `p` changes the queue or moves the group along it.
+    public func requestQueue(_ p: Int, _ request: QueueRequest) { sendUp(p, .queue(request)) }
+
+    /// Peer `p`'s player reaches the end of its item now.
+    public func reachEnd(_ p: Int) { apply(p) { $0.machine.engineEvent(.endOfStream, now: $1) } }
+
     /// Peer `p`'s connection drops without a word.
     public func disconnect(_ p: Int) {
         let peer = peers[p]
         guard peer.connected, let id = peer.id else { return }
         peer.connected = false
-        perform(authority: authority.connectionLost(id, now: now))
+        perform(authority: authority.connectionLost(id, now: sessionNow))
     }
 
     /// Begins a local suspension on peer `p`.
@@ -200,7 +210,7 @@ public final class SessionSimulation {
     }
 
     public func endSuspension(_ p: Int, _ id: SuspensionID, proposing: Int64? = nil) {
-        apply(p) { $0.machine.endSuspension(id, proposingNewTime: proposing, now: $1) }
+        apply(p) { $0.machine.endSuspension(id, proposingNewTime: proposing.map { ItemTime(nanoseconds: $0) }, now: $1) }
     }
 
     /// Processes every event up to and including true time `t`.
@@ -279,7 +289,7 @@ public final class SessionSimulation {
         schedule(event, at: arrival)
     }
 
-    private func apply(_ p: Int, _ body: (Peer, Int64) -> [PlaybackCoordinatorStateMachine.Action]) {
+    private func apply(_ p: Int, _ body: (Peer, LocalInstant) -> [PlaybackCoordinatorStateMachine.Action]) {
         let peer = peers[p]
         guard peer.invalidation == nil else { return }
         perform(peer: p, body(peer, peer.localTime(atTrue: now)))
@@ -308,7 +318,7 @@ public final class SessionSimulation {
                 if let p = byID[id], peers[p].connected { sendDown(p, .closePeer(p, reason)) }
             case .wakeUp(let at):
                 wakeToken += 1
-                schedule(.authorityTimer(wakeToken), at: at)
+                schedule(.authorityTimer(wakeToken), at: at.nanoseconds)
             case .sessionEnded(let reason):
                 sessionEnded = reason
             }
@@ -322,8 +332,8 @@ public final class SessionSimulation {
         case .join(let p):
             let peer = peers[p]
             // A deterministic token: the simulation replays exactly (a real transport draws it at random).
-            switch authority.join(name: peer.setup.name, prerollEstimate: peer.setup.engine.prerollEstimate,
-                                  wantsHost: peer.setup.isHost, newReconnectToken: "simulated-token-\(p)", now: now) {
+            switch authority.join(name: peer.setup.name, prerollEstimate: TimeSpan(nanoseconds: peer.setup.engine.prerollEstimate),
+                                  wantsHost: peer.setup.isHost, newReconnectToken: "simulated-token-\(p)", now: sessionNow) {
             case .joined(let id, let actions):
                 peer.id = id
                 peer.connected = true
@@ -336,10 +346,10 @@ public final class SessionSimulation {
             guard let id = peers[p].id, peers[p].connected || isFarewell(message) else { return }
             if case .clockPing(let ping) = message {
                 // The transport answers pings at once, stamping session time (the authority may answer too).
-                sendDown(p, .toPeer(p, .clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now))))
+                sendDown(p, .toPeer(p, .clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: sessionNow, t3: sessionNow))))
                 return
             }
-            perform(authority: authority.receive(message, from: id, now: now))
+            perform(authority: authority.receive(message, from: id, now: sessionNow))
         case .toPeer(let p, let message):
             let peer = peers[p]
             guard peer.invalidation == nil else { return }
@@ -348,8 +358,8 @@ public final class SessionSimulation {
             if case .clockPong(let pong) = message {
                 peer.estimator.add(ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: local))
                 peer.mapping = peer.estimator.mapping
-                peer.errorBound = peer.estimator.errorBound
-                if let e = peer.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
+                peer.errorBound = peer.estimator.errorBound?.nanoseconds
+                if let e = peer.estimator.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
                 return
             }
             let firstWelcome: Bool
@@ -366,7 +376,7 @@ public final class SessionSimulation {
             peer.connected = false
         case .authorityTimer(let token):
             guard token == wakeToken else { return }
-            perform(authority: authority.timerFired(now: now))
+            perform(authority: authority.timerFired(now: sessionNow))
         case .tick(let p):
             let peer = peers[p]
             guard peer.connected, peer.invalidation == nil else { return }
@@ -378,7 +388,7 @@ public final class SessionSimulation {
                 sendUp(p, .clockPing(ClockPing(sequence: peer.pingSequence, t1: local)))
             }
             perform(peer: p, peer.machine.tick(now: local, mapping: peer.mapping, clockQuality: peer.quality,
-                                               engineItemTime: peer.engine.renderedItemTime(atTrue: now)))
+                                               engineItemTime: peer.engine.renderedItemTime(atTrue: now).map { ItemTime(nanoseconds: $0) }))
             schedule(.tick(p), at: now + tickInterval)
         case .engineDone(let p, let done):
             let peer = peers[p]

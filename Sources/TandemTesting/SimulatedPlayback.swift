@@ -146,18 +146,20 @@ public struct SimulatedPlayback: Sendable {
             loaded = true
             busyUntil = done
             return Completion(at: done, id: id, outcome: .loaded(profile.media))
-        case .prepare(let x, _):
+        case .prepare(let target, _):
+            let x = target.nanoseconds
             guard loaded else { return Completion(at: start, id: id, outcome: .failed(.notLoaded)) }
             if shown == x, !moving {
                 busyUntil = start + 1_000_000
-                return Completion(at: busyUntil, id: id, outcome: .prepared(itemTime: x))
+                return Completion(at: busyUntil, id: id, outcome: .prepared(itemTime: target))
             }
             if let shown { append(.frozen(itemTime: shown), at: start) }
             let done = start + profile.seekDelay
             append(.frozen(itemTime: x), at: done)
             busyUntil = done
-            return Completion(at: done, id: id, outcome: .prepared(itemTime: x))
-        case .play(let x, let t, let r):
+            return Completion(at: done, id: id, outcome: .prepared(itemTime: target))
+        case .play(let from, let at, let r):
+            let (x, t) = (from.nanoseconds, at.nanoseconds)
             guard loaded else { return Completion(at: start, id: id, outcome: .failed(.notLoaded)) }
             let scheduled = trueTime(atEngineSession: t)
             var ready = start
@@ -184,7 +186,7 @@ public struct SimulatedPlayback: Sendable {
             let item = shown ?? 0
             append(.frozen(itemTime: item), at: start)
             busyUntil = start
-            return Completion(at: start, id: id, outcome: .paused(itemTime: item))
+            return Completion(at: start, id: id, outcome: .paused(itemTime: ItemTime(nanoseconds: item)))
         }
     }
 

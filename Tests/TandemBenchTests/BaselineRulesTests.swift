@@ -33,10 +33,11 @@ struct BaselineRulesTests {
         #expect(Jellyfin.lead(ping: 100 * ms) == 500 * ms)
         #expect(Jellyfin.lead(ping: 400 * ms) == 800 * ms)
         let samples = (0..<10).map { i in
-            ClockSample(t1: 0, t2: Int64(i), t3: Int64(i), t4: i == 0 ? 1 : 1_000 + Int64(i))
+            ClockSample(t1: 0, t2: SessionInstant(nanoseconds: Int64(i)), t3: SessionInstant(nanoseconds: Int64(i)),
+                        t4: LocalInstant(nanoseconds: i == 0 ? 1 : 1_000 + Int64(i)))
         }
         // The fastest exchange (index 0) has dropped out of the window; the fastest left is index 2.
-        #expect(Jellyfin.offset(samples) == samples[2].offset)
+        #expect(Jellyfin.offset(samples) == samples[2].offset.nanoseconds)
         #expect(Jellyfin.offset([]) == nil)
         #expect(Jellyfin.correction(position: 0, expected: 10 * ms) == .none)
         #expect(Jellyfin.correction(position: 0, expected: 100 * ms) == .speed(1.1))

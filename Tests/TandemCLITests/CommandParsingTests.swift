@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TandemPeer
 @testable import tandem
@@ -11,6 +12,25 @@ import TandemPeer
         #expect(try UserCommand.parse(line: "leave") == .leave)
         #expect(try UserCommand.parse(line: "end") == .end)
         #expect(try UserCommand.parse(line: "") == nil)
+        #expect(try UserCommand.parse(line: "next") == .next)
+        #expect(try UserCommand.parse(line: "prev") == .previous)
+        #expect(try UserCommand.parse(line: "queue") == .queueList)
+        #expect(try UserCommand.parse(line: "  queue  add  My Movie (2).webm ") == .queueAdd("My Movie (2).webm"))
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "queue add") }
+        #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "queue clear") }
+    }
+
+    @Test func playlistsSkipCommentsAndResolveAgainstTheirDirectory() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("playlist-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let list = directory.appendingPathComponent("list.txt")
+        try "# films\na.webm\n\n  /abs/b.webm\nhttps://example.com/c.webm\n".write(to: list, atomically: true, encoding: .utf8)
+        #expect(try HostCommand.readPlaylist(list.path)
+                == [directory.appendingPathComponent("a.webm").path, "/abs/b.webm", "https://example.com/c.webm"])
+        try String(repeating: "x.webm\n", count: 101).write(to: list, atomically: true, encoding: .utf8)
+        #expect(throws: CLIError.self) { try HostCommand.readPlaylist(list.path) }
+        #expect(throws: CLIError.self) { try HostCommand.readPlaylist(directory.appendingPathComponent("none").path) }
     }
 
     @Test func badLinesSayWhatIsAccepted() {
@@ -33,5 +53,6 @@ import TandemPeer
         #expect(decoder.feed([UInt8(ascii: "D")]) == [.seekBy(-10)])
         #expect(decoder.feed([0x1B, 0x5B, 0x41, UInt8(ascii: "]"), UInt8(ascii: "q")]) == [.seekBy(60), .rateStep(up: true), .leave])
         #expect(decoder.feed([UInt8(ascii: "E"), UInt8(ascii: "r"), UInt8(ascii: "?")]) == [.end, .restart, .help])
+        #expect(decoder.feed([UInt8(ascii: "n"), UInt8(ascii: "p")]) == [.next, .previous])
     }
 }

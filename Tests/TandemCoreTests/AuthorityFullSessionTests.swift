@@ -35,10 +35,10 @@ struct AuthorityFullSessionTests {
         }
         var ids: [ParticipantID] = []
         for (name, preroll) in [("alice", 80.0), ("bob", 120.0), ("carol", 150.0), ("dave", 900.0)] {
-            let (id, actions) = h.join(name, preroll: Nanos.milliseconds(preroll), host: name == "alice")
+            let (id, actions) = h.join(name, preroll: .milliseconds(preroll), host: name == "alice")
             peers.deliver(actions)
             peers.deliver(h.send(.readiness(.loading(progress: nil)), from: id))
-            peers.deliver(h.send(.linkReport(oneWayDelay: Nanos.milliseconds(Double(10 * (ids.count + 1))), errorBound: 0),
+            peers.deliver(h.send(.linkReport(oneWayDelay: .milliseconds(Double(10 * (ids.count + 1))), errorBound: 0),
                                  from: id))
             ids.append(id)
         }
@@ -52,16 +52,16 @@ struct AuthorityFullSessionTests {
         peers.deliver(h.send(.readiness(.ready(AuthorityHarness.info())), from: dave))
         #expect(h.authority.timeline.isPlaying)
         // dave: 40 ms delay + 900 ms preroll + 40 ms margin.
-        #expect(h.authority.timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(980))
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(980))
         check(h, peers, "started")
 
         h.advance(ms: 60_000)
-        peers.deliver(h.request(.pause(itemTime: Nanos.milliseconds(59_020)), from: bob))
-        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.milliseconds(59_020))
+        peers.deliver(h.request(.pause(itemTime: .milliseconds(59_020)), from: bob))
+        #expect(h.authority.timeline.anchorItemTime == .milliseconds(59_020))
         check(h, peers, "paused")
 
         h.advance(ms: 2_000)
-        peers.deliver(h.request(.seek(itemTime: Nanos.seconds(1_800), play: true), from: carol))
+        peers.deliver(h.request(.seek(itemTime: .seconds(1_800), play: true), from: carol))
         let seekGeneration = h.authority.timeline.generation
         check(h, peers, "seeking")
         for id in ids {
@@ -69,7 +69,7 @@ struct AuthorityFullSessionTests {
             peers.deliver(h.send(.prepared(generation: seekGeneration), from: id))
             check(h, peers, "prepared \(id)")
         }
-        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(1_800))
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == .seconds(1_800))
 
         h.advance(ms: 10_000)
         peers.deliver(h.request(.rate(1.5), from: dave))
@@ -92,7 +92,7 @@ struct AuthorityFullSessionTests {
         check(h, peers, "after stall")
 
         h.advance(ms: 5_000)
-        let (eve, joinActions) = h.join("eve", preroll: Nanos.milliseconds(300))
+        let (eve, joinActions) = h.join("eve", preroll: .milliseconds(300))
         peers.deliver(joinActions)
         let beforeLateJoin = h.authority.timeline
         peers.deliver(h.send(.readiness(.loading(progress: nil)), from: eve))

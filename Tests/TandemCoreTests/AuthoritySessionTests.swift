@@ -6,7 +6,7 @@ import Testing
 struct AuthoritySessionTests {
     @Test func joinWelcomesTheJoinerAndTellsEveryone() {
         var h = AuthorityHarness()
-        let (a, first) = h.join("alice", preroll: Nanos.milliseconds(120), host: true)
+        let (a, first) = h.join("alice", preroll: .milliseconds(120), host: true)
         #expect(a == ParticipantID("p1"))
         guard case .welcome(let own)? = first.messages(to: a).first else {
             Issue.record("alice got no welcome first: \(first)")
@@ -22,7 +22,7 @@ struct AuthoritySessionTests {
         #expect(snapshot.localParticipant == Participant(id: b, name: "bob"))
         #expect(snapshot.timeline == h.authority.timeline)
         #expect(snapshot.participants.map(\.participant.name) == ["alice", "bob"])
-        #expect(snapshot.participants[0].isHost && snapshot.participants[0].prerollEstimate == Nanos.milliseconds(120))
+        #expect(snapshot.participants[0].isHost && snapshot.participants[0].prerollEstimate == .milliseconds(120))
         for peer in [a, b] {
             #expect(second.messages(to: peer).contains(.participants(h.authority.participants)))
             #expect(second.notices(.joined, to: peer).map(\.text) == ["bob joined"])
@@ -109,7 +109,7 @@ struct AuthoritySessionTests {
         h.request(.play, from: a)
         h.advance(ms: 1_000)
         let lost = h.authority.connectionLost(b, now: h.now)
-        #expect(lost.wakeUps == [h.now + Nanos.seconds(35)])
+        #expect(lost.wakeUps == [h.now + .seconds(35)])
         #expect(h.authority.participants.map(\.participant.id) == [a])
         // Messages from a lost connection are ignored.
         #expect(h.send(.clockPing(ClockPing(sequence: 1, t1: 0)), from: b).isEmpty)

@@ -6,8 +6,8 @@ struct AuthorityHarness {
     typealias Action = SessionAuthority.Action
 
     var authority: SessionAuthority
-    /// Session time (ns).
-    var now: Int64 = 1_000_000_000
+    /// Session time.
+    var now: SessionInstant = .seconds(1)
 
     init(configuration: AuthorityConfiguration = AuthorityConfiguration(),
          activity: ActivityEnvelope? = AuthorityHarness.movie) {
@@ -18,15 +18,15 @@ struct AuthorityHarness {
                                         metadata: GroupActivityMetadata(title: "Movie", type: .watchTogether),
                                         payload: Data("{}".utf8), itemID: "movie")
 
-    static func info(duration: Int64 = Nanos.seconds(5400), contentID: String? = "abc") -> MediaInfo {
-        MediaInfo(duration: TimeSpan(nanoseconds: duration), isSeekable: true, hasVideo: true, hasAudio: true, contentID: contentID)
+    static func info(duration: TimeSpan = .seconds(5400), contentID: String? = "abc") -> MediaInfo {
+        MediaInfo(duration: duration, isSeekable: true, hasVideo: true, hasAudio: true, contentID: contentID)
     }
 
-    mutating func advance(ms: Double) { now += Nanos.milliseconds(ms) }
+    mutating func advance(ms: Double) { now += .milliseconds(ms) }
 
     /// Joins and expects to be admitted.
     @discardableResult
-    mutating func join(_ name: String, preroll: Int64 = 0, host: Bool = false,
+    mutating func join(_ name: String, preroll: TimeSpan = .zero, host: Bool = false,
                        reconnectAs: ParticipantID? = nil, token: String? = nil) -> (ParticipantID, [Action]) {
         nextToken += 1
         switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: token, prerollEstimate: preroll,
@@ -41,7 +41,7 @@ struct AuthorityHarness {
 
     /// Joins and reports ready with `info`.
     @discardableResult
-    mutating func joinReady(_ name: String, preroll: Int64 = 0, host: Bool = false,
+    mutating func joinReady(_ name: String, preroll: TimeSpan = .zero, host: Bool = false,
                             info: MediaInfo = AuthorityHarness.info()) -> ParticipantID {
         let (id, _) = join(name, preroll: preroll, host: host)
         send(.readiness(.ready(info)), from: id)
@@ -99,7 +99,7 @@ extension Array where Element == SessionAuthority.Action {
         messages(to: id).compactMap { if case .refused(let reason) = $0 { return reason } else { return nil } }
     }
 
-    var wakeUps: [Int64] { compactMap { if case .wakeUp(let t) = $0 { return t } else { return nil } } }
+    var wakeUps: [SessionInstant] { compactMap { if case .wakeUp(let t) = $0 { return t } else { return nil } } }
 
     var closes: [ParticipantID: InvalidationReason] {
         var result: [ParticipantID: InvalidationReason] = [:]

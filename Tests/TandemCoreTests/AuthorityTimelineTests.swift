@@ -6,18 +6,18 @@ import Testing
 struct AuthorityTimelineTests {
     @Test func playStartsAtNowPlusLeadFromLinkReportsAndPreroll() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(300))
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(20), errorBound: 0), from: a)
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(80), errorBound: 0), from: b)
+        let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(300))
+        h.send(.linkReport(oneWayDelay: .milliseconds(20), errorBound: 0), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(80), errorBound: 0), from: b)
         let before = h.authority.timeline.generation
         let actions = h.request(.play, from: a)
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         #expect(timeline.generation == before + 1)
-        #expect(timeline.anchorItemTime.nanoseconds == 0)
+        #expect(timeline.anchorItemTime == 0)
         // Slowest: bob, 80 ms delay + 300 ms preroll, plus the 40 ms margin.
-        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(420))
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(420))
         #expect(timeline.originator == a)
         #expect(actions.timelines(to: a) == [timeline])
         #expect(actions.timelines(to: b) == [timeline])
@@ -26,17 +26,17 @@ struct AuthorityTimelineTests {
 
     @Test func preparedParticipantsAddNoPreroll() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(300))
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(30), errorBound: 0), from: b)
-        h.request(.seek(itemTime: Nanos.seconds(60), play: false), from: a)
+        let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(300))
+        h.send(.linkReport(oneWayDelay: .milliseconds(30), errorBound: 0), from: b)
+        h.request(.seek(itemTime: .seconds(60), play: false), from: a)
         let generation = h.authority.timeline.generation
         h.send(.prepared(generation: generation), from: b)
         h.advance(ms: 500)
         h.request(.play, from: a)
         // bob is prepared at 1:00 (only his delay counts); alice is not (her preroll counts).
-        #expect(h.authority.timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(140))
-        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(60))
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(140))
+        #expect(h.authority.timeline.anchorItemTime == .seconds(60))
     }
 
     @Test func conflictingRequestsEndWithEveryoneOnTheLastGeneration() {
@@ -47,9 +47,9 @@ struct AuthorityTimelineTests {
         h.request(.play, from: a)
         h.advance(ms: 10_000)
         var all: [SessionAuthority.Action] = []
-        all += h.request(.pause(itemTime: Nanos.seconds(10)), from: a)
+        all += h.request(.pause(itemTime: .seconds(10)), from: a)
         h.advance(ms: 3)
-        all += h.request(.seek(itemTime: Nanos.seconds(90), play: false), from: b)
+        all += h.request(.seek(itemTime: .seconds(90), play: false), from: b)
         h.advance(ms: 2)
         all += h.request(.rate(1.5), from: c)
         let last = h.authority.timeline
@@ -60,7 +60,7 @@ struct AuthorityTimelineTests {
             #expect(Set(received.map(\.generation)).count == 3)
             #expect(received.last == last)
         }
-        #expect(last.isPaused && last.anchorItemTime.nanoseconds == Nanos.seconds(90) && last.rate == 1.5)
+        #expect(last.isPaused && last.anchorItemTime == .seconds(90) && last.rate == 1.5)
     }
 
     @Test func pauseSnapsEveryoneToTheOriginatorsItemTime() {
@@ -69,28 +69,28 @@ struct AuthorityTimelineTests {
         let b = h.joinReady("bob")
         h.request(.play, from: a)
         h.advance(ms: 65_000)
-        let actions = h.request(.pause(itemTime: Nanos.milliseconds(64_950)), from: b)
+        let actions = h.request(.pause(itemTime: .milliseconds(64_950)), from: b)
         let timeline = h.authority.timeline
         #expect(timeline.isPaused)
-        #expect(timeline.anchorItemTime.nanoseconds == Nanos.milliseconds(64_950))
-        #expect(timeline.anchorSessionTime.nanoseconds == h.now)
+        #expect(timeline.anchorItemTime == .milliseconds(64_950))
+        #expect(timeline.anchorSessionTime == h.now)
         #expect(timeline.originator == b)
-        #expect(timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: h.now + Nanos.seconds(5)))
-                == ItemTime(nanoseconds: Nanos.milliseconds(64_950)))
+        #expect(timeline.expectedItemTime(atSessionTime: h.now + .seconds(5))
+                == .milliseconds(64_950))
         #expect(actions.notices(.paused, to: a).first?.text == "bob paused at 1:04")
         #expect(actions.notices(.paused, to: a).first?.participant == b)
     }
 
     @Test func seekWaitsForEveryoneToPrepareThenStartsTogether() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(200), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(200))
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(25), errorBound: 0), from: b)
+        let a = h.joinReady("alice", preroll: .milliseconds(200), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(200))
+        h.send(.linkReport(oneWayDelay: .milliseconds(25), errorBound: 0), from: b)
         h.request(.play, from: a)
         h.advance(ms: 30_000)
-        let seek = h.request(.seek(itemTime: Nanos.seconds(600), play: true), from: b)
+        let seek = h.request(.seek(itemTime: .seconds(600), play: true), from: b)
         let waiting = h.authority.timeline
-        #expect(waiting.anchorItemTime.nanoseconds == Nanos.seconds(600))
+        #expect(waiting.anchorItemTime == .seconds(600))
         #expect(waiting.waitingFor == [a: [.loading], b: [.loading]])
         #expect(seek.notices(.seeked, to: a).first?.text == "bob jumped to 10:00")
 
@@ -106,19 +106,19 @@ struct AuthorityTimelineTests {
         let playing = h.authority.timeline
         #expect(playing.isPlaying)
         #expect(playing.generation == stillWaiting + 1)
-        #expect(playing.anchorItemTime.nanoseconds == Nanos.seconds(600))
+        #expect(playing.anchorItemTime == .seconds(600))
         // Both prepared: only bob's delay and the margin.
-        #expect(playing.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(65))
+        #expect(playing.anchorSessionTime == h.now + .milliseconds(65))
         #expect(second.timelines(to: a) == [playing])
         #expect(!second.notices(.resumed, to: a).isEmpty)
     }
 
     @Test func seekOutsideTheItemIsRejected() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: Nanos.seconds(100)))
+        let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: .seconds(100)))
         let generation = h.authority.timeline.generation
         let early = h.request(.seek(itemTime: -1, play: false), from: a)
-        let late = h.request(.seek(itemTime: Nanos.seconds(101), play: true), from: a)
+        let late = h.request(.seek(itemTime: .seconds(101), play: true), from: a)
         for actions in [early, late] {
             guard case .rejected(_, let reason)? = actions.messages(to: a).first else {
                 Issue.record("expected a rejection, got \(actions)")
@@ -127,15 +127,15 @@ struct AuthorityTimelineTests {
             #expect(reason.contains("cannot seek"))
         }
         #expect(h.authority.timeline.generation == generation)
-        h.request(.seek(itemTime: Nanos.seconds(100), play: false), from: a)
-        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(100))
+        h.request(.seek(itemTime: .seconds(100), play: false), from: a)
+        #expect(h.authority.timeline.anchorItemTime == .seconds(100))
     }
 
     @Test func rateChangeWhilePlayingPrerollsEveryoneAtTheNewRateThenStartsTogether() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(250))
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(30), errorBound: 0), from: b)
+        let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(250))
+        h.send(.linkReport(oneWayDelay: .milliseconds(30), errorBound: 0), from: b)
         h.request(.play, from: a)
         let old = h.authority.timeline
         h.advance(ms: 20_000)
@@ -146,9 +146,9 @@ struct AuthorityTimelineTests {
         #expect(Set(waiting.waitingFor?.keys.map { $0 } ?? []) == [a, b])
         // Where the group will be once the request has reached the farthest peer, plus the start margin: peers
         // stop on arrival, short of that point, so nobody shows a frame twice.
-        let stop = h.now + Nanos.milliseconds(30) + AuthorityConfiguration().startMargin
-        #expect(waiting.anchorSessionTime.nanoseconds == stop)
-        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stop)))
+        let stop = h.now + .milliseconds(30) + AuthorityConfiguration().startMargin
+        #expect(waiting.anchorSessionTime == stop)
+        #expect(waiting.anchorItemTime == old.expectedItemTime(atSessionTime: stop))
         #expect(actions.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
         h.advance(ms: 40)
         h.send(.prepared(generation: h.authority.timeline.generation), from: a)
@@ -157,8 +157,8 @@ struct AuthorityTimelineTests {
         // Both prepared: the start needs no preroll, only the slowest one-way delay and the margin.
         let new = h.authority.timeline
         #expect(new.isPlaying && new.rate == 1.5)
-        #expect(new.anchorItemTime.nanoseconds == waiting.anchorItemTime.nanoseconds)
-        #expect(new.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(70))
+        #expect(new.anchorItemTime == waiting.anchorItemTime)
+        #expect(new.anchorSessionTime == h.now + .milliseconds(70))
         #expect(new.expectedItemTime(atSessionTime: new.anchorSessionTime + .seconds(2))
             == new.anchorItemTime + .seconds(3))
 
@@ -184,20 +184,20 @@ struct AuthorityTimelineTests {
         // Bob heard of the change late (after alice was prepared, so the waiting list has a newer generation) and
         // had shown 80 ms more: both prepare again there, then start.
         #expect(h.authority.timeline.generation == waiting.generation + 1)
-        let past = waiting.anchorItemTime.nanoseconds + Nanos.milliseconds(80)
+        let past = waiting.anchorItemTime + .milliseconds(80)
         let actions = h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
         #expect(actions.notices(.waiting, to: a).isEmpty)
         let moved = h.authority.timeline
         #expect(moved.generation == waiting.generation + 2)
-        #expect(moved.anchorItemTime.nanoseconds == past && moved.rate == 1.5)
+        #expect(moved.anchorItemTime == past && moved.rate == 1.5)
         #expect(Set(moved.waitingFor?.keys.map { $0 } ?? []) == [a, b])
         // Stale or behind the stop: ignored.
-        h.send(.renderedPast(generation: waiting.generation, itemTime: past + Nanos.seconds(1)), from: b)
-        h.send(.renderedPast(generation: moved.generation, itemTime: past - Nanos.milliseconds(10)), from: a)
+        h.send(.renderedPast(generation: waiting.generation, itemTime: past + .seconds(1)), from: b)
+        h.send(.renderedPast(generation: moved.generation, itemTime: past - .milliseconds(10)), from: a)
         #expect(h.authority.timeline == moved)
         h.send(.prepared(generation: moved.generation), from: a)
         h.send(.prepared(generation: moved.generation), from: b)
-        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime.nanoseconds == past)
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == past)
     }
 
     @Test func rateWhilePausedIsKeptForTheNextPlay() {

@@ -6,21 +6,21 @@ import Testing
 struct AuthorityWaitingTests {
     @Test func nobodyStartsUntilTheSlowLoaderIsReadyThenAllStartTogether() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(100))
-        let (c, _) = h.join("carol", preroll: Nanos.milliseconds(400))
+        let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(100))
+        let (c, _) = h.join("carol", preroll: .milliseconds(400))
         h.send(.readiness(.loading(progress: 0.1)), from: c)
         let play = h.request(.play, from: a)
         #expect(h.authority.timeline.waitingFor == [c: [.loading]])
         #expect(play.notices(.waiting, to: b).first?.text == "alice pressed play; waiting for carol (loading)")
-        #expect(play.wakeUps == [h.now + Nanos.seconds(30)])
+        #expect(play.wakeUps == [h.now + .seconds(30)])
 
         h.advance(ms: 5_000)
         let ready = h.send(.readiness(.ready(AuthorityHarness.info())), from: c)
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
-        #expect(timeline.anchorItemTime.nanoseconds == 0)
-        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(440))
+        #expect(timeline.anchorItemTime == 0)
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(440))
         for peer in [a, b, c] { #expect(ready.timelines(to: peer) == [timeline]) }
         #expect(ready.notices(.resumed, to: a).count == 1)
     }
@@ -43,27 +43,27 @@ struct AuthorityWaitingTests {
 
     @Test func stallDuringPlayPausesAtACommonTimeAndResumesTogether() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", preroll: Nanos.milliseconds(100), host: true)
-        let b = h.joinReady("bob", preroll: Nanos.milliseconds(100))
-        h.send(.linkReport(oneWayDelay: Nanos.milliseconds(50), errorBound: 0), from: b)
+        let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(100))
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0), from: b)
         h.request(.play, from: a)
         let playing = h.authority.timeline
         h.advance(ms: 60_000)
         let stall = h.send(.suspension(.begin(id: 9, reason: .stallRecovery)), from: b)
         let waiting = h.authority.timeline
-        let stopAt = h.now + Nanos.milliseconds(90)
+        let stopAt = h.now + .milliseconds(90)
         #expect(waiting.waitingFor == [b: [.stallRecovery]])
-        #expect(waiting.anchorSessionTime.nanoseconds == stopAt)
-        #expect(waiting.anchorItemTime == playing.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stopAt)))
+        #expect(waiting.anchorSessionTime == stopAt)
+        #expect(waiting.anchorItemTime == playing.expectedItemTime(atSessionTime: stopAt))
         #expect(stall.notices(.waiting, to: a).first?.text.hasSuffix("waiting for bob (buffering)") == true)
-        #expect(stall.wakeUps == [h.now + Nanos.seconds(10)])
+        #expect(stall.wakeUps == [h.now + .seconds(10)])
 
         h.advance(ms: 3_000)
         h.send(.suspension(.end(id: 9, proposedItemTime: nil)), from: b)
         let resumed = h.authority.timeline
         #expect(resumed.isPlaying)
-        #expect(resumed.anchorItemTime.nanoseconds == waiting.anchorItemTime.nanoseconds)
-        #expect(resumed.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(190))
+        #expect(resumed.anchorItemTime == waiting.anchorItemTime)
+        #expect(resumed.anchorSessionTime == h.now + .milliseconds(190))
     }
 
     @Test func endingASuspensionCanProposeTheResumeTime() {
@@ -75,9 +75,9 @@ struct AuthorityWaitingTests {
         h.send(.suspension(.begin(id: 1, reason: .userChangingTime)), from: b)
         #expect(h.authority.timeline.waitingFor == [b: [.userChangingTime]])
         h.advance(ms: 2_000)
-        h.send(.suspension(.end(id: 1, proposedItemTime: Nanos.seconds(300))), from: b)
+        h.send(.suspension(.end(id: 1, proposedItemTime: .seconds(300))), from: b)
         #expect(h.authority.timeline.isPlaying)
-        #expect(h.authority.timeline.anchorItemTime.nanoseconds == Nanos.seconds(300))
+        #expect(h.authority.timeline.anchorItemTime == .seconds(300))
     }
 
     @Test func beyondThePerReasonLimitTheGroupDoesNotWait() {
@@ -125,10 +125,10 @@ struct AuthorityWaitingTests {
     @Test func firstLoadTimeoutStartsWithoutTheSlowPeerWhoCatchesUpAlone() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", host: true)
-        let (b, _) = h.join("bob", preroll: Nanos.seconds(2))
+        let (b, _) = h.join("bob", preroll: .seconds(2))
         h.send(.readiness(.loading(progress: nil)), from: b)
         let play = h.request(.play, from: a)
-        #expect(play.wakeUps == [h.now + Nanos.seconds(30)])
+        #expect(play.wakeUps == [h.now + .seconds(30)])
         h.advance(ms: 29_999)
         #expect(h.fireTimer().timelines(to: a).isEmpty)
         h.advance(ms: 1)
@@ -136,7 +136,7 @@ struct AuthorityWaitingTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         // bob is excused: neither his preroll nor his loading holds anyone back.
-        #expect(timeline.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(40))
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(40))
         let timedOut = fired.notices(.waitingTimedOut, to: a)
         #expect(timedOut.count == 1)
         #expect(timedOut.first?.participant == b)
@@ -157,13 +157,13 @@ struct AuthorityWaitingTests {
         h.request(.play, from: a)
         h.advance(ms: 1_000)
         let stall = h.send(.suspension(.begin(id: 1, reason: .stallRecovery)), from: b)
-        #expect(stall.wakeUps == [h.now + Nanos.seconds(10)])
+        #expect(stall.wakeUps == [h.now + .seconds(10)])
         h.advance(ms: 10_000)
         let fired = h.fireTimer()
         #expect(h.authority.timeline.isPlaying)
         #expect(fired.notices(.waitingTimedOut, to: a).first?.text.contains("buffering after 10 s") == true)
         // Still stalled and excused: a new play/pause cycle does not wait for bob again.
-        h.request(.pause(itemTime: Nanos.seconds(20)), from: a)
+        h.request(.pause(itemTime: .seconds(20)), from: a)
         h.request(.play, from: a)
         #expect(h.authority.timeline.isPlaying)
     }
@@ -204,7 +204,7 @@ struct AuthorityWaitingTests {
         h.request(.play, from: a)
         let playing = h.authority.timeline
         h.advance(ms: 120_000)
-        let (late, joinActions) = h.join("dave", preroll: Nanos.seconds(1))
+        let (late, joinActions) = h.join("dave", preroll: .seconds(1))
         #expect(h.authority.timeline == playing)
         guard case .welcome(let snapshot)? = joinActions.messages(to: late).first else {
             Issue.record("no welcome first")
@@ -228,12 +228,12 @@ struct AuthorityWaitingTests {
         h.advance(ms: 120_000)
         let (late, _) = h.join("dave")
         #expect(h.authority.timeline.waitingFor == [late: [.loading]])
-        let stopTime = h.authority.timeline.anchorItemTime.nanoseconds
-        #expect(abs(stopTime - Nanos.seconds(120)) < Nanos.milliseconds(100))
+        let stopTime = h.authority.timeline.anchorItemTime
+        #expect((stopTime - .seconds(120)).magnitude < .milliseconds(100))
         h.advance(ms: 3_000)
         h.send(.readiness(.ready(AuthorityHarness.info())), from: late)
         #expect(h.authority.timeline.isPlaying)
-        #expect(h.authority.timeline.anchorItemTime.nanoseconds == stopTime)
+        #expect(h.authority.timeline.anchorItemTime == stopTime)
     }
 
     @Test func failedParticipantsAreNotWaitedFor() {
@@ -260,7 +260,7 @@ struct AuthorityWaitingTests {
         #expect(change.messages(to: a).first == .activity(episode2))
         #expect(change.notices(.activityChanged, to: a).first?.text == "bob changed the activity to Episode 2")
         let waiting = h.authority.timeline
-        #expect(waiting.itemID == "episode2" && waiting.anchorItemTime.nanoseconds == 0)
+        #expect(waiting.itemID == "episode2" && waiting.anchorItemTime == 0)
         #expect(waiting.waitingFor == [a: [.loading], b: [.loading]])
         #expect(h.authority.participants.allSatisfy { $0.readiness == .loading(progress: nil) })
         #expect(h.authority.activity == episode2)
@@ -271,8 +271,8 @@ struct AuthorityWaitingTests {
         h.advance(ms: 700)
         h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
         let playing = h.authority.timeline
-        #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime.nanoseconds == 0)
-        #expect(playing.anchorSessionTime.nanoseconds == h.now + Nanos.milliseconds(40))
+        #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime == 0)
+        #expect(playing.anchorSessionTime == h.now + .milliseconds(40))
     }
 
     @Test func activityChangeWhilePausedStaysPaused() {
@@ -289,18 +289,18 @@ struct AuthorityWaitingTests {
 
     @Test func differentMediaIsFlaggedToEveryoneOnce() {
         var h = AuthorityHarness()
-        let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: Nanos.seconds(5400)))
+        let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: .seconds(5400)))
         let (b, _) = h.join("bob")
-        let within = h.send(.readiness(.ready(AuthorityHarness.info(duration: Nanos.seconds(5401)))), from: b)
+        let within = h.send(.readiness(.ready(AuthorityHarness.info(duration: .seconds(5401)))), from: b)
         #expect(within.notices(.differentMedia, to: a).isEmpty)
         let (c, _) = h.join("carol")
-        let off = h.send(.readiness(.ready(AuthorityHarness.info(duration: Nanos.seconds(5340)))), from: c)
+        let off = h.send(.readiness(.ready(AuthorityHarness.info(duration: .seconds(5340)))), from: c)
         for peer in [a, b, c] {
             #expect(off.notices(.differentMedia, to: peer).first?.participant == c)
         }
         #expect(off.notices(.differentMedia, to: a).first?.text
             == "carol seems to have a different file than alice: duration 1:29:00 vs 1:30:00")
-        let again = h.send(.readiness(.ready(AuthorityHarness.info(duration: Nanos.seconds(5340)))), from: c)
+        let again = h.send(.readiness(.ready(AuthorityHarness.info(duration: .seconds(5340)))), from: c)
         #expect(again.notices(.differentMedia, to: a).isEmpty)
         let (d, _) = h.join("dave")
         let content = h.send(.readiness(.ready(AuthorityHarness.info(contentID: "xyz"))), from: d)
@@ -310,8 +310,8 @@ struct AuthorityWaitingTests {
     @Test func theHostsMediaIsTheReferenceEvenWhenItLoadsLast() {
         var h = AuthorityHarness()
         let (host, _) = h.join("alice", host: true)
-        let b = h.joinReady("bob", info: AuthorityHarness.info(duration: Nanos.seconds(100)))
-        let flagged = h.send(.readiness(.ready(AuthorityHarness.info(duration: Nanos.seconds(5400)))), from: host)
+        let b = h.joinReady("bob", info: AuthorityHarness.info(duration: .seconds(100)))
+        let flagged = h.send(.readiness(.ready(AuthorityHarness.info(duration: .seconds(5400)))), from: host)
         #expect(flagged.notices(.differentMedia, to: host).map(\.participant) == [b])
     }
 }

@@ -12,13 +12,16 @@ import TandemTesting
                          authorityShift: Int64 = 0) -> ClockSample {
         let t2 = sent + up
         let t3 = t2 + turnaround
-        return ClockSample(t1: skew.sessionNanos(atLocal: sent), t2: t2 + authorityShift, t3: t3 + authorityShift,
-                           t4: skew.sessionNanos(atLocal: t3 + down))
+        return ClockSample(t1: LocalInstant(nanoseconds: skew.sessionNanos(atLocal: sent)),
+                           t2: SessionInstant(nanoseconds: t2 + authorityShift),
+                           t3: SessionInstant(nanoseconds: t3 + authorityShift),
+                           t4: LocalInstant(nanoseconds: skew.sessionNanos(atLocal: t3 + down)))
     }
 
     /// The estimate's error (estimated − true session time) at true time `trueTime`.
     static func error(_ estimator: ClockSyncEstimator, at trueTime: Int64) -> Int64? {
-        estimator.sessionTime(atLocal: skew.sessionNanos(atLocal: trueTime)).map { $0 - trueTime }
+        estimator.sessionTime(atLocal: LocalInstant(nanoseconds: skew.sessionNanos(atLocal: trueTime)))
+            .map { $0.nanoseconds - trueTime }
     }
 
     /// An estimator fed `count` exchanges a second apart with seeded LAN-like jitter, from true time 1000 s.
@@ -42,14 +45,14 @@ import TandemTesting
         #expect(estimator.errorBound == nil)
         #expect(estimator.roundTrip == nil)
         #expect(estimator.driftPPM == nil)
-        #expect(estimator.nextPingTime(lastPing: nil) == Int64.min)
+        #expect(estimator.nextPingTime(lastPing: nil).nanoseconds == Int64.min)
     }
 
     @Test func scheduleIsBurstThenAcquisitionThenSteady() {
         var estimator = ClockSyncEstimator()
         let c = estimator.configuration
-        var intervals: [Int64] = []
-        var last: Int64 = 0
+        var intervals: [TimeSpan] = []
+        var last = LocalInstant.zero
         for _ in 0..<(c.burstCount + c.acquisitionCount + 3) {
             estimator.pingSent()
             let next = estimator.nextPingTime(lastPing: last)
@@ -72,7 +75,7 @@ import TandemTesting
             estimator.pingSent()
             pings += 1
             estimator.add(Self.exchange(sentAt: t, up: 500_000, down: 500_000))
-            t += estimator.currentInterval
+            t += estimator.currentInterval.nanoseconds
         }
         #expect(pings < estimator.configuration.burstCount + estimator.configuration.acquisitionCount / 4)
     }
@@ -81,13 +84,13 @@ import TandemTesting
         var estimator = ClockSyncEstimator()
         let sample = Self.exchange(sentAt: 1_000_000_000_000, up: 30_000_000, down: 70_000_000)
         estimator.add(sample)
-        #expect(estimator.mapping?.offset(atLocal: LocalInstant(nanoseconds: sample.localMidpoint)).nanoseconds == sample.offset)
+        #expect(estimator.mapping?.offset(atLocal: sample.localMidpoint) == sample.offset)
         #expect(estimator.roundTrip == sample.roundTrip)
         #expect(estimator.errorBound! >= 50_000_000)
         // 30 ms up, 70 ms back: the estimate is 20 ms early, and the bound says it may be.
         let error = Self.error(estimator, at: 1_000_000_000_000 + 50_000_000)!
         #expect(abs(error + 20_000_000) < 1_000)
-        #expect(estimator.errorBound! >= abs(error))
+        #expect(estimator.errorBound!.nanoseconds >= abs(error))
     }
 
     @Test func recoversOffsetAndDriftExactlyOnAQuietLink() {
@@ -116,9 +119,9 @@ import TandemTesting
         let (clean, t) = Self.converged()
         var spiked = clean
         spiked.add(Self.exchange(sentAt: t, up: 500_000 + extraUp, down: 500_000 + extraDown))
-        let probe = Self.skew.sessionNanos(atLocal: t + 1_000_000_000)
+        let probe = LocalInstant(nanoseconds: Self.skew.sessionNanos(atLocal: t + 1_000_000_000))
         let moved = spiked.sessionTime(atLocal: probe)! - clean.sessionTime(atLocal: probe)!
-        #expect(abs(moved) <= 1_000, "a 500 ms spike moved the estimate by \(moved) ns")
+        #expect(moved.magnitude <= 1_000, "a 500 ms spike moved the estimate by \(moved)")
         #expect(spiked.roundTrip == clean.roundTrip)
     }
 
@@ -128,9 +131,9 @@ import TandemTesting
         let (clean, t) = Self.converged()
         var corrupted = clean
         corrupted.add(Self.exchange(sentAt: t, up: 500_000, down: 500_000, authorityShift: 500_000_000))
-        let probe = Self.skew.sessionNanos(atLocal: t + 1_000_000_000)
+        let probe = LocalInstant(nanoseconds: Self.skew.sessionNanos(atLocal: t + 1_000_000_000))
         let moved = corrupted.sessionTime(atLocal: probe)! - clean.sessionTime(atLocal: probe)!
-        #expect(abs(moved) <= 1_000, "a corrupted sample moved the estimate by \(moved) ns")
+        #expect(moved.magnitude <= 1_000, "a corrupted sample moved the estimate by \(moved)")
         #expect(corrupted.rejectedCount == 1)
     }
 
@@ -138,17 +141,19 @@ import TandemTesting
         // The peer's monotonic clock stops for 10 s (suspend): every later offset is 10 s different.
         var (estimator, t) = Self.converged()
         let step: Int64 = 10_000_000_000
-        let stepped = ClockMapping(localAnchor: 0, sessionAnchor: 3_600_000_000_000 - step, rate: 1.0002)
+        let stepped = ClockMapping(localAnchor: 0, sessionAnchor: SessionInstant(nanoseconds: 3_600_000_000_000 - step),
+                                   rate: 1.0002)
         for _ in 0..<(estimator.configuration.resetAfterRejections + 4) {
             estimator.pingSent()
             let t3 = t + 500_000 + 20_000
-            estimator.add(ClockSample(t1: stepped.sessionNanos(atLocal: t), t2: t + 500_000, t3: t3,
-                                      t4: stepped.sessionNanos(atLocal: t3 + 500_000)))
+            estimator.add(ClockSample(t1: LocalInstant(nanoseconds: stepped.sessionNanos(atLocal: t)),
+                                      t2: SessionInstant(nanoseconds: t + 500_000), t3: SessionInstant(nanoseconds: t3),
+                                      t4: LocalInstant(nanoseconds: stepped.sessionNanos(atLocal: t3 + 500_000))))
             t += 1_000_000_000
         }
         #expect(estimator.resetCount == 1)
-        let estimate = estimator.sessionTime(atLocal: stepped.sessionNanos(atLocal: t))!
-        #expect(abs(estimate - t) < 100_000)
+        let estimate = estimator.sessionTime(atLocal: LocalInstant(nanoseconds: stepped.sessionNanos(atLocal: t)))!
+        #expect(abs(estimate.nanoseconds - t) < 100_000)
         #expect(estimator.currentInterval < estimator.configuration.steadyInterval)  // pinging fast again
     }
 

@@ -13,7 +13,7 @@ private let s: Int64 = 1_000_000_000
 
     static func plays(_ actions: [Machine.Action]) -> [(id: UInt64, item: Int64, session: Int64)] {
         T.engineCommands(actions).compactMap {
-            if case .play(let x, let t, _) = $0.1 { return ($0.0, x, t) } else { return nil }
+            if case .play(let x, let t, _) = $0.1 { return ($0.0, x.nanoseconds, t.nanoseconds) } else { return nil }
         }
     }
 
@@ -23,27 +23,27 @@ private let s: Int64 = 1_000_000_000
 
     @Test func aMissedStartIsPlannedAgainFurtherAlongTheSameLineWithMoreTimeEachMiss() throws {
         var config = Machine.Configuration()
-        config.prerollEstimate = 200 * ms
-        config.joinMargin = 100 * ms
+        config.prerollEstimate = sp(200 * ms)
+        config.joinMargin = sp(100 * ms)
         var m = Machine(configuration: config)
-        _ = m.tick(now: 5 * s, mapping: T.mapping, clockQuality: (500_000, 1 * ms), engineItemTime: nil)
+        _ = m.tick(now: lt(5 * s), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)), engineItemTime: nil)
         // The group has played since session 0 from item 100 s; we arrive at local 15 s (session 10 s).
-        let welcome = m.receive(T.welcome(T.timeline(5, .playing, at: 0, item: 100 * s)), now: 15 * s)
+        let welcome = m.receive(T.welcome(T.timeline(5, .playing, at: 0, item: 100 * s)), now: lt(15 * s))
         var play = try #require(Self.plays(m.engineCompleted(T.engineCommands(welcome)[0].0, .loaded(T.media),
-                                                              now: 15 * s)).first)
+                                                              now: lt(15 * s))).first)
         #expect(play.session == 10 * s + 300 * ms)
         var now = 15 * s
         var leads: [Int64] = []
         for miss in 1...5 {
             // The engine was ready only after the start it was given.
             now += 600 * ms
-            let after = m.engineCompleted(play.id, .failed(.startMissed(lateBy: .milliseconds(300))), now: now)
+            let after = m.engineCompleted(play.id, .failed(.startMissed(lateBy: .milliseconds(300))), now: lt(now))
             let next = try #require(Self.plays(after).first, "miss \(miss) plans another start")
             let sessionNow = now - 5 * s
             leads.append(next.session - sessionNow)
             // Always on the group's line: item = 100 s + (session − 0).
             #expect(next.item == 100 * s + next.session)
-            #expect(T.engineCommands(after).map(\.1).first == .prepare(itemTime: next.item, rate: 1))
+            #expect(T.engineCommands(after).map(\.1).first == .prepare(itemTime: it(next.item), rate: 1))
             // Quiet for the first misses; a peer that keeps missing is reported (and keeps trying).
             #expect(Self.engineFailures(after).isEmpty == (miss < 4), "miss \(miss)")
             play = next
@@ -51,15 +51,15 @@ private let s: Int64 = 1_000_000_000
         // One more preroll per miss: 200 × (n + 1) + 100 ms.
         #expect(leads == [500, 700, 900, 1_100, 1_300].map { $0 * ms })
         // Once it plays, the next late join is back to one preroll.
-        _ = m.engineCompleted(play.id, .playing, now: now + 1 * s)
+        _ = m.engineCompleted(play.id, .playing, now: lt(now + 1 * s))
         #expect(m.missedStarts == 0)
     }
 
     @Test func aFailureOtherThanAMissedStartIsReportedAtOnce() throws {
         var m = T.loadedMachine()
-        let playing = m.receive(.timeline(T.timeline(2, .playing, at: 3 * s, item: 0)), now: 7 * s)
+        let playing = m.receive(.timeline(T.timeline(2, .playing, at: 3 * s, item: 0)), now: lt(7 * s))
         let play = try #require(Self.plays(playing).first)
-        let failed = m.engineCompleted(play.id, .failed(.engineFailure("boom")), now: 7 * s + 10 * ms)
+        let failed = m.engineCompleted(play.id, .failed(.engineFailure("boom")), now: lt(7 * s + 10 * ms))
         #expect(Self.engineFailures(failed) == [.engineFailure("boom")])
         #expect(m.missedStarts == 0)
     }

@@ -17,11 +17,11 @@ private let s: Int64 = 1_000_000_000
 
     @Test func aReconnectReportsReadinessSuspensionsAndPreparationAgain() {
         var m = T.loadedMachine()
-        let (suspension, begun) = m.beginSuspension(for: .userChangingTime, now: 7 * s)
+        let (suspension, begun) = m.beginSuspension(for: .userChangingTime, now: lt(7 * s))
         #expect(T.sent(begun) == [.suspension(.begin(id: suspension.rawValue, reason: .userChangingTime))])
 
         // Same activity, same generation: no activity event, but readiness and the suspension go out again.
-        let again = m.receive(T.welcome(T.timeline(1, .paused, at: 0, item: 0)), now: 9 * s)
+        let again = m.receive(T.welcome(T.timeline(1, .paused, at: 0, item: 0)), now: lt(9 * s))
         let sent = T.sent(again)
         #expect(sent.contains(.readiness(.ready(T.media))))
         #expect(sent.contains(.suspension(.begin(id: suspension.rawValue, reason: .userChangingTime))))
@@ -29,38 +29,38 @@ private let s: Int64 = 1_000_000_000
         #expect(T.engineCommands(again).isEmpty)
 
         // Once the suspension ends, the preroll at the (unchanged) stop is acknowledged again.
-        let ended = m.endSuspension(suspension, now: 10 * s)
+        let ended = m.endSuspension(suspension, now: lt(10 * s))
         #expect(T.sent(ended).contains(.prepared(generation: 1)))
     }
 
     @Test func aReconnectWithoutSuspensionsAcknowledgesThePrerollAtOnce() {
         var m = T.loadedMachine()
-        let again = m.receive(T.welcome(T.timeline(1, .paused, at: 0, item: 0)), now: 9 * s)
+        let again = m.receive(T.welcome(T.timeline(1, .paused, at: 0, item: 0)), now: lt(9 * s))
         #expect(T.sent(again) == [.readiness(.ready(T.media)), .prepared(generation: 1)])
     }
 
     @Test func aReconnectAfterTheGroupMovedOnPrerollsAtTheNewStop() {
         var m = T.loadedMachine()
         // While the link was down the host paused at 42 s (generation 3).
-        let again = m.receive(T.welcome(T.timeline(3, .paused, at: 4 * s, item: 42 * s)), now: 12 * s)
+        let again = m.receive(T.welcome(T.timeline(3, .paused, at: 4 * s, item: 42 * s)), now: lt(12 * s))
         let commands = T.engineCommands(again)
-        #expect(commands.map(\.1) == [.prepare(itemTime: 42 * s, rate: 1)])
+        #expect(commands.map(\.1) == [.prepare(itemTime: it(42 * s), rate: 1)])
         #expect(!T.sent(again).contains(.prepared(generation: 3)))
-        let prepared = m.engineCompleted(commands[0].0, .prepared(itemTime: 42 * s), now: 12 * s + 100 * ms)
+        let prepared = m.engineCompleted(commands[0].0, .prepared(itemTime: it(42 * s)), now: lt(12 * s + 100 * ms))
         #expect(T.sent(prepared) == [.prepared(generation: 3)])
     }
 
     @Test func aReconnectIntoARunningTimelineJoinsItAtTheProjectedPosition() {
         var m = T.loadedMachine()
         // Playing since session 0 from item 0 (generation 2), in step.
-        let playing = m.receive(.timeline(T.timeline(2, .playing, at: 1 * s, item: 0)), now: 5 * s)
-        #expect(T.engineCommands(playing).map(\.1).last == .play(from: 0, atSessionTime: 1 * s, rate: 1))
+        let playing = m.receive(.timeline(T.timeline(2, .playing, at: 1 * s, item: 0)), now: lt(5 * s))
+        #expect(T.engineCommands(playing).map(\.1).last == .play(from: 0, atSessionTime: st(1 * s), rate: 1))
         // Back after a gap: someone seeked to 100 s at session 8 s (generation 4); now is session 10 s.
-        let again = m.receive(T.welcome(T.timeline(4, .playing, at: 8 * s, item: 100 * s)), now: 15 * s)
+        let again = m.receive(T.welcome(T.timeline(4, .playing, at: 8 * s, item: 100 * s)), now: lt(15 * s))
         let commands = T.engineCommands(again).map(\.1)
-        let start = 10 * s + m.configuration.prerollEstimate + m.configuration.joinMargin
+        let start = 10 * s + (m.configuration.prerollEstimate + m.configuration.joinMargin).nanoseconds
         let item = 100 * s + (start - 8 * s)
-        #expect(commands == [.prepare(itemTime: item, rate: 1), .play(from: item, atSessionTime: start, rate: 1)])
+        #expect(commands == [.prepare(itemTime: it(item), rate: 1), .play(from: it(item), atSessionTime: st(start), rate: 1)])
         #expect(T.sent(again).contains(.readiness(.ready(T.media))))
     }
 }

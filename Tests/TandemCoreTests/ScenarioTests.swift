@@ -37,7 +37,7 @@ private let tolerance: Int64 = 5_000
             var engine = FakeEngineProfile(loadDelay: loads[i], seekDelay: seeks[i], prerollEstimate: seeks[i] + 50 * ms)
             engine.media.title = "Movie"
             var coordinator = PlaybackCoordinatorStateMachine.Configuration()
-            coordinator.prerollEstimate = engine.prerollEstimate
+            coordinator.prerollEstimate = TimeSpan(nanoseconds: engine.prerollEstimate)
             return SessionSimulation.PeerSetup(name: "peer\(i)", link: links[i], clockOffset: offsets[i],
                                                engine: engine, coordinator: coordinator, isHost: i == 0)
         }

@@ -83,15 +83,16 @@ struct BadInputTests {
         await #expect(throws: PlaybackError.notLoaded) { try await player.prepare(at: ItemTime(nanoseconds: 0), rate: 1) }
         let info = try await player.load(Samples.short)
         let duration = try #require(info.duration?.nanoseconds)
-        await #expect(throws: PlaybackError.seekOutOfRange(itemTime: -1, duration: duration)) {
+        await #expect(throws: PlaybackError.seekOutOfRange(itemTime: -1, duration: TimeSpan(nanoseconds: duration))) {
             try await player.prepare(at: ItemTime(nanoseconds: -1), rate: 1)
         }
-        await #expect(throws: PlaybackError.seekOutOfRange(itemTime: duration + 1, duration: duration)) {
+        await #expect(throws: PlaybackError.seekOutOfRange(itemTime: ItemTime(nanoseconds: duration + 1),
+                                                           duration: TimeSpan(nanoseconds: duration))) {
             try await player.prepare(at: ItemTime(nanoseconds: duration + 1), rate: 1)
         }
         for rate in [0, Double.nan, -1, .infinity] {
             await #expect(throws: PlaybackError.self) {
-                try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.seconds(1)), rate: rate)
+                try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow().nanoseconds + TimeSpan.seconds(1).nanoseconds), rate: rate)
             }
             do {
                 try await player.prepare(at: ItemTime(nanoseconds: 0), rate: rate)
@@ -101,8 +102,8 @@ struct BadInputTests {
             }
         }
         // Still fine after all that.
-        try await player.prepare(at: ItemTime(nanoseconds: Nanos.seconds(3)), rate: 1)
-        #expect(abs((player.currentItemTime()?.nanoseconds ?? 0) - Nanos.seconds(3)) <= Nanos.milliseconds(34))
+        try await player.prepare(at: ItemTime(nanoseconds: TimeSpan.seconds(3).nanoseconds), rate: 1)
+        #expect(abs((player.currentItemTime()?.nanoseconds ?? 0) - TimeSpan.seconds(3).nanoseconds) <= TimeSpan.milliseconds(34).nanoseconds)
         // And a good file loads after a bad one.
         await #expect(throws: PlaybackError.notMedia(path: Samples.notMedia)) { _ = try await player.load(Samples.notMedia) }
         #expect(try await player.load(Samples.countdownOpus).hasAudio)

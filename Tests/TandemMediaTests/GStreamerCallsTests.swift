@@ -24,7 +24,7 @@ struct GStreamerCallsTests {
         #expect(pipeline.queryDuration() == info.duration?.nanoseconds)
         #expect(pipeline.querySeekable())
         #expect((pipeline.queryPosition() ?? -1) >= 0)
-        #expect(pipeline.seek(to: Nanos.seconds(2), rate: 1))
+        #expect(pipeline.seek(to: TimeSpan.seconds(2).nanoseconds, rate: 1))
         await player.close()
     }
 

@@ -6,22 +6,22 @@ import TandemCore
 /// Real playback on the samples, headless. Serialized: timing checks need the (two) cores to themselves.
 @Suite("GStreamerPlayer", .serialized)
 struct GStreamerPlayerTests {
-    let frame = Nanos.milliseconds(1000.0 / 30)
+    let frame = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
 
     @Test("preroll reports duration, streams and a content fingerprint")
     func prerollReportsMediaInfo() async throws {
         let player = try Samples.headlessPlayer()
         let video = try await player.load(Samples.countdown)
-        #expect(abs((video.duration?.nanoseconds ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(abs((video.duration?.nanoseconds ?? 0) - TimeSpan.seconds(40).nanoseconds) < TimeSpan.milliseconds(50).nanoseconds)
         #expect(video.hasVideo && video.hasAudio && video.isSeekable)
         #expect(video.contentID?.count == 64)
 
         let audio = try await player.load(Samples.countdownOpus)
-        #expect(abs((audio.duration?.nanoseconds ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(abs((audio.duration?.nanoseconds ?? 0) - TimeSpan.seconds(40).nanoseconds) < TimeSpan.milliseconds(50).nanoseconds)
         #expect(audio.hasAudio && !audio.hasVideo)
 
         let short = try await player.load("file://" + Samples.short)
-        #expect(abs((short.duration?.nanoseconds ?? 0) - Nanos.seconds(25)) < Nanos.milliseconds(50))
+        #expect(abs((short.duration?.nanoseconds ?? 0) - TimeSpan.seconds(25).nanoseconds) < TimeSpan.milliseconds(50).nanoseconds)
         #expect(short.contentID != video.contentID)
         #expect(player.currentItemTime()?.nanoseconds == 0)
         await player.close()
@@ -42,15 +42,15 @@ struct GStreamerPlayerTests {
     func playAndPause() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let start = player.sessionTimeNow() + Nanos.milliseconds(300)
-        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(2)), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
+        let start = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
+        try await player.play(from: ItemTime(nanoseconds: TimeSpan.seconds(2).nanoseconds), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 900)
         let position = try #require(player.currentItemTime()?.nanoseconds)
-        let expected = Nanos.seconds(2) + (player.sessionTimeNow() - start)
-        #expect(abs(position - expected) < Nanos.milliseconds(100), "position \(position), expected \(expected)")
+        let expected = TimeSpan.seconds(2).nanoseconds + (player.sessionTimeNow().nanoseconds - start)
+        #expect(abs(position - expected) < TimeSpan.milliseconds(100).nanoseconds, "position \(position), expected \(expected)")
 
         let held = try await player.pause().nanoseconds
-        #expect(held > Nanos.seconds(2) + Nanos.milliseconds(300))
+        #expect(held > TimeSpan.seconds(2).nanoseconds + TimeSpan.milliseconds(300).nanoseconds)
         try await sleep(ms: 300)
         #expect(player.currentItemTime()?.nanoseconds == held)
         let records = player.renderProbe.drain()
@@ -66,13 +66,13 @@ struct GStreamerPlayerTests {
     func accurateSeek() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let target = Nanos.milliseconds(12_345)
+        let target = TimeSpan.milliseconds(12_345).nanoseconds
         try await player.prepare(at: ItemTime(nanoseconds: target), rate: 1)
         let position = try #require(player.currentItemTime()?.nanoseconds)
         #expect(abs(position - target) <= frame)
 
         _ = player.renderProbe.drain()
-        let start = player.sessionTimeNow() + Nanos.milliseconds(200)
+        let start = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(200).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: target), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 500)
         _ = try await player.pause()
@@ -87,10 +87,10 @@ struct GStreamerPlayerTests {
         let b = try Samples.headlessPlayer()
         _ = try await a.load(Samples.countdown)
         _ = try await b.load(Samples.countdown)
-        let x = Nanos.seconds(5)
+        let x = TimeSpan.seconds(5).nanoseconds
         try await a.prepare(at: ItemTime(nanoseconds: x), rate: 1)
         try await b.prepare(at: ItemTime(nanoseconds: x), rate: 1)
-        let t = a.sessionTimeNow() + Nanos.milliseconds(400)
+        let t = a.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(400).nanoseconds
         async let playA: Void = a.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         async let playB: Void = b.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         _ = try await (playA, playB)
@@ -107,7 +107,7 @@ struct GStreamerPlayerTests {
         // Identity calibration: session time is CLOCK_MONOTONIC, so X renders at T.
         let firstA = try #require(timesA[timesA.keys.min()!])
         #expect(abs(timesA.keys.min()! - x) <= frame)
-        #expect(abs(firstA - t) < Nanos.milliseconds(25), "X rendered \(Nanos.toMilliseconds(firstA - t)) ms from T")
+        #expect(abs(firstA - t) < TimeSpan.milliseconds(25).nanoseconds, "X rendered \(TimeSpan(nanoseconds: firstA - t).milliseconds) ms from T")
 
         let common = Set(timesA.keys).intersection(timesB.keys)
         #expect(common.count > 20)
@@ -121,13 +121,13 @@ struct GStreamerPlayerTests {
     func calibrationStepMovesRendering() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let x = Nanos.seconds(1)
+        let x = TimeSpan.seconds(1).nanoseconds
         try await player.prepare(at: ItemTime(nanoseconds: x), rate: 1)
-        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        let t = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 800)
         let changedAt = SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(200)))
+        player.setClockMapping(.offset(.milliseconds(200)))
         try await sleep(ms: 900)
         _ = try await player.pause()
 
@@ -144,23 +144,23 @@ struct GStreamerPlayerTests {
     func backwardStepRacingAStart() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let x = Nanos.seconds(1)
-        player.setClockMapping(.offset(Nanos.milliseconds(100)))
-        let t = player.sessionTimeNow() + Nanos.milliseconds(500)
+        let x = TimeSpan.seconds(1).nanoseconds
+        player.setClockMapping(.offset(.milliseconds(100)))
+        let t = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(500).nanoseconds
         // The start must preroll at x first, so it keeps the player's queue busy; the backward step arrives
         // meanwhile (not yet playing) and must still hold for the sinks once the start has gone through.
         let starting = Task { try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1) }
         try await sleep(ms: 5)
-        player.setClockMapping(.offset(Nanos.milliseconds(95)))
+        player.setClockMapping(.offset(.milliseconds(95)))
         try await starting.value
         try await sleep(ms: 1000)
         // A later correction must move rendering: it is applied to whichever clock the sinks wait on.
         let changedAt = SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(195)))
+        player.setClockMapping(.offset(.milliseconds(195)))
         try await sleep(ms: 900)
         _ = try await player.pause()
         // Item x + d was due when the clock read t + d; with the clock at +95 ms that is monotonic t + d − 95 ms.
-        let (before, after) = split(videoLateness(player) { t + $0.itemTime - x - Nanos.milliseconds(95) },
+        let (before, after) = split(videoLateness(player) { t + $0.itemTime - x - TimeSpan.milliseconds(95).nanoseconds },
                                     at: changedAt)
         #expect(before.count > 5 && after.count > 10)
         #expect(abs(median(before)) < 10, "before: \(median(before)) ms")
@@ -172,17 +172,17 @@ struct GStreamerPlayerTests {
     func largeBackwardStepWhilePaused() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        player.setClockMapping(.offset(Nanos.milliseconds(400)))
+        player.setClockMapping(.offset(.milliseconds(400)))
         // Half a second back while nothing plays: the GstClock cannot read backwards, so the player keeps it
         // reading on and starts later by that much on it; in session time nothing changes.
-        player.setClockMapping(.offset(Nanos.milliseconds(-100)))
-        #expect(abs(player.pipelineClockNow() - player.sessionTimeNow()) < Nanos.milliseconds(1))
-        let t = player.sessionTimeNow() + Nanos.milliseconds(400)
+        player.setClockMapping(.offset(.milliseconds(-100)))
+        #expect(abs(player.pipelineClockNow().nanoseconds - player.sessionTimeNow().nanoseconds) < TimeSpan.milliseconds(1).nanoseconds)
+        let t = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(400).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 1000)
         _ = try await player.pause()
         // Item d was due when session time read t + d, that is monotonic t + d + 100 ms.
-        let lateness = videoLateness(player) { t + $0.itemTime + Nanos.milliseconds(100) }.map(\.ms)
+        let lateness = videoLateness(player) { t + $0.itemTime + TimeSpan.milliseconds(100).nanoseconds }.map(\.ms)
         #expect(lateness.count > 10)
         #expect(abs(median(lateness)) < 10, "median lateness \(median(lateness)) ms")
         await player.close()
@@ -192,36 +192,36 @@ struct GStreamerPlayerTests {
     func smallChangeSlews() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        let t = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 500)
-        let before = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
-        player.setClockMapping(.offset(Nanos.milliseconds(10)))
+        let before = player.sessionTimeNow().nanoseconds - SystemMonotonicClock().now.nanoseconds
+        player.setClockMapping(.offset(.milliseconds(10)))
         // Right after the change the clock still reads (almost) what it read before: no step.
-        let justAfter = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
-        #expect(abs(justAfter - before) < Nanos.milliseconds(2))
+        let justAfter = player.sessionTimeNow().nanoseconds - SystemMonotonicClock().now.nanoseconds
+        #expect(abs(justAfter - before) < TimeSpan.milliseconds(2).nanoseconds)
         try await sleep(ms: 1300)
-        let settled = player.sessionTimeNow() - SystemMonotonicClock().now.nanoseconds
-        #expect(abs(settled - Nanos.milliseconds(10)) < Nanos.milliseconds(1))
+        let settled = player.sessionTimeNow().nanoseconds - SystemMonotonicClock().now.nanoseconds
+        #expect(abs(settled - TimeSpan.milliseconds(10).nanoseconds) < TimeSpan.milliseconds(1).nanoseconds)
         _ = try await player.pause()
         await player.close()
     }
 
     @Test("a skewed local time model is honoured: session time follows it")
     func localTimeModel() async throws {
-        let skew = ClockMapping(localAnchor: 0, sessionAnchor: Nanos.milliseconds(-300), rate: 1)
+        let skew = ClockMapping(localAnchor: 0, sessionAnchor: .milliseconds(-300), rate: 1)
         let player = try Samples.headlessPlayer(localTimeModel: skew)
         _ = try await player.load(Samples.countdown)
         let now = SystemMonotonicClock().now.nanoseconds
-        #expect(abs(player.sessionTimeNow() - (now - Nanos.milliseconds(300))) < Nanos.milliseconds(2))
-        let t = player.sessionTimeNow() + Nanos.milliseconds(300)
+        #expect(abs(player.sessionTimeNow().nanoseconds - (now - TimeSpan.milliseconds(300).nanoseconds)) < TimeSpan.milliseconds(2).nanoseconds)
+        let t = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         try await sleep(ms: 600)
         _ = try await player.pause()
         let first = try #require(player.renderProbe.drain().first { $0.kind == .video })
         // The peer believes it is 300 ms earlier than it is, so T happens 300 ms later in true time.
-        let due = t + Nanos.milliseconds(300) + first.itemTime
-        #expect(abs(first.monotonicTime - due) < Nanos.milliseconds(15))
+        let due = t + TimeSpan.milliseconds(300).nanoseconds + first.itemTime
+        #expect(abs(first.monotonicTime - due) < TimeSpan.milliseconds(15).nanoseconds)
         await player.close()
     }
 
@@ -229,24 +229,24 @@ struct GStreamerPlayerTests {
     func lateStartJoins() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdown)
-        let t = player.sessionTimeNow() - Nanos.seconds(2)
+        let t = player.sessionTimeNow().nanoseconds - TimeSpan.seconds(2).nanoseconds
         // The player never moves a start itself…
         await #expect {
-            try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3)),
+            try await player.play(from: ItemTime(nanoseconds: TimeSpan.seconds(3).nanoseconds),
                                   atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
         } throws: { error in
             guard case .startMissed(let late) = error as? PlaybackError else { return false }
             return late > .seconds(1.9)
         }
-        #expect(player.currentItemTime() == ItemTime(nanoseconds: Nanos.seconds(3)), "stays prerolled where it was asked")
+        #expect(player.currentItemTime() == ItemTime(nanoseconds: TimeSpan.seconds(3).nanoseconds), "stays prerolled where it was asked")
         // …the caller (the coordinator) plans one on the same line, a preroll and a margin ahead.
-        let start = player.sessionTimeNow() + player.prerollEstimate.nanoseconds + Nanos.milliseconds(100)
-        try await player.play(from: ItemTime(nanoseconds: Nanos.seconds(3) + start - t),
+        let start = player.sessionTimeNow().nanoseconds + player.prerollEstimate.nanoseconds + TimeSpan.milliseconds(100).nanoseconds
+        try await player.play(from: ItemTime(nanoseconds: TimeSpan.seconds(3).nanoseconds + start - t),
                               atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 600)
         _ = try await player.pause()
         let video = player.renderProbe.drain().filter { $0.kind == .video }
-        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime - Nanos.seconds(3))) / 1e6 }
+        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime - TimeSpan.seconds(3).nanoseconds)) / 1e6 }
         #expect(video.count > 5)
         #expect(abs(median(lateness)) < 15, "lateness \(median(lateness)) ms")
         await player.close()
@@ -256,7 +256,7 @@ struct GStreamerPlayerTests {
     func endOfStream() async throws {
         let player = try Samples.headlessPlayer()
         _ = try await player.load(Samples.countdownOpus)
-        try await player.play(from: ItemTime(nanoseconds: Nanos.milliseconds(39_600)), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.milliseconds(100)), rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: TimeSpan.milliseconds(39_600).nanoseconds), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(100).nanoseconds), rate: 1)
         let sawEnd = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await event in player.events where event == .endOfStream { return true }

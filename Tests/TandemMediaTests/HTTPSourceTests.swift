@@ -77,12 +77,12 @@ struct HTTPSourceTests {
         let server = try LoopbackHTTPServer(serving: Samples.directory)
         let player = try Samples.headlessPlayer()
         let info = try await player.load(server.url("countdown.webm"))
-        #expect(abs((info.duration?.nanoseconds ?? 0) - Nanos.seconds(40)) < Nanos.milliseconds(50))
+        #expect(abs((info.duration?.nanoseconds ?? 0) - TimeSpan.seconds(40).nanoseconds) < TimeSpan.milliseconds(50).nanoseconds)
         #expect(info.hasAudio && info.hasVideo)
         // And it plays: item time advances over HTTP too.
-        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.milliseconds(200)), rate: 1)
+        try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(200).nanoseconds), rate: 1)
         try await sleep(ms: 600)
-        #expect(try await player.pause().nanoseconds > Nanos.milliseconds(200))
+        #expect(try await player.pause().nanoseconds > TimeSpan.milliseconds(200).nanoseconds)
         #expect(info.contentID == nil)
 
         await #expect(throws: PlaybackError.self) { _ = try await player.load(server.url("no-such-file.webm")) }

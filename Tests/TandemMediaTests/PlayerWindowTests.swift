@@ -48,7 +48,7 @@ struct PlayerWindowTests {
 
     /// Prerolls at `seconds` and reads the frame the sink holds.
     static func frame(_ player: GStreamerPlayer, at seconds: Double) async throws -> Frame {
-        try await player.prepare(at: ItemTime(nanoseconds: Nanos.seconds(seconds)), rate: 1)
+        try await player.prepare(at: ItemTime(nanoseconds: TimeSpan.seconds(seconds).nanoseconds), rate: 1)
         let frame = lastFrame(player)
         #expect(frame != nil, "the sink kept no frame")
         return frame ?? Frame()
@@ -122,9 +122,9 @@ struct PlayerWindowTests {
         #expect(subtitled.subtitleTrack == 0)
         #expect(subtitled.subtitleTrackCount == 1)
         // Play 2 s → 6.5 s and keep what the sink renders every 100 ms.
-        try await subtitled.prepare(at: ItemTime(nanoseconds: Nanos.seconds(2)), rate: 1)
-        let start = subtitled.sessionTimeNow() + Nanos.milliseconds(300)
-        try await subtitled.play(from: ItemTime(nanoseconds: Nanos.seconds(2)),
+        try await subtitled.prepare(at: ItemTime(nanoseconds: TimeSpan.seconds(2).nanoseconds), rate: 1)
+        let start = subtitled.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
+        try await subtitled.play(from: ItemTime(nanoseconds: TimeSpan.seconds(2).nanoseconds),
                                  atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         var seen: [Frame] = []
         for _ in 0..<48 {
@@ -147,8 +147,8 @@ struct PlayerWindowTests {
         for frame in seen {
             let t = frame.itemTime
             let changed = frame.differing(from: reference, rows: band.rows, columns: band.columns)
-            if t >= Nanos.milliseconds(3_100) && t <= Nanos.milliseconds(4_900) { due.append(changed) }
-            if t <= Nanos.milliseconds(2_900) || t >= Nanos.milliseconds(5_100) { outside.append(changed) }
+            if t >= TimeSpan.milliseconds(3_100).nanoseconds && t <= TimeSpan.milliseconds(4_900).nanoseconds { due.append(changed) }
+            if t <= TimeSpan.milliseconds(2_900).nanoseconds || t >= TimeSpan.milliseconds(5_100).nanoseconds { outside.append(changed) }
         }
         #expect(due.count >= 5 && outside.count >= 5, "frames compared: \(due.count) in the cue, \(outside.count) outside")
         #expect(due.allSatisfy { $0 > 300 }, "pixels changed in the band while the cue is due: \(due)")
@@ -191,7 +191,7 @@ struct PlayerWindowTests {
         _ = try await player.load(Samples.countdown)
         player.setOutputOffset(.milliseconds(150))
         // No clock sync here: session time is this machine's monotonic clock. The group starts item 0 at S.
-        let s = SystemMonotonicClock().now.nanoseconds + Nanos.milliseconds(400)
+        let s = SystemMonotonicClock().now.nanoseconds + TimeSpan.milliseconds(400).nanoseconds
         try await player.play(from: ItemTime(nanoseconds: 0), atSessionTime: SessionInstant(nanoseconds: s), rate: 1)
         try await sleep(ms: 900)
         let position = try #require(player.currentItemTime())
@@ -200,7 +200,7 @@ struct PlayerWindowTests {
         // The engine clock reads 150 ms behind the session, so this player renders 150 ms after the group.
         let video = player.renderProbe.drain().filter { $0.kind == .video }
         let first = try #require(video.first)
-        let lateness = Double(first.monotonicTime - (s + Nanos.milliseconds(150) + first.itemTime)) / 1e6
+        let lateness = Double(first.monotonicTime - (s + TimeSpan.milliseconds(150).nanoseconds + first.itemTime)) / 1e6
         #expect(abs(lateness) < 15, "rendered \(lateness) ms away from 150 ms behind the group")
         #expect(abs(Double(position.nanoseconds - groupPosition) / 1e6) < 40,
                 "reported \(position.nanoseconds) ns, the group is at \(groupPosition) ns")

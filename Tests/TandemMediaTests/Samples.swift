@@ -39,7 +39,7 @@ func videoLateness(_ player: GStreamerPlayer, due: (RenderRecord) -> Int64) -> [
 
 /// Lateness before `changedAt`, and after it once a change has had `settle` ns to take effect.
 func split(_ lateness: [(at: Int64, ms: Double)], at changedAt: Int64,
-           settle: Int64 = Nanos.milliseconds(300)) -> (before: [Double], after: [Double]) {
+           settle: Int64 = TimeSpan.milliseconds(300).nanoseconds) -> (before: [Double], after: [Double]) {
     (lateness.filter { $0.at < changedAt }.map(\.ms), lateness.filter { $0.at > changedAt + settle }.map(\.ms))
 }
 

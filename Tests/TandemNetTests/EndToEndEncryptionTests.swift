@@ -109,7 +109,7 @@ final class ForeignKeyLink: SessionLink {
     func send(_ message: ClientMessage) async throws { try await base.send(message) }
     func serverMessages() -> AsyncStream<ServerMessage> { base.serverMessages() }
     func clockMapping() -> ClockMapping? { base.clockMapping() }
-    func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? { base.clockQuality() }
+    func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)? { base.clockQuality() }
     func close() async { await base.close() }
 }
 

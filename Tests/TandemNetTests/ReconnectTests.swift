@@ -69,7 +69,7 @@ final class BreakableProxy: Sendable {
 
 func reconnectingOptions(grace: Double) -> TandemClient.Options {
     var options = clientOptions()
-    options.reconnectGracePeriod = Int64(grace * 1e9)
+    options.reconnectGracePeriod = .seconds(grace)
     options.reconnectFirstDelay = 50_000_000
     options.reconnectMaxDelay = 200_000_000
     options.connectTimeout = 1_000_000_000

@@ -8,7 +8,7 @@ import Testing
 @testable import TandemNet
 
 /// A server on loopback with timings short enough for tests.
-func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeTimeout: Int64 = 1_500_000_000,
+func startTestServer(maxParticipants: Int = 8, maxSessions: Int = 16, handshakeTimeout: TimeSpan = .milliseconds(1_500),
                      maxFramesPerSecond: Int = 20_000, remoteCreation: Bool = false,
                      tls: ServerTLSFiles? = nil) async throws -> SessionServer {
     var authority = AuthorityConfiguration()

@@ -5,7 +5,7 @@ import TandemPeer
 
 @Suite("Media activity")
 struct MediaActivityTests {
-    func probe(duration: Int64?, contentID: String?, video: Bool = true, title: String? = nil) -> MediaProbe {
+    func probe(duration: TimeSpan?, contentID: String?, video: Bool = true, title: String? = nil) -> MediaProbe {
         let stream = MediaProbe.Stream(kind: video ? .video : .audio, codec: video ? "VP9" : "Opus", caps: "")
         return MediaProbe(location: "file:///tmp/movie.webm", duration: duration, isSeekable: true, container: "WebM",
                           title: title, streams: [stream], contentID: contentID)

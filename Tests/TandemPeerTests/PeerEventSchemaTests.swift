@@ -35,6 +35,9 @@ struct PeerEventSchemaTests {
                       clockOffsetMs: 0.5, errorBoundMs: 0.1, roundTripMs: 0.3),
         LeftEvent(reason: "you left the session"),
         EndedEvent(code: "hostLeft", reason: "the host left"),
+        QueueEvent(items: [.init(id: "q1", title: "Film", itemID: "abc", fileName: "film.webm", contentID: "abc",
+                                 fallbackURL: "https://example.com/film.webm")], currentIndex: 0),
+        ItemEvent(id: "q2", index: 2, count: 3, title: "Short", itemID: "def"),
     ]
 
     /// Field names, with the names inside each object (or array of objects) field.

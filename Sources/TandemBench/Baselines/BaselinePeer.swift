@@ -70,7 +70,7 @@ package actor BaselinePeer: PeerDriver {
     package static func connect(invite: Invite, name: String, file: String, player: GStreamerPlayer, engine: any PlaybackEngine,
                         options: TandemClient.Options, rules: Rules) async throws(TandemClientError) -> BaselinePeer {
         var options = options
-        options.prerollEstimate = player.prerollEstimate.nanoseconds
+        options.prerollEstimate = player.prerollEstimate
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         return BaselinePeer(connection: connection, player: player, engine: engine, file: file, clock: options.clock,
                             rules: rules)
@@ -127,10 +127,10 @@ package actor BaselinePeer: PeerDriver {
         playingGeneration = nil
         let engine = self.engine
         operationSink.yield { _ = try? await engine.pause() }
-        await request(.pause(itemTime: position))
+        await request(.pause(itemTime: ItemTime(nanoseconds: position)))
     }
 
-    package func seek(to itemTime: Int64) async {
+    package func seek(to itemTime: ItemTime) async {
         let playing = timeline.map { if case .paused = $0.status { false } else { true } } ?? false
         await request(.seek(itemTime: itemTime, play: playing))
     }
@@ -196,7 +196,7 @@ package actor BaselinePeer: PeerDriver {
             do {
                 try await engine.prepare(at: ItemTime(nanoseconds: clamped), rate: timeline.rate)
                 try await engine.play(from: ItemTime(nanoseconds: clamped),
-                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + Nanos.milliseconds(10)),
+                                      atSessionTime: player.sessionTimeNow() + .milliseconds(10),
                                       rate: timeline.rate)
             } catch {}
         }
@@ -234,7 +234,7 @@ package actor BaselinePeer: PeerDriver {
         case .seek(let to):
             count("rewind")
             startNow(timeline, at: to)
-            cooldownUntil = now + Nanos.seconds(2)
+            cooldownUntil = now + TimeSpan.seconds(2).nanoseconds
         }
     }
 
@@ -243,9 +243,9 @@ package actor BaselinePeer: PeerDriver {
     private var jellyfinOffset: Int64? { BaselineRules.Jellyfin.offset(window) }
 
     /// Jellyfin's rules estimate session time (an offset, no drift); Syncplay's keep no such estimate.
-    package func estimatedSessionTime(atLocal local: Int64) -> Int64? {
+    package func estimatedSessionTime(atLocal local: LocalInstant) -> SessionInstant? {
         guard rules == .jellyfin, let offset = jellyfinOffset else { return nil }
-        return local + offset
+        return SessionInstant(nanoseconds: local.nanoseconds + offset)
     }
 
     /// How many corrections the rules made, by kind.
@@ -265,16 +265,16 @@ package actor BaselinePeer: PeerDriver {
         var startSession = timeline.anchorSessionTime.nanoseconds
         var item = timeline.anchorItemTime.nanoseconds
         let preroll = engine.prerollEstimate.nanoseconds
-        if skipping || startSession < now + offset + preroll + Nanos.milliseconds(20) {
+        if skipping || startSession < now + offset + preroll + TimeSpan.milliseconds(20).nanoseconds {
             // Joining late: go to where the group will be once this player has prerolled.
-            startSession = now + offset + preroll + Nanos.milliseconds(100)
+            startSession = now + offset + preroll + TimeSpan.milliseconds(100).nanoseconds
             item = timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: startSession)).nanoseconds
         }
         let localStart = startSession - offset
         let startItem = item
         let engine = self.engine, player = self.player, clock = self.clock
         let generation = timeline.generation
-        let margin = Nanos.milliseconds(10)
+        let margin = TimeSpan.milliseconds(10).nanoseconds
         enqueue(generation) { [weak self] in
             do {
                 try await engine.prepare(at: ItemTime(nanoseconds: startItem), rate: timeline.rate)
@@ -283,10 +283,10 @@ package actor BaselinePeer: PeerDriver {
                     let wait = localStart - margin - clock.now.nanoseconds
                     if wait <= 0 { break }
                     guard let self, await self.isCurrent(generation) else { return }
-                    try? await Task.sleep(for: .nanoseconds(min(wait, Nanos.milliseconds(20))))
+                    try? await Task.sleep(for: .nanoseconds(min(wait, TimeSpan.milliseconds(20).nanoseconds)))
                 }
                 try await engine.play(from: ItemTime(nanoseconds: startItem),
-                                      atSessionTime: SessionInstant(nanoseconds: player.sessionTimeNow() + margin),
+                                      atSessionTime: player.sessionTimeNow() + TimeSpan(nanoseconds: margin),
                                       rate: timeline.rate)
             } catch {}
         }
@@ -312,7 +312,7 @@ package actor BaselinePeer: PeerDriver {
         case .skip:
             count("skip")
             startJellyfin(timeline, skipping: true)
-            cooldownUntil = now + Nanos.seconds(2)
+            cooldownUntil = now + TimeSpan.seconds(2).nanoseconds
         }
     }
 
@@ -321,10 +321,10 @@ package actor BaselinePeer: PeerDriver {
     private func add(_ sample: ClockSample) {
         window.append(sample)
         if window.count > BaselineRules.Jellyfin.samples { window.removeFirst(window.count - BaselineRules.Jellyfin.samples) }
-        smoothedRoundTrip = BaselineRules.Syncplay.smoothedRoundTrip(smoothedRoundTrip, sample: sample.roundTrip)
-        lastServerTime = (sample.t3, sample.t4)
-        if rules == .syncplay, sample.t4 - lastCheck >= Nanos.milliseconds(900) {
-            lastCheck = sample.t4
+        smoothedRoundTrip = BaselineRules.Syncplay.smoothedRoundTrip(smoothedRoundTrip, sample: sample.roundTrip.nanoseconds)
+        lastServerTime = (sample.t3.nanoseconds, sample.t4.nanoseconds)
+        if rules == .syncplay, sample.t4.nanoseconds - lastCheck >= TimeSpan.milliseconds(900).nanoseconds {
+            lastCheck = sample.t4.nanoseconds
             syncplayCheck(now: clock.now.nanoseconds)
         }
     }
@@ -355,9 +355,8 @@ package actor BaselinePeer: PeerDriver {
     /// Plays faster or slower by running the engine's clock at `factor` × local time, without a seek.
     private func setSpeed(_ factor: Double) {
         guard factor != speedFactor else { return }
-        let now = clock.now.nanoseconds
-        let reading = engineMapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
-        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: reading, rate: factor)
+        let now = clock.now
+        engineMapping = ClockMapping(localAnchor: now, sessionAnchor: engineMapping.sessionTime(atLocal: now), rate: factor)
         speedFactor = factor
         engine.setClockMapping(engineMapping)
     }

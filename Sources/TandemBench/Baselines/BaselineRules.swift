@@ -66,7 +66,7 @@ package enum BaselineRules {
 
         /// Offset (session − local) from the sample with the smallest round trip among the last eight.
         package static func offset(_ window: [ClockSample]) -> Int64? {
-            window.suffix(samples).min { $0.roundTrip < $1.roundTrip }?.offset
+            window.suffix(samples).min { $0.roundTrip < $1.roundTrip }?.offset.nanoseconds
         }
 
         /// The lead the server gives a command: max(2 × ping, 500 ms).

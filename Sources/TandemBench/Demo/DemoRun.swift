@@ -31,7 +31,7 @@ package struct DemoRun {
                      finished: () -> Void, interrupted: (@Sendable () async -> Void)? = nil) async throws {
         let clock = SystemMonotonicClock()
         let started = clock.now.nanoseconds
-        @Sendable func elapsed() -> String { String(format: "%5.1f s", Nanos.toSeconds(clock.now.nanoseconds - started)) }
+        @Sendable func elapsed() -> String { String(format: "%5.1f s", TimeSpan(nanoseconds: clock.now.nanoseconds - started).seconds) }
         @Sendable func say(_ text: String) {
             if let notice { notice("\(elapsed())  \(text)") } else { printLine("\(elapsed())  \(text)") }
         }
@@ -50,7 +50,7 @@ package struct DemoRun {
         }
         /// Waits until `seconds` into the run; throws when the run is interrupted.
         @Sendable func at(_ seconds: Double) async throws {
-            let wait = started + Nanos.seconds(seconds) - clock.now.nanoseconds
+            let wait = started + TimeSpan.seconds(seconds).nanoseconds - clock.now.nanoseconds
             if wait > 0 { try await Task.sleep(for: .nanoseconds(wait)) }
             try Task.checkCancellation()
         }
@@ -89,8 +89,8 @@ package struct DemoRun {
                     mark("ann plays", ann, .starts(near: nil))
                     await ann.peer.play()
                     try await at(13)
-                    mark("carol seeks to 0:25", carol, .starts(near: Nanos.seconds(25)))
-                    await carol.peer.seek(to: Nanos.seconds(25))
+                    mark("carol seeks to 0:25", carol, .starts(near: TimeSpan.seconds(25).nanoseconds))
+                    await carol.peer.seek(to: .seconds(25))
                     try await at(16)
                     say("dave joins late; the group plays on")
                     let dave = try await ensemble.add(.init(name: "dave", player: sinks))
@@ -128,7 +128,7 @@ package struct DemoRun {
         }
         if !completed {
             printLine(String(format: "Interrupted after %.1f s: the report covers what happened until then.",
-                             Nanos.toSeconds(clock.now.nanoseconds - started)))
+                             TimeSpan(nanoseconds: clock.now.nanoseconds - started).seconds))
         }
         printLine(Self.report(ensemble: ensemble, marks: marks.withLock { $0 }, lateJoiner: lateJoiner.withLock { $0 },
                               started: started))
@@ -136,13 +136,13 @@ package struct DemoRun {
 
     package static func statusLine(_ ensemble: Ensemble, since started: Int64) -> String {
         let now = SystemMonotonicClock().now.nanoseconds
-        var parts = [String(format: "%5.1f s", Nanos.toSeconds(now - started))]
+        var parts = [String(format: "%5.1f s", TimeSpan(nanoseconds: now - started).seconds)]
         for member in ensemble.all {
             let position = member.drill.currentItemTime().map { formatClock($0.nanoseconds) } ?? "–"
             parts.append("\(member.name) \(position)")
         }
         let recent = ensemble.withTruth { truth in
-            truth.showings(window: Nanos.milliseconds(500), since: now - Nanos.seconds(1)).map(\.spread).max()
+            truth.showings(window: TimeSpan.milliseconds(500).nanoseconds, since: now - TimeSpan.seconds(1).nanoseconds).map(\.spread).max()
         }
         if let recent { parts.append(String(format: "skew %.3f ms", Double(recent) / 1e6)) }
         return parts.joined(separator: " │ ")
@@ -151,7 +151,7 @@ package struct DemoRun {
     package static func report(ensemble: Ensemble, marks: [Mark], lateJoiner: Ensemble.Member?,
                                started: Int64) -> String {
         let members = ensemble.all
-        let frameInterval = Nanos.milliseconds(1000.0 / 30)
+        let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
         var lines: [String] = []
         lines.append("Command latency — from the request to every peer rendering its effect (ground truth):")
         var table = TextTable(["at", "command", "every peer by", "per peer"])
@@ -165,7 +165,7 @@ package struct DemoRun {
                 "\(member.name) " + (time.map { ms(Double($0 - mark.time)) } ?? "–")
             }
             let all = times.allSatisfy { $0 != nil } ? times.compactMap { $0 }.max().map { ms(Double($0 - mark.time)) } ?? "–" : "–"
-            table.add([String(format: "%.1f s", Nanos.toSeconds(mark.time - started)), mark.label, all,
+            table.add([String(format: "%.1f s", TimeSpan(nanoseconds: mark.time - started).seconds), mark.label, all,
                        perPeer.joined(separator: ", ")])
         }
         lines.append(table.rendered)
@@ -175,7 +175,7 @@ package struct DemoRun {
         let changes = marks.map(\.time) + (lateJoiner.map { [$0.joinStarted] } ?? [])
         let showings = ensemble.withTruth { $0.showings() }
         let steady = showings.filter { showing in
-            !changes.contains { showing.median >= $0 && showing.median < $0 + Nanos.seconds(1.5) }
+            !changes.contains { showing.median >= $0 && showing.median < $0 + TimeSpan.seconds(1.5).nanoseconds }
         }
         let skew = Distribution(steady.map(\.spread))
         lines.append("Render skew between peers while playing (\(steady.count) frames shown by 2–4 peers; ground truth):")
@@ -190,7 +190,7 @@ package struct DemoRun {
         lines.append("")
         if let lateJoiner { lines.append(Self.lateJoinerLine(lateJoiner, showings: showings)) }
         lines.append("Clock sync (error bound as estimated by each peer): " + members.map { member in
-            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound)) } ?? "–")
+            "\(member.name) " + (member.peer.connection.clockQuality().map { ms(Double($0.errorBound.nanoseconds)) } ?? "–")
         }.joined(separator: " · "))
         lines.append("")
         lines.append("Reproduce: tandem demo. Precise figures under simulated networks and clock errors: tandem bench sync.")
@@ -198,14 +198,14 @@ package struct DemoRun {
     }
     /// The late joiner: from starting to join to rendering within 1 ms of the group, frame after frame.
     static func lateJoinerLine(_ lateJoiner: Ensemble.Member, showings: [GroundTruth.Showing]) -> String {
-        let frameInterval = Nanos.milliseconds(1000.0 / 30)
+        let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
         let joinerFrames = showings.filter { $0.times[lateJoiner.index] != nil && $0.times.count >= 2 }
         var inSync: Int64?
         var run = 0
         for showing in joinerFrames {
             let others = showing.times.filter { $0.key != lateJoiner.index }.map(\.value)
             let reference = others.sorted()[others.count / 2]
-            if abs(showing.times[lateJoiner.index]! - reference) <= Nanos.milliseconds(1) {
+            if abs(showing.times[lateJoiner.index]! - reference) <= TimeSpan.milliseconds(1).nanoseconds {
                 run += 1
                 if run == 10 { inSync = showing.times[lateJoiner.index]! - 9 * frameInterval; break }
             } else {
@@ -213,7 +213,7 @@ package struct DemoRun {
             }
         }
         return "Late joiner (\(lateJoiner.name)): " + (inSync.map {
-            "within 1 ms of the group \(String(format: "%.2f s", Nanos.toSeconds($0 - lateJoiner.joinStarted))) after it started to join"
+            "within 1 ms of the group \(String(format: "%.2f s", TimeSpan(nanoseconds: $0 - lateJoiner.joinStarted).seconds)) after it started to join"
         } ?? "not in sync within 1 ms during the run")
     }
 }

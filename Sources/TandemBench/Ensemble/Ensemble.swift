@@ -56,18 +56,18 @@ package final class Ensemble: Sendable {
         /// time. Session time is the server's CLOCK_MONOTONIC, which in one process is the true clock. Nil for a
         /// peer that keeps no estimate (a baseline without clock sync).
         package func clockError() async -> Int64? {
-            let now = SystemMonotonicClock().now.nanoseconds
-            let local = localClock.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+            let now = SystemMonotonicClock().now
+            let local = LocalInstant(nanoseconds: localClock.sessionTime(atLocal: now).nanoseconds)
             guard let estimate = await peer.estimatedSessionTime(atLocal: local) else {
                 return nil
             }
-            return estimate - now
+            return estimate.nanoseconds - now.nanoseconds
         }
 
         /// The error of the clock this peer's sinks wait on (ns): its reading minus true session time. For Tandem
         /// it follows the estimate, slewing; a baseline's reads its own local time.
         package func engineClockError() -> Int64 {
-            player.pipelineClockNow() - SystemMonotonicClock().now.nanoseconds
+            player.pipelineClockNow().nanoseconds - SystemMonotonicClock().now.nanoseconds
         }
     }
 
@@ -103,7 +103,7 @@ package final class Ensemble: Sendable {
     @discardableResult
     package func add(_ setup: PeerSetup) async throws -> Member {
         let joinStarted = SystemMonotonicClock().now.nanoseconds
-        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: setup.clockOffset, driftPPM: setup.clockDriftPPM)
+        let skewed = SkewedClock(base: SystemMonotonicClock(), offset: TimeSpan(nanoseconds: setup.clockOffset), driftPPM: setup.clockDriftPPM)
         let player = try GStreamerPlayer(configuration: setup.player, localTimeModel: skewed.skew)
         let drill = DrillEngine(player: player, loadDelay: setup.loadDelay)
         var options = TandemClient.Options()

@@ -50,7 +50,7 @@ package struct GroundTruth: Sendable {
     /// within `window` of each other, in time order.
     /// `since` limits the work to frames rendered from then on (live views look at the last moments only, and must
     /// not redo the whole run each time).
-    package func showings(peers: Set<Int>? = nil, window: Int64 = Nanos.seconds(1), minimumPeers: Int = 2,
+    package func showings(peers: Set<Int>? = nil, window: Int64 = TimeSpan.seconds(1).nanoseconds, minimumPeers: Int = 2,
                   since: Int64? = nil) -> [Showing] {
         var byItem: [Int64: [(peer: Int, time: Int64)]] = [:]
         for (peer, list) in frames.enumerated() where peers?.contains(peer) ?? true {
@@ -112,7 +112,7 @@ package struct GroundTruth: Sendable {
         case .starts(let near):
             for frame in list[first...] {
                 guard let near else { return frame.time }
-                if frame.item >= near - 2 * frameInterval, frame.item <= near + Nanos.seconds(1) { return frame.time }
+                if frame.item >= near - 2 * frameInterval, frame.item <= near + TimeSpan.seconds(1).nanoseconds { return frame.time }
             }
             return nil
         case .stops:

@@ -13,20 +13,20 @@ package protocol PeerDriver: AnyObject, Sendable {
     func play() async
     /// Pauses here at once and asks everyone to stop at this peer's position.
     func pause() async
-    func seek(to itemTime: Int64) async
+    func seek(to itemTime: ItemTime) async
     func setRate(_ rate: Double) async
     func leave() async
     func end() async throws
     /// The session time this peer believes it is at local time `local`, nil when it keeps no such estimate.
-    func estimatedSessionTime(atLocal local: Int64) async -> Int64?
+    func estimatedSessionTime(atLocal local: LocalInstant) async -> SessionInstant?
 }
 
 extension LocalPeer: PeerDriver {
     package func play() async { await coordinator.play() }
     package func pause() async { await coordinator.pause() }
-    package func seek(to itemTime: Int64) async { await coordinator.seek(to: ItemTime(nanoseconds: itemTime)) }
+    package func seek(to itemTime: ItemTime) async { await coordinator.seek(to: itemTime) }
     package func setRate(_ rate: Double) async { await coordinator.setRate(rate) }
-    package func estimatedSessionTime(atLocal local: Int64) async -> Int64? {
-        connection.clockMapping()?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds
+    package func estimatedSessionTime(atLocal local: LocalInstant) async -> SessionInstant? {
+        connection.clockMapping()?.sessionTime(atLocal: local)
     }
 }

@@ -177,7 +177,7 @@ package enum RelayBenchmark {
             link.tapAppMessages { message, receivedAt in
                 guard message.payload.count >= 8 else { return }
                 let sentAt = message.payload.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
-                latencies.record(receivedAt - sentAt)
+                latencies.record(receivedAt.nanoseconds - sentAt)
             }
         }
 

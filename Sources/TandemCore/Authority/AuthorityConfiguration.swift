@@ -1,15 +1,15 @@
-/// Policies and limits of one session's authority. All durations are nanoseconds of session time.
+/// Policies and limits of one session's authority. All durations are spans of session time.
 public struct AuthorityConfiguration: Sendable, Hashable {
     /// Suspension reasons for which the group waits before starting (or pauses when they appear during play).
     public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason>
     /// When more participants than this hold a reason, the group stops waiting for that reason. Absent: no limit.
     public var participantLimitPerReason: [SuspensionReason: Int]
     /// How long the group waits for a participant that has not yet loaded the current item.
-    public var firstLoadWaitingTimeout: Int64
+    public var firstLoadWaitingTimeout: TimeSpan
     /// How long the group waits for a participant that had loaded the item (re-buffering, preparing after a seek).
-    public var rebufferWaitingTimeout: Int64
+    public var rebufferWaitingTimeout: TimeSpan
     /// Safety margin added to every scheduled start.
-    public var startMargin: Int64
+    public var startMargin: TimeSpan
     /// Whether a participant joining while the group plays makes the group wait for it.
     /// Default false: late joiners preroll at the projected position and join the running timeline.
     public var lateJoinersPauseGroup: Bool
@@ -18,7 +18,7 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Whether the host leaving ends the session for everyone (an embedded server).
     public var endsWhenHostLeaves: Bool
     /// How long a participant whose connection dropped keeps its identity for a reconnect.
-    public var reconnectGracePeriod: Int64
+    public var reconnectGracePeriod: TimeSpan
     /// Largest app message payload in bytes.
     public var maxAppMessageSize: Int
     /// Sustained app messages per second per sender.
@@ -48,10 +48,14 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// may. SharePlay's journal lets every participant remove attachments.
     public var everyoneMayRemoveAttachments: Bool
     /// A participant whose item duration differs from the reference by more than this is flagged.
-    public var mediaDurationTolerance: Int64
+    public var mediaDurationTolerance: TimeSpan
     /// Whether a participant that has not reported its readiness yet counts as loading (an implicit
     /// `.loading` suspension). Default true, so a joiner is not skipped before its first report arrives.
     public var treatsUnreportedReadinessAsLoading: Bool
+    /// The queue's bounds and how long the group waits at the end of an item. Editing the queue (add, remove,
+    /// move) is the host's unless `everyoneMayChangeActivity`; moving the group between entries is everyone's,
+    /// as play, pause and seek are.
+    public var queue = QueuePolicy()
 
     public init() {
         suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .userChangingTime, .userActionRequired]
@@ -87,5 +91,21 @@ public struct AuthorityConfiguration: Sendable, Hashable {
         copy.everyoneMayChangeActivity = true
         copy.everyoneMayRemoveAttachments = true
         return copy
+    }
+}
+
+extension AuthorityConfiguration {
+    /// Queue bounds and end-of-item policy. Kept apart from the stored properties above so that `init()` lists
+    /// the defaults in one place for each group.
+    public struct QueuePolicy: Sendable, Hashable {
+        /// Most entries the session's queue holds.
+        public var maxEntries = 100
+        /// Most bytes the queue's entries take, JSON-encoded (each entry's activity is also bounded like any
+        /// activity), so that a full queue leaves a welcome far below the 1 MiB frame limit.
+        public var maxBytes = 256 * 1024
+        /// Once the first participant reports the end of an item, how long the group waits for the others to
+        /// report it before going on without them.
+        public var endOfItemGrace = TimeSpan.seconds(5)
+        public init() {}
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// An item and a position in it.
 struct ItemPosition: Hashable, Sendable {
     var itemID: String
-    var itemTime: Int64
+    var itemTime: ItemTime
 }
 
 /// Where a participant reported being prerolled.
@@ -24,10 +24,10 @@ struct Member: Sendable {
     var isHost: Bool
     /// The secret a reconnect of this participant must present (see `SessionAuthority.join`).
     var reconnectToken: String
-    var prerollEstimate: Int64
-    var joinedAt: Int64
-    var oneWayDelay: Int64 = 0
-    var errorBound: Int64 = 0
+    var prerollEstimate: TimeSpan
+    var joinedAt: SessionInstant
+    var oneWayDelay: TimeSpan = .zero
+    var errorBound: TimeSpan = .zero
     var readiness: Readiness = .unknown
     var suspensions: [HeldSuspension] = []
     var prepared: PreparedPosition?
@@ -37,14 +37,14 @@ struct Member: Sendable {
     var hasJoined = true
     /// Gets complete attachments as `available` and fetches their bytes on demand.
     var lazyJournal = false
-    var disconnectedAt: Int64?
+    var disconnectedAt: SessionInstant?
     /// Reported `.ready` for the current item at least once (so waiting for it is re-buffering, not first load).
     var hasLoadedItem = false
     /// The group neither waits nor pauses for it (timed out, or a late joiner) until it is ready again.
     var isExcused = false
     /// Per-sender token bucket for app messages.
     var messageTokens: Double
-    var tokensUpdatedAt: Int64 = 0
+    var tokensUpdatedAt: SessionInstant = .zero
 
     /// Every reason this participant holds, explicit suspensions and the implicit `.loading` of its readiness.
     func heldReasons(treatingUnknownAsLoading: Bool) -> [SuspensionReason] {
@@ -87,8 +87,8 @@ struct StoredAttachment: Sendable {
 /// Human-readable renderings used in notices.
 enum AuthorityText {
     /// "m:ss" or "h:mm:ss".
-    static func itemTime(_ ns: Int64) -> String {
-        let totalSeconds = max(0, ns) / 1_000_000_000
+    static func itemTime(_ time: ItemTime) -> String {
+        let totalSeconds = max(0, time.nanoseconds) / 1_000_000_000
         let hours = totalSeconds / 3600, minutes = (totalSeconds / 60) % 60, seconds = totalSeconds % 60
         if hours > 0 { return String(format: "%lld:%02lld:%02lld", hours, minutes, seconds) }
         return String(format: "%lld:%02lld", minutes, seconds)
@@ -102,8 +102,8 @@ enum AuthorityText {
     }
 
     /// "10 s", "1.5 s".
-    static func duration(_ ns: Int64) -> String {
-        let text = String(format: "%.1f", Double(ns) / 1e9)
+    static func duration(_ span: TimeSpan) -> String {
+        let text = String(format: "%.1f", span.seconds)
             .replacingOccurrences(of: #"\.0$"#, with: "", options: .regularExpression)
         return "\(text) s"
     }

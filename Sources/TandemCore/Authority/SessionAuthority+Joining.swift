@@ -3,13 +3,14 @@ import Foundation
 // Taking part after entering (`waiting`), and the notices apps post.
 
 extension SessionAuthority {
-    /// `id` takes part: it gets the timeline and the journal now, and everyone hears that it joined.
-    mutating func takePart(_ id: ParticipantID, now: Int64) -> [Action] {
+    /// `id` takes part: it gets the queue, the timeline and the journal now (what a welcome would have carried),
+    /// and everyone hears that it joined.
+    mutating func takePart(_ id: ParticipantID, now: SessionInstant) -> [Action] {
         guard var member = members[id], !member.hasJoined else { return [] }
         member.hasJoined = true
         member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
         members[id] = member
-        var actions: [Action] = [.send(.timeline(timeline), to: id)]
+        var actions: [Action] = [.send(.queue(queue), to: id), .send(.timeline(timeline), to: id)]
         actions += journalReplay(to: id)
         actions += broadcastParticipants()
         actions += broadcast(notice(.joined, id, "\(member.participant.name) joined", now))
@@ -17,7 +18,7 @@ extension SessionAuthority {
     }
 
     /// An app's notice: one bounded line from `id` to everyone, rate-limited with its app messages.
-    mutating func appNotice(_ text: String, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func appNotice(_ text: String, from id: ParticipantID, now: SessionInstant) -> [Action] {
         let line = TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes)
         guard !line.isEmpty else { return [.send(.refused(reason: "an empty notice was not shown"), to: id)] }
         guard takeMessageToken(for: id, now: now) else {

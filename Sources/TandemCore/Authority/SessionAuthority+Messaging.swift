@@ -6,7 +6,7 @@ extension SessionAuthority {
     // MARK: App messages
 
     /// Relays an app message with its source stamped here, enforcing the size and per-sender rate limits.
-    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
             return [.send(.refused(reason: "message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
                                     + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
@@ -31,10 +31,10 @@ extension SessionAuthority {
     }
 
     /// Refills the sender's token bucket for the time passed and takes one token if there is one.
-    mutating func takeMessageToken(for id: ParticipantID, now: Int64) -> Bool {
+    mutating func takeMessageToken(for id: ParticipantID, now: SessionInstant) -> Bool {
         guard var member = members[id] else { return false }
         let capacity = Double(max(1, configuration.appMessageBurst))
-        let elapsed = Double(max(0, now - member.tokensUpdatedAt)) / 1e9
+        let elapsed = max(.zero, now - member.tokensUpdatedAt).seconds
         member.messageTokens = min(capacity, member.messageTokens + elapsed * Double(configuration.appMessagesPerSecond))
         member.tokensUpdatedAt = now
         let allowed = member.messageTokens >= 1
@@ -46,7 +46,7 @@ extension SessionAuthority {
     // MARK: Journal
 
     /// Stores and forwards journal traffic. Checksums are verified by the receivers, not here.
-    mutating func handleJournal(_ entry: JournalMessage, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func handleJournal(_ entry: JournalMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         switch entry {
         case .begin(var info):
             info.owner = id  // Nobody announces attachments on someone else's behalf.
@@ -140,7 +140,7 @@ extension SessionAuthority {
     /// The bytes of a complete attachment, for the participant that asked: its begin, chunks and commit. Fetches
     /// count against the sender's app-message rate; what they queue is bounded by the transport's per-connection
     /// queue (a participant fetching faster than it reads is closed as a slow consumer).
-    mutating func fetch(_ attachmentID: String, for id: ParticipantID, now: Int64) -> [Action] {
+    mutating func fetch(_ attachmentID: String, for id: ParticipantID, now: SessionInstant) -> [Action] {
         guard let stored = attachments[attachmentID], stored.isCommitted else {
             return [.send(.journal(.failed(id: Self.quoted(attachmentID), reason: "there is no attachment "
                 + "'\(Self.quoted(attachmentID))' to load (it was removed, or never completed)")), to: id)]

@@ -3,7 +3,7 @@
 extension SessionAuthority {
     // MARK: Requests
 
-    mutating func handle(_ request: TimelineRequest, from id: ParticipantID, now: Int64) -> [Action] {
+    mutating func handle(_ request: TimelineRequest, from id: ParticipantID, now: SessionInstant) -> [Action] {
         let who = name(of: id)
         switch request.command {
         case .play:
@@ -11,15 +11,15 @@ extension SessionAuthority {
                 // Already playing or about to: nothing to change; tell the requester where the group stands.
                 return [.send(.timeline(timeline), to: id)]
             }
-            let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime.nanoseconds)
+            let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime)
             let blocking = blockers(at: position, requiringPreparation: false)
             if blocking.isEmpty {
-                return startPlaying(at: timeline.anchorItemTime.nanoseconds, originator: id, now: now)
-                    + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime.nanoseconds))", now))
+                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now)
+                    + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime))", now))
             }
             waitingRequiresPreparation = false
             let actions = publish(status: .waiting(for: blocking), anchorSessionTime: now,
-                                  anchorItemTime: timeline.anchorItemTime.nanoseconds, originator: id)
+                                  anchorItemTime: timeline.anchorItemTime, originator: id)
             beginWaiting(blocking, now: now)
             return actions + broadcast(notice(.waiting, blocking.keys.sorted().first,
                                               "\(who) pressed play; \(waitingText(blocking))", now))
@@ -73,8 +73,8 @@ extension SessionAuthority {
                 actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
                 return actions + reconcile(now: now)
             } else {
-                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime.nanoseconds,
-                                  anchorItemTime: timeline.anchorItemTime.nanoseconds, rate: rate, originator: id)
+                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
+                                  anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)
             }
             actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
             return actions
@@ -84,12 +84,12 @@ extension SessionAuthority {
     /// A peer had already rendered up to `itemTime` when waiting generation `generation` reached it (a request
     /// delayed on its link, e.g. by a retransmission): the group resumes from there instead of the planned stop,
     /// so that peer does not show those frames again while the others show them for the first time.
-    mutating func resumeLater(renderedUpTo itemTime: Int64, generation: UInt64, now: Int64) -> [Action] {
+    mutating func resumeLater(renderedUpTo itemTime: ItemTime, generation: UInt64, now: SessionInstant) -> [Action] {
         // The same stop: the waiting list may have changed since (new generations, same position), but nobody
         // has moved the group elsewhere.
         guard case .waiting = timeline.status, generation <= timeline.generation,
-              generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime.nanoseconds),
-              itemTime > max(timeline.anchorItemTime.nanoseconds, proposedResumeItemTime ?? 0), seekProblem(itemTime) == nil
+              generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
+              itemTime > max(timeline.anchorItemTime, proposedResumeItemTime ?? .zero), seekProblem(itemTime) == nil
         else { return [] }
         proposedResumeItemTime = itemTime
         // Everyone prepares again at the new point; that is no news to show as "waiting for …".
@@ -99,23 +99,26 @@ extension SessionAuthority {
         }
     }
 
-    func seekProblem(_ itemTime: Int64) -> String? {
-        if itemTime < 0 { return "cannot seek to \(AuthorityText.itemTime(itemTime)): before the start of the item" }
-        if let duration = referenceMedia?.info.duration?.nanoseconds, itemTime > duration {
-            return "cannot seek to \(AuthorityText.itemTime(itemTime)): the item is only \(AuthorityText.itemTime(duration)) long"
+    func seekProblem(_ itemTime: ItemTime) -> String? {
+        if itemTime < .zero { return "cannot seek to \(AuthorityText.itemTime(itemTime)): before the start of the item" }
+        if let end = itemEnd, itemTime > end {
+            return "cannot seek to \(AuthorityText.itemTime(itemTime)): the item is only \(AuthorityText.itemTime(end)) long"
         }
         return nil
     }
 
-    func clampToItem(_ itemTime: Int64) -> Int64 {
-        var value = max(0, itemTime)
-        if let duration = referenceMedia?.info.duration?.nanoseconds { value = min(value, duration) }
+    func clampToItem(_ itemTime: ItemTime) -> ItemTime {
+        var value = max(.zero, itemTime)
+        if let end = itemEnd { value = min(value, end) }
         return value
     }
 
+    /// The item time at the end of the reference media, when its duration is known.
+    var itemEnd: ItemTime? { referenceMedia?.info.duration.map { ItemTime.zero + $0 } }
+
     // MARK: Readiness, suspensions, activity
 
-    mutating func updateReadiness(_ readiness: Readiness, of id: ParticipantID, now: Int64) -> [Action] {
+    mutating func updateReadiness(_ readiness: Readiness, of id: ParticipantID, now: SessionInstant) -> [Action] {
         let readiness = Self.bounded(readiness)
         members[id]?.readiness = readiness
         var actions: [Action] = []
@@ -132,7 +135,7 @@ extension SessionAuthority {
         return actions + reconcile(now: now)
     }
 
-    mutating func updateSuspension(_ update: SuspensionUpdate, of id: ParticipantID, now: Int64) -> [Action] {
+    mutating func updateSuspension(_ update: SuspensionUpdate, of id: ParticipantID, now: SessionInstant) -> [Action] {
         guard var member = members[id] else { return [] }
         switch update {
         case .begin(let suspensionID, let reason):
@@ -153,11 +156,15 @@ extension SessionAuthority {
         return broadcastParticipants() + reconcile(now: now)
     }
 
-    mutating func changeActivity(to envelope: ActivityEnvelope, by id: ParticipantID, now: Int64) -> [Action] {
+    /// Makes `envelope` the session's activity: everyone loads its item, and the group starts from `itemTime` once
+    /// all have (and, away from 0, prerolled there). `play` nil keeps what the group does: a playing or waiting
+    /// group plays the new item, a paused one stays paused. `text` replaces the notice's words.
+    mutating func changeActivity(to envelope: ActivityEnvelope, by id: ParticipantID?, now: SessionInstant,
+                                 startingAt itemTime: ItemTime = .zero, play: Bool? = nil, text: String? = nil) -> [Action] {
         let wantsToPlay: Bool
         switch timeline.status {
-        case .paused: wantsToPlay = false
-        case .playing, .waiting: wantsToPlay = true
+        case .paused: wantsToPlay = play ?? false
+        case .playing, .waiting: wantsToPlay = play ?? true
         }
         activity = envelope
         for memberID in memberOrder {
@@ -169,15 +176,20 @@ extension SessionAuthority {
         referenceMedia = nil
         flaggedAsDifferentMedia = []
         stopWaiting()
+        resetEndOfItem()
         var actions = presentIDs.map { Action.send(.activity(envelope), to: $0) }
         let title = envelope.metadata.title ?? envelope.itemID
-        actions += broadcast(notice(.activityChanged, id, "\(name(of: id)) changed the activity to \(title)", now))
+        actions += broadcast(notice(.activityChanged, id,
+                                    text ?? "\(id.map { name(of: $0) } ?? "the session") changed the activity to \(title)", now))
         actions += broadcastParticipants()
         var next = Timeline(generation: timeline.generation + 1, itemID: envelope.itemID, rate: 1,
-                            anchorSessionTime: SessionInstant(nanoseconds: now), anchorItemTime: 0, status: .paused,
-                            originator: id)
+                            anchorSessionTime: now,
+                            anchorItemTime: max(.zero, itemTime), status: .paused, originator: id)
+        itemStartGeneration = next.generation
         if wantsToPlay {
-            let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: 0), requiringPreparation: false)
+            waitingRequiresPreparation = itemTime > .zero
+            let blocking = blockers(at: ItemPosition(itemID: envelope.itemID, itemTime: max(.zero, itemTime)),
+                                    requiringPreparation: itemTime > .zero)
             next.status = .waiting(for: blocking)
             beginWaiting(blocking, now: now)
         }
@@ -229,7 +241,7 @@ extension SessionAuthority {
         }.count
     }
 
-    mutating func beginWaiting(_ blocking: [ParticipantID: [SuspensionReason]], now: Int64) {
+    mutating func beginWaiting(_ blocking: [ParticipantID: [SuspensionReason]], now: SessionInstant) {
         waitingSince = blocking.mapValues { _ in now }
     }
 
@@ -241,7 +253,7 @@ extension SessionAuthority {
 
     /// Brings the timeline in line with who holds what: pauses a playing group for a new stall, updates the list
     /// of a waiting group, and starts it once nobody blocks.
-    mutating func reconcile(now: Int64) -> [Action] {
+    mutating func reconcile(now: SessionInstant) -> [Action] {
         guard endReason == nil else { return [] }
         var actions: [Action] = []
         let over = computeReasonsOverLimit()
@@ -261,7 +273,7 @@ extension SessionAuthority {
         }
 
         // Lift excuses of participants that no longer hold anything the group would wait for.
-        let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime.nanoseconds)
+        let position = ItemPosition(itemID: timeline.itemID, itemTime: proposedResumeItemTime ?? timeline.anchorItemTime)
         let requiresPreparation: Bool
         if case .waiting = timeline.status { requiresPreparation = waitingRequiresPreparation } else { requiresPreparation = false }
         for id in memberOrder where members[id]?.isExcused == true {
@@ -298,9 +310,9 @@ extension SessionAuthority {
                 actions += startPlaying(at: itemTime, originator: nil, now: now)
                 actions += broadcast(notice(.resumed, nil,
                                             "everyone is ready; playing from \(AuthorityText.itemTime(itemTime))", now))
-            } else if blocking != current || position.itemTime != timeline.anchorItemTime.nanoseconds {
+            } else if blocking != current || position.itemTime != timeline.anchorItemTime {
                 let added = blocking.filter { current[$0.key] != $0.value }
-                actions += publish(status: .waiting(for: blocking), anchorSessionTime: timeline.anchorSessionTime.nanoseconds,
+                actions += publish(status: .waiting(for: blocking), anchorSessionTime: timeline.anchorSessionTime,
                                    anchorItemTime: position.itemTime, originator: timeline.originator)
                 proposedResumeItemTime = nil
                 if !added.isEmpty {
@@ -312,7 +324,7 @@ extension SessionAuthority {
     }
 
     /// Gives up waiting for participants whose timeout has passed; the group goes on and they catch up alone.
-    mutating func expireWaiting(now: Int64) -> [Action] {
+    mutating func expireWaiting(now: SessionInstant) -> [Action] {
         guard case .waiting(let current) = timeline.status else { return [] }
         var actions: [Action] = []
         for id in memberOrder {
@@ -341,20 +353,20 @@ extension SessionAuthority {
 
     /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
     /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
-    func stopPoint(now: Int64) -> (sessionTime: Int64, itemTime: Int64) {
+    func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
         let stopAt = now + maxOneWayDelay + configuration.startMargin
-        return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: stopAt)).nanoseconds))
+        return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
     }
 
-    var maxOneWayDelay: Int64 {
-        connectedIDs.compactMap { members[$0]?.oneWayDelay }.max() ?? 0
+    var maxOneWayDelay: TimeSpan {
+        connectedIDs.compactMap { members[$0]?.oneWayDelay }.max() ?? .zero
     }
 
     /// How far ahead a start must be scheduled so every participant can make it: the largest one-way delay plus
     /// preroll (none for a participant prepared at `position`; everyone's when `position` is nil) plus the margin.
     /// Excused participants catch up on their own and do not add their preroll.
-    func lead(at position: ItemPosition?) -> Int64 {
-        var slowest: Int64 = 0
+    func lead(at position: ItemPosition?) -> TimeSpan {
+        var slowest = TimeSpan.zero
         for id in connectedIDs {
             guard let member = members[id] else { continue }
             var needed = member.oneWayDelay
@@ -365,23 +377,22 @@ extension SessionAuthority {
         return slowest + configuration.startMargin
     }
 
-    mutating func startPlaying(at itemTime: Int64, originator: ParticipantID?, now: Int64) -> [Action] {
+    mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant) -> [Action] {
         let start = now + lead(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime))
         return publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, originator: originator)
     }
 
-    mutating func publish(status: Timeline.Status, anchorSessionTime: Int64, anchorItemTime: Int64,
+    mutating func publish(status: Timeline.Status, anchorSessionTime: SessionInstant, anchorItemTime: ItemTime,
                           rate: Double? = nil, originator: ParticipantID?) -> [Action] {
         publish(Timeline(generation: timeline.generation + 1, itemID: timeline.itemID, rate: rate ?? timeline.rate,
-                         anchorSessionTime: SessionInstant(nanoseconds: anchorSessionTime),
-                         anchorItemTime: ItemTime(nanoseconds: anchorItemTime), status: status,
+                         anchorSessionTime: anchorSessionTime, anchorItemTime: anchorItemTime, status: status,
                          originator: originator))
     }
 
     /// Makes `next` the current timeline and broadcasts it.
     mutating func publish(_ next: Timeline) -> [Action] {
         timeline = next
-        generationPositions[next.generation] = ItemPosition(itemID: next.itemID, itemTime: next.anchorItemTime.nanoseconds)
+        generationPositions[next.generation] = ItemPosition(itemID: next.itemID, itemTime: next.anchorItemTime)
         generationPositions[next.generation &- 64] = nil
         if next.isPlaying {
             // Positions prepared while paused are stale once the group plays.
@@ -392,7 +403,7 @@ extension SessionAuthority {
 
     // MARK: Item identity
 
-    mutating func compareMedia(of id: ParticipantID, info: MediaInfo, now: Int64) -> [Action] {
+    mutating func compareMedia(of id: ParticipantID, info: MediaInfo, now: SessionInstant) -> [Action] {
         let isHost = members[id]?.isHost == true
         var toCheck: [ParticipantID]
         if referenceMedia == nil || (isHost && referenceMedia?.owner != id) {
@@ -408,9 +419,9 @@ extension SessionAuthority {
         for other in toCheck {
             guard let member = members[other], case .ready(let otherInfo) = member.readiness else { continue }
             var differences: [String] = []
-            if let mine = otherInfo.duration?.nanoseconds, let theirs = reference.info.duration?.nanoseconds,
-               abs(mine - theirs) > configuration.mediaDurationTolerance {
-                differences.append("duration \(AuthorityText.itemTime(mine)) vs \(AuthorityText.itemTime(theirs))")
+            if let mine = otherInfo.duration, let theirs = reference.info.duration,
+               (mine - theirs).magnitude > configuration.mediaDurationTolerance {
+                differences.append("duration \(AuthorityText.itemTime(.zero + mine)) vs \(AuthorityText.itemTime(.zero + theirs))")
             }
             if let mine = otherInfo.contentID, let theirs = reference.info.contentID, mine != theirs {
                 differences.append("different content")

@@ -35,7 +35,7 @@ public struct SessionAuthority: Sendable {
         /// The authority does not send that `.invalidated` message separately.
         case close(ParticipantID, InvalidationReason)
         /// Call `timerFired(now:)` at or after this session time (a later `wakeUp` replaces an earlier one).
-        case wakeUp(at: Int64)
+        case wakeUp(at: SessionInstant)
         /// Everyone was told; the host can drop this session.
         case sessionEnded(InvalidationReason)
     }
@@ -54,6 +54,8 @@ public struct SessionAuthority: Sendable {
     public internal(set) var timeline: Timeline
     /// Why the session ended, once it has.
     public internal(set) var endReason: InvalidationReason?
+    /// The session's queue; while an activity is set, its current entry is that activity.
+    public internal(set) var queue = SessionQueue()
 
     // Participants by id, and their join order (kept for deterministic output).
     var members: [ParticipantID: Member] = [:]
@@ -64,9 +66,9 @@ public struct SessionAuthority: Sendable {
     /// While waiting: whether participants must report `.prepared` at the anchor (after a seek).
     var waitingRequiresPreparation = false
     /// While waiting: when each participant waited for began to block this wait.
-    var waitingSince: [ParticipantID: Int64] = [:]
+    var waitingSince: [ParticipantID: SessionInstant] = [:]
     /// A resume time proposed by a participant ending its suspension while the group waits.
-    var proposedResumeItemTime: Int64?
+    var proposedResumeItemTime: ItemTime?
     /// Reasons currently held by more participants than their limit.
     var reasonsOverLimit: Set<SuspensionReason> = []
     /// The media every participant's item is compared against (the host's, else the first to load).
@@ -74,18 +76,26 @@ public struct SessionAuthority: Sendable {
     var flaggedAsDifferentMedia: Set<ParticipantID> = []
     var attachments: [String: StoredAttachment] = [:]
     var attachmentOrder: [String] = []
-    var scheduledWakeUp: Int64?
+    var scheduledWakeUp: SessionInstant?
     /// Whether someone has held the host role in this session (the role is given once).
     var hasHadHost = false
+    /// The number in the next queue entry's id.
+    var nextQueueEntryNumber = 1
+    /// The first generation of the current item: ends reported for earlier ones are of another item.
+    var itemStartGeneration: UInt64 = 1
+    /// Who reported reaching the end of the current item, and when the group stops waiting for the rest.
+    var endReports: Set<ParticipantID> = []
+    var endOfItemDeadline: SessionInstant?
 
-    public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: Int64) {
+    public init(sessionID: String, activity: ActivityEnvelope?, configuration: AuthorityConfiguration, now: SessionInstant) {
         self.sessionID = sessionID
         self.activity = activity
         self.configuration = configuration
         self.timeline = Timeline(generation: 1, itemID: activity?.itemID ?? "", rate: 1,
-                                 anchorSessionTime: SessionInstant(nanoseconds: now),
+                                 anchorSessionTime: now,
                                  anchorItemTime: 0, status: .paused)
         generationPositions[1] = ItemPosition(itemID: timeline.itemID, itemTime: 0)
+        if let activity { queue = SessionQueue(entries: [takeQueueEntry(QueueEntry(activity: activity))], currentIndex: 0) }
     }
 
     /// The connected participants, in join order.
@@ -125,9 +135,9 @@ public struct SessionAuthority: Sendable {
     ///   reconnect keeps what the identity had (joined or not), whatever it asks.
     /// - `lazyJournal` sends this connection complete attachments as `available`, their bytes only on `fetch`.
     public mutating func join(name rawName: String, reconnectAs: ParticipantID? = nil, reconnectToken: String? = nil,
-                              prerollEstimate: Int64, wantsHost: Bool, newReconnectToken: String,
+                              prerollEstimate: TimeSpan, wantsHost: Bool, newReconnectToken: String,
                               waiting: Bool = false, lazyJournal: Bool = false,
-                              now: Int64) -> JoinOutcome {
+                              now: SessionInstant) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
         let name = TextBounds.name(rawName)
         var actions: [Action] = []
@@ -186,7 +196,7 @@ public struct SessionAuthority: Sendable {
     }
 
     /// Handles one message from a connected participant. Messages from unknown or disconnected ids are ignored.
-    public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: Int64) -> [Action] {
+    public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard endReason == nil, let member = members[id], member.isConnected else { return [] }
         var actions: [Action]
         if !member.hasJoined {
@@ -207,6 +217,11 @@ public struct SessionAuthority: Sendable {
         case .clockPing(let ping):
             return [.send(.clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now)), to: id)]
         case .timelineRequest(let request):
+            // A pause or a seek moves the group away from wherever peers ended.
+            switch request.command {
+            case .pause, .seek: resetEndOfItem()
+            case .play, .rate: break
+            }
             actions = handle(request, from: id, now: now)
         case .readiness(let readiness):
             actions = updateReadiness(readiness, of: id, now: now)
@@ -224,16 +239,25 @@ public struct SessionAuthority: Sendable {
                 return [.send(.refused(reason: "only the host can change the activity"), to: id)]
             }
             switch bounded(envelope) {
-            case .success(let envelope): actions = changeActivity(to: envelope, by: id, now: now)
+            case .success(let envelope):
+                guard let replaced = replaceCurrentEntry(with: envelope) else {
+                    return refuse("the queue has no room for this activity (\(configuration.queue.maxEntries) items, "
+                        + "\(AuthorityText.bytes(Int64(configuration.queue.maxBytes))) encoded) — remove an item first", to: id)
+                }
+                actions = changeActivity(to: envelope, by: id, now: now) + replaced
             case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
             }
         case .appMessage(let outgoing):
             actions = relay(outgoing, from: id, now: now)
         case .journal(let entry):
             actions = handleJournal(entry, from: id, now: now)
+        case .queue(let request):
+            actions = handleQueue(request, from: id, now: now)
+        case .reachedEnd(let generation):
+            actions = reachedEnd(generation: generation, by: id, now: now)
         case .linkReport(let oneWayDelay, let errorBound):
-            members[id]?.oneWayDelay = max(0, oneWayDelay)
-            members[id]?.errorBound = max(0, errorBound)
+            members[id]?.oneWayDelay = max(.zero, oneWayDelay)
+            members[id]?.errorBound = max(.zero, errorBound)
             actions = []
         case .leave:
             actions = remove(id, leaving: true, now: now)
@@ -244,6 +268,7 @@ public struct SessionAuthority: Sendable {
             }
             actions = endSession(InvalidationReason(code: .ended, message: "\(member.participant.name) ended the session"))
         }
+        actions += advanceIfEveryoneReachedEnd(now: now)
         actions += scheduleWakeUp()
         return actions
     }
@@ -251,7 +276,7 @@ public struct SessionAuthority: Sendable {
     /// The participant's connection dropped: it keeps its identity for the grace period, but its suspensions are
     /// released and the group stops waiting for it at once.
     /// `what` says what happened, for the others' notice ("lost connection" when nil).
-    public mutating func connectionLost(_ id: ParticipantID, now: Int64, what: String? = nil) -> [Action] {
+    public mutating func connectionLost(_ id: ParticipantID, now: SessionInstant, what: String? = nil) -> [Action] {
         guard endReason == nil, var member = members[id], member.isConnected else { return [] }
         member.isConnected = false
         member.disconnectedAt = now
@@ -264,12 +289,13 @@ public struct SessionAuthority: Sendable {
             actions += broadcast(notice(.left, id, "\(member.participant.name) \(what ?? "lost connection")", now))
         }
         actions += reconcile(now: now)
+        actions += advanceIfEveryoneReachedEnd(now: now)
         actions += scheduleWakeUp()
         return actions
     }
 
     /// Runs what is due: waiting timeouts and expired reconnect grace periods.
-    public mutating func timerFired(now: Int64) -> [Action] {
+    public mutating func timerFired(now: SessionInstant) -> [Action] {
         guard endReason == nil else { return [] }
         scheduledWakeUp = nil
         var actions: [Action] = []
@@ -281,12 +307,14 @@ public struct SessionAuthority: Sendable {
         }
         actions += expireWaiting(now: now)
         actions += reconcile(now: now)
+        actions += advanceIfEveryoneReachedEnd(now: now)
+        if endReason != nil { return actions }
         actions += scheduleWakeUp()
         return actions
     }
 
     /// Invalidates everyone (e.g. the server stops).
-    public mutating func shutdown(reason: InvalidationReason, now: Int64) -> [Action] {
+    public mutating func shutdown(reason: InvalidationReason, now: SessionInstant) -> [Action] {
         guard endReason == nil else { return [] }
         return endSession(reason)
     }
@@ -310,7 +338,7 @@ extension SessionAuthority {
         return SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
                                timeline: joined ? timeline : nil, participants: participants,
                                attachments: joined && !lazy ? committedAttachments : [],
-                               reconnectToken: members[id]!.reconnectToken)
+                               reconnectToken: members[id]!.reconnectToken, queue: joined ? queue : nil)
     }
 
     /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.
@@ -327,7 +355,7 @@ extension SessionAuthority {
 
     func broadcastParticipants() -> [Action] { presentIDs.map { .send(.participants(participants), to: $0) } }
 
-    func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: Int64) -> ServerMessage {
+    func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: SessionInstant) -> ServerMessage {
         .notice(Notice(kind: kind, participant: participant,
                        text: TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes), sessionTime: now))
     }
@@ -335,7 +363,7 @@ extension SessionAuthority {
     func name(of id: ParticipantID) -> String { members[id]?.participant.name ?? id.rawValue }
 
     /// Removes a participant for good (it left, or its grace period ran out).
-    mutating func remove(_ id: ParticipantID, leaving: Bool, now: Int64) -> [Action] {
+    mutating func remove(_ id: ParticipantID, leaving: Bool, now: SessionInstant) -> [Action] {
         guard let member = members[id] else { return [] }
         if member.isHost && configuration.endsWhenHostLeaves {
             return endSession(InvalidationReason(code: .hostLeft, message: "the host left; the session has ended"))
@@ -379,8 +407,8 @@ extension SessionAuthority {
         return [.wakeUp(at: next)]
     }
 
-    func nextDeadline() -> Int64? {
-        var deadlines: [Int64] = []
+    func nextDeadline() -> SessionInstant? {
+        var deadlines: [SessionInstant] = []
         for (id, since) in waitingSince {
             guard let member = members[id], !member.isExcused else { continue }
             deadlines.append(since + waitingTimeout(for: member))
@@ -388,10 +416,11 @@ extension SessionAuthority {
         for member in members.values {
             if let lostAt = member.disconnectedAt { deadlines.append(lostAt + configuration.reconnectGracePeriod) }
         }
+        if let endOfItemDeadline { deadlines.append(endOfItemDeadline) }
         return deadlines.min()
     }
 
-    func waitingTimeout(for member: Member) -> Int64 {
+    func waitingTimeout(for member: Member) -> TimeSpan {
         member.hasLoadedItem ? configuration.rebufferWaitingTimeout : configuration.firstLoadWaitingTimeout
     }
 }

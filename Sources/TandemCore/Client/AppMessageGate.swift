@@ -10,12 +10,12 @@ package final class AppMessageGate: Sendable {
         /// The plaintext payload is larger than `limit` bytes.
         case tooLarge(size: Int, limit: Int)
         /// No token left; one is back after `retryAfter` ns.
-        case rateLimited(retryAfter: Int64)
+        case rateLimited(retryAfter: TimeSpan)
     }
 
     private struct Bucket {
         var tokens: Double
-        var updatedAt: Int64?
+        var updatedAt: LocalInstant?
         var sequence: UInt64 = 0
     }
 
@@ -41,16 +41,16 @@ package final class AppMessageGate: Sendable {
     /// returns its sequence number.
     package func admit(size: Int) throws(Refusal) -> UInt64 {
         guard size <= maxSize else { throw .tooLarge(size: size, limit: maxSize) }
-        let now = clock.now.nanoseconds
+        let now = clock.now
         let rate = Double(max(1, messagesPerSecond))
         let capacity = Double(burst)
         let outcome = bucket.withLock { b -> Result<UInt64, Refusal> in
             if let last = b.updatedAt {
-                b.tokens = min(capacity, b.tokens + Double(max(0, now - last)) / 1e9 * rate)
+                b.tokens = min(capacity, b.tokens + max(.zero, now - last).seconds * rate)
             }
             b.updatedAt = now
             guard b.tokens >= 1 else {
-                return .failure(.rateLimited(retryAfter: Int64(((1 - b.tokens) / rate * 1e9).rounded(.up))))
+                return .failure(.rateLimited(retryAfter: TimeSpan(nanoseconds: Int64(((1 - b.tokens) / rate * 1e9).rounded(.up)))))
             }
             b.tokens -= 1
             b.sequence += 1

@@ -51,6 +51,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     private let participantsBox: FanOut<Set<Participant>>
     private let activityBox: FanOut<ActivityEnvelope>
     private let noticesBox: FanOut<Notice>
+    let queueBox: FanOut<SessionQueue>
     /// The link's messages, subscribed to on creation so that nothing sent after the welcome is missed; `run()`
     /// consumes them.
     private let upstream: Mutex<AsyncStream<ServerMessage>?>
@@ -70,6 +71,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         participantsBox = FanOut(initial: Self.joined(welcome.participants), replay: .latest)
         activityBox = FanOut(initial: welcome.activity, replay: .latest)
         noticesBox = FanOut(replay: .none, buffering: .newest(256))
+        queueBox = FanOut(initial: welcome.queue ?? SessionQueue(), replay: .latest)
         upstream = Mutex(link.serverMessages())
     }
 
@@ -111,6 +113,9 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
                 // A reconnected link's fresh snapshot: catch up with what changed while it was down.
                 participantsBox.send(Self.joined(snapshot.participants))
                 if let envelope = snapshot.activity, envelope != activityBox.latest { activityBox.send(envelope) }
+                if let queue = snapshot.queue, queue != queueBox.latest { queueBox.send(queue) }
+            case .queue(let queue):
+                queueBox.send(queue)
             case .participants(let states):
                 participantsBox.send(Self.joined(states))
             case .activity(let envelope):
@@ -136,6 +141,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         participantsBox.finish()
         activityBox.finish()
         noticesBox.finish()
+        queueBox.finish()
         proposals.finish()
         outbox.finish()
     }
@@ -233,7 +239,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         try await send(.end)
     }
 
-    private func send(_ message: ClientMessage) async throws {
+    func send(_ message: ClientMessage) async throws {
         if case .invalidated(let reason) = state { throw SessionError.invalidated(reason) }
         do { try await link.send(message) } catch let reason as InvalidationReason {
             throw SessionError.invalidated(reason)

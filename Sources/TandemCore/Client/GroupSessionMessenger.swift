@@ -17,8 +17,8 @@ public final class GroupSessionMessenger: Sendable {
     public enum MessengerError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The encoded message is larger than `limit` bytes.
         case messageTooLarge(size: Int, limit: Int)
-        /// More messages than the per-sender limit allows; try again after `retryAfter` ns.
-        case rateLimited(retryAfter: Int64)
+        /// More messages than the per-sender limit allows; try again after `retryAfter`.
+        case rateLimited(retryAfter: TimeSpan)
         /// The value could not be encoded.
         case encodingFailed(String)
         /// The session is over.
@@ -29,7 +29,7 @@ public final class GroupSessionMessenger: Sendable {
             case .messageTooLarge(let size, let limit):
                 return "message of \(size) bytes is larger than the \(limit)-byte limit — send it as a journal attachment"
             case .rateLimited(let after):
-                return String(format: "too many messages — wait %.0f ms and send less often", Double(after) / 1e6)
+                return String(format: "too many messages — wait %.0f ms and send less often", after.milliseconds)
             case .encodingFailed(let why): return "the message could not be encoded: \(why)"
             case .sessionInvalidated(let reason): return "the session is over: \(reason.message)"
             }

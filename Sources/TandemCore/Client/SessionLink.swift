@@ -15,8 +15,8 @@ public protocol SessionLink: AnyObject, Sendable {
     func serverMessages() -> AsyncStream<ServerMessage>
     /// The current clock-sync estimate (local monotonic → session time), nil before the first exchange.
     func clockMapping() -> ClockMapping?
-    /// The current clock-sync error bound and smallest round trip (ns), nil before the first exchange.
-    func clockQuality() -> (errorBound: Int64, roundTrip: Int64)?
+    /// The current clock-sync error bound and smallest round trip, nil before the first exchange.
+    func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)?
     /// The snapshot received when joining (or when the link last reconnected).
     var welcome: SessionSnapshot { get }
     /// Leaves (others go on) and closes the link.

@@ -1,25 +1,29 @@
 /// One completed four-timestamp exchange. `t1`, `t4` on the peer's local clock; `t2`, `t3` on session time.
 public struct ClockSample: Hashable, Sendable, Codable {
-    public var t1: Int64
-    public var t2: Int64
-    public var t3: Int64
-    public var t4: Int64
-    public init(t1: Int64, t2: Int64, t3: Int64, t4: Int64) {
+    public var t1: LocalInstant
+    public var t2: SessionInstant
+    public var t3: SessionInstant
+    public var t4: LocalInstant
+    public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant) {
         self.t1 = t1
         self.t2 = t2
         self.t3 = t3
         self.t4 = t4
     }
     /// Network round trip, excluding the authority's own turnaround.
-    public var roundTrip: Int64 { (t4 - t1) - (t3 - t2) }
+    public var roundTrip: TimeSpan { (t4 - t1) - (t3 - t2) }
     /// Offset `session − local` assuming a symmetric path, at local time `localMidpoint`.
-    public var offset: Int64 { ((t2 - t1) + (t3 - t4)) / 2 }
-    public var localMidpoint: Int64 { t1 + (t4 - t1) / 2 }
+    public var offset: TimeSpan { TimeSpan(nanoseconds: doubledOffset / 2) }
+    public var localMidpoint: LocalInstant { t1 + (t4 - t1) / Int64(2) }
 
+    /// The four stamps as plain nanoseconds on one axis, for the fit's arithmetic (which mixes the two clocks).
+    var raw: (t1: Int64, t2: Int64, t3: Int64, t4: Int64) {
+        (t1.nanoseconds, t2.nanoseconds, t3.nanoseconds, t4.nanoseconds)
+    }
     /// Twice the offset, exact (no rounding of the halving).
-    var doubledOffset: Int64 { (t2 &- t1) &+ (t3 &- t4) }
+    var doubledOffset: Int64 { (t2.nanoseconds &- t1.nanoseconds) &+ (t3.nanoseconds &- t4.nanoseconds) }
     /// Twice the local midpoint, exact.
-    var doubledMidpoint: Int64 { t1 &+ t4 }
+    var doubledMidpoint: Int64 { t1.nanoseconds &+ t4.nanoseconds }
 }
 
 /// Estimates `session time = f(local time)` from clock exchanges with the session authority.
@@ -65,32 +69,32 @@ public struct ClockSyncEstimator: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Pings in the initial burst, and their spacing.
         public var burstCount: Int = 8
-        public var burstInterval: Int64 = 50_000_000
+        public var burstInterval: TimeSpan = .milliseconds(50)
         /// Pings after the burst that go out at the acquisition interval before the steady rate.
         ///
         /// The acquisition phase ends early once the estimate is firm (`acquisitionTarget`).
         public var acquisitionCount: Int = 300
         /// The longest acquisition interval. On a short path the interval is `acquisitionRoundTrips` smallest
         /// round trips instead (exchanges are cheap and quick there), but never below `minimumInterval`.
-        public var acquisitionInterval: Int64 = 100_000_000
+        public var acquisitionInterval: TimeSpan = .milliseconds(100)
         public var acquisitionRoundTrips: Int64 = 20
         /// The shortest interval between pings in any phase.
-        public var minimumInterval: Int64 = 20_000_000
-        /// The acquisition phase ends once `uncertainty` is at most this many ns and the rate is known well
+        public var minimumInterval: TimeSpan = .milliseconds(20)
+        /// The acquisition phase ends once `uncertainty` is at most this and the rate is known well
         /// enough that a steady interval of extrapolation adds no more than this again.
-        public var acquisitionTarget: Int64 = 5_000
+        public var acquisitionTarget: TimeSpan = .microseconds(5)
         /// Steady-state ping interval.
-        public var steadyInterval: Int64 = 1_000_000_000
+        public var steadyInterval: TimeSpan = .seconds(1)
         /// How many samples are kept at most. Beyond it, the least useful one goes: a rejected sample, else
         /// the one whose packets were both delayed the most.
         public var window: Int = 256
-        /// How long (local ns) a sample is kept at most, so that the estimate follows a drift that wanders.
-        public var windowDuration: Int64 = 300_000_000_000
+        /// How long (local time) a sample is kept at most, so that the estimate follows a drift that wanders.
+        public var windowDuration: TimeSpan = .seconds(300)
         /// Prior standard deviation of the local clock's drift (ppm): the estimate is drawn towards zero drift
         /// only while the samples cannot tell the rate to better than this.
         public var maxDriftPPM: Double = 500
-        /// Irreducible timestamping noise (ns): the smallest noise scale the estimator assumes.
-        public var noiseFloor: Int64 = 1_000
+        /// Irreducible timestamping noise: the smallest noise scale the estimator assumes.
+        public var noiseFloor: TimeSpan = .microseconds(1)
         /// A sample is rejected when it is off the robust line by more than this many times what its excess
         /// round trip allows.
         public var outlierThreshold: Double = 3
@@ -106,16 +110,16 @@ public struct ClockSyncEstimator: Sendable {
     public private(set) var sentCount = 0
     /// The current estimate of local → session time (rate included), or nil before the first sample.
     public private(set) var mapping: ClockMapping?
-    /// A bound on |estimate − truth| (ns) at the newest sample's time, or nil before the first sample.
+    /// A bound on |estimate − truth| at the newest sample's time, or nil before the first sample.
     ///
     /// Half the smallest round trip (the largest path asymmetry possible) plus `uncertainty`. See
     /// `errorBound(atLocal:)` for the bound at a later time.
-    public private(set) var errorBound: Int64?
-    /// The smallest round trip in the window (ns), or nil.
-    public private(set) var roundTrip: Int64?
-    /// The statistical error of the estimate at the newest sample (ns, about a 99 % bound), ignoring path
+    public private(set) var errorBound: TimeSpan?
+    /// The smallest round trip in the window, or nil.
+    public private(set) var roundTrip: TimeSpan?
+    /// The statistical error of the estimate at the newest sample (about a 99 % bound), ignoring path
     /// asymmetry.
-    public private(set) var uncertainty: Int64?
+    public private(set) var uncertainty: TimeSpan?
     /// The estimated drift of the local clock against session time, in ppm (positive: local runs fast).
     public private(set) var driftPPM: Double?
     /// The uncertainty of `driftPPM` (ppm) on the scale of `uncertainty` / 3: three times it bounds the drift
@@ -149,17 +153,17 @@ public struct ClockSyncEstimator: Sendable {
 
     /// When (local time) the next ping should go out, given the last one went out at `lastPing`.
     ///
-    /// `Int64.min` (send now) when no ping went out yet.
-    public func nextPingTime(lastPing: Int64?) -> Int64 {
-        guard let lastPing else { return Int64.min }
-        return lastPing &+ currentInterval
+    /// `LocalInstant(nanoseconds: .min)` (send now) when no ping went out yet.
+    public func nextPingTime(lastPing: LocalInstant?) -> LocalInstant {
+        guard let lastPing else { return LocalInstant(nanoseconds: .min) }
+        return lastPing + currentInterval
     }
 
     /// The interval the schedule is in now.
-    public var currentInterval: Int64 {
+    public var currentInterval: TimeSpan {
         if scheduleCount < configuration.burstCount { return configuration.burstInterval }
         if !acquired && scheduleCount < configuration.burstCount + configuration.acquisitionCount {
-            let scaled = (roundTrip ?? configuration.acquisitionInterval) &* configuration.acquisitionRoundTrips
+            let scaled = (roundTrip ?? configuration.acquisitionInterval) * configuration.acquisitionRoundTrips
             return max(configuration.minimumInterval, min(configuration.acquisitionInterval, scaled))
         }
         return configuration.steadyInterval
@@ -167,7 +171,7 @@ public struct ClockSyncEstimator: Sendable {
 
     /// Feeds a completed exchange and updates the estimate.
     public mutating func add(_ sample: ClockSample) {
-        guard sample.roundTrip >= 0, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return }
+        guard sample.roundTrip >= .zero, sample.t4 >= sample.t1, sample.t3 >= sample.t2 else { return }
         samples.append(sample)
         accepted.append(true)
         trim()
@@ -185,24 +189,24 @@ public struct ClockSyncEstimator: Sendable {
     }
 
     /// The estimated session time at local time `local`, or nil before the first sample.
-    public func sessionTime(atLocal local: Int64) -> Int64? {
-        mapping?.sessionTime(atLocal: LocalInstant(nanoseconds: local)).nanoseconds
+    public func sessionTime(atLocal local: LocalInstant) -> SessionInstant? {
+        mapping?.sessionTime(atLocal: local)
     }
 
-    /// A bound on |estimate − truth| (ns) at local time `local`: `errorBound` plus the growth of the rate
+    /// A bound on |estimate − truth| at local time `local`: `errorBound` plus the growth of the rate
     /// uncertainty with the distance from the newest sample.
-    public func errorBound(atLocal local: Int64) -> Int64? {
+    public func errorBound(atLocal local: LocalInstant) -> TimeSpan? {
         guard let fit, let errorBound else { return nil }
-        let x = Double(local &- fit.referenceLocal)
+        let x = Double(local.nanoseconds &- fit.referenceLocal)
         let predicted = fit.predictionDeviation(at: x)
         let atReference = fit.predictionDeviation(at: 0)
-        return errorBound + Int64((3 * max(0, predicted - atReference)).rounded(.up))
+        return errorBound + TimeSpan(nanoseconds: Int64((3 * max(0, predicted - atReference)).rounded(.up)))
     }
 
     /// Drops samples older than `windowDuration`, then the least useful ones beyond `window`.
     private mutating func trim() {
         guard let newest = samples.last else { return }
-        let oldestKept = newest.t4 &- configuration.windowDuration
+        let oldestKept = newest.t4 - configuration.windowDuration
         if let first = samples.firstIndex(where: { $0.t4 >= oldestKept }), first > 0 {
             samples.removeFirst(first)
             accepted.removeFirst(first)
@@ -219,7 +223,7 @@ public struct ClockSyncEstimator: Sendable {
                 } else if let fit {
                     score = fit.queueing(of: samples[i])
                 } else {
-                    score = Double(samples[i].roundTrip)
+                    score = Double(samples[i].roundTrip.nanoseconds)
                 }
                 if score > worstScore { worst = i; worstScore = score }
                 if score == .infinity { break }
@@ -241,7 +245,7 @@ public struct ClockSyncEstimator: Sendable {
         let referenceLocal = referenceDoubledMid >> 1
         let referenceOffset = referenceDoubledOffset >> 1
         var minRoundTrip = Int64.max
-        for s in samples { minRoundTrip = min(minRoundTrip, s.roundTrip) }
+        for s in samples { minRoundTrip = min(minRoundTrip, s.roundTrip.nanoseconds) }
 
         // Outlier check against a robust line: weighted median offset along the previous rate, each sample
         // weighted by how little queueing its round trip allows.
@@ -251,8 +255,8 @@ public struct ClockSyncEstimator: Sendable {
         let priorVariance = priorDeviation * priorDeviation
         if n >= 3 {
             var excess = [Double](repeating: 0, count: n)
-            for i in 0..<n { excess[i] = Double(samples[i].roundTrip - minRoundTrip) }
-            let floor = max(Double(configuration.noiseFloor),
+            for i in 0..<n { excess[i] = Double(samples[i].roundTrip.nanoseconds - minRoundTrip) }
+            let floor = max(Double(configuration.noiseFloor.nanoseconds),
                             Self.smallest(excess, rank: min(n - 1, max(2, n / 16))))
             let priorSlope = fit?.slope ?? 0
             let slopeTolerance: Double
@@ -295,7 +299,7 @@ public struct ClockSyncEstimator: Sendable {
         up.reserveCapacity(n)
         down.reserveCapacity(n)
         for i in 0..<n where accepted[i] {
-            let s = samples[i]
+            let s = samples[i].raw
             up.append(LegPoint(x: Double(s.t1 &- referenceLocal), y: Double((s.t2 &- s.t1) &- referenceOffset)))
             down.append(LegPoint(x: Double(s.t4 &- referenceLocal), y: -Double((s.t3 &- s.t4) &- referenceOffset)))
         }
@@ -310,7 +314,7 @@ public struct ClockSyncEstimator: Sendable {
         let legs = Self.jointFloor(up: up, down: down)
         // Offset at the pivot: midway between the up floor and the down ceiling.
         let pivotY = (legs.upIntercept - legs.downIntercept) / 2 + legs.slope * pivotX
-        let noise = max(Double(configuration.noiseFloor), 2.5 * legs.spread)
+        let noise = max(Double(configuration.noiseFloor.nanoseconds), 2.5 * legs.spread)
         var slope = 0.0
         var slopeVariance = priorVariance
         if up.count >= 2, span > 0 {
@@ -326,19 +330,20 @@ public struct ClockSyncEstimator: Sendable {
         fit = newFit
 
         // Mapping anchored at the newest sample's midpoint (rounded down to whole ns).
-        mapping = ClockMapping(localAnchor: referenceLocal,
-                               sessionAnchor: referenceLocal &+ referenceOffset &+ Int64(newFit.offset(at: 0).rounded()),
+        mapping = ClockMapping(localAnchor: LocalInstant(nanoseconds: referenceLocal),
+                               sessionAnchor: SessionInstant(nanoseconds: referenceLocal &+ referenceOffset
+                                                                 &+ Int64(newFit.offset(at: 0).rounded())),
                                rate: 1 + slope)
-        roundTrip = minRoundTrip
+        roundTrip = TimeSpan(nanoseconds: minRoundTrip)
         let deviation = newFit.predictionDeviation(at: 0)
-        uncertainty = Int64((3 * deviation).rounded(.up))
-        errorBound = (minRoundTrip + 1) / 2 + Int64((3 * deviation).rounded(.up))
+        uncertainty = TimeSpan(nanoseconds: Int64((3 * deviation).rounded(.up)))
+        errorBound = TimeSpan(nanoseconds: (minRoundTrip + 1) / 2 + Int64((3 * deviation).rounded(.up)))
         driftPPM = (1 / (1 + slope) - 1) * 1_000_000
         driftUncertaintyPPM = slopeVariance.squareRoot() * 1_000_000
 
         if !acquired, scheduleCount >= configuration.burstCount, up.count >= configuration.burstCount {
-            let target = Double(configuration.acquisitionTarget)
-            let extrapolation = 3 * slopeVariance.squareRoot() * Double(configuration.steadyInterval)
+            let target = Double(configuration.acquisitionTarget.nanoseconds)
+            let extrapolation = 3 * slopeVariance.squareRoot() * Double(configuration.steadyInterval.nanoseconds)
             if 3 * deviation <= target && extrapolation <= target { acquired = true }
         }
     }

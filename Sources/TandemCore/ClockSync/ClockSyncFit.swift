@@ -24,10 +24,11 @@ extension ClockSyncEstimator {
         /// How far above its floor the less delayed of a sample's two packets was (ns): how much the sample
         /// can still tell about the offset.
         func queueing(of sample: ClockSample) -> Double {
-            let xUp = Double(sample.t1 &- referenceLocal)
-            let xDown = Double(sample.t4 &- referenceLocal)
-            let up = Double((sample.t2 &- sample.t1) &- referenceOffset) - (upIntercept + legSlope * xUp)
-            let down = (legSlope * xDown - downIntercept) - Double((sample.t3 &- sample.t4) &- referenceOffset)
+            let (t1, t2, t3, t4) = sample.raw
+            let xUp = Double(t1 &- referenceLocal)
+            let xDown = Double(t4 &- referenceLocal)
+            let up = Double((t2 &- t1) &- referenceOffset) - (upIntercept + legSlope * xUp)
+            let down = (legSlope * xDown - downIntercept) - Double((t3 &- t4) &- referenceOffset)
             return min(up, down)
         }
 

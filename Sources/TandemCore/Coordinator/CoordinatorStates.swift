@@ -9,13 +9,13 @@ enum LocalPauseHold: Hashable, Sendable {
     case none
     /// Timeline request `request` asked the group to pause; held until its generation arrives, it is rejected,
     /// or local time `until`.
-    case holding(request: UInt64, until: Int64)
+    case holding(request: UInt64, until: LocalInstant)
 
     var request: UInt64? {
         if case .holding(let request, _) = self { return request } else { return nil }
     }
 
-    func holds(at now: Int64) -> Bool {
+    func holds(at now: LocalInstant) -> Bool {
         if case .holding(_, let until) = self { return now < until } else { return false }
     }
 }
@@ -23,5 +23,5 @@ enum LocalPauseHold: Hashable, Sendable {
 /// The drift watchdog: whether the engine has been off the timeline, and since when (local time).
 enum DriftWatch: Hashable, Sendable {
     case steady
-    case drifting(since: Int64)
+    case drifting(since: LocalInstant)
 }

@@ -4,9 +4,9 @@ public enum EngineCommand: Hashable, Sendable {
     /// Load the item the activity names; the driver resolves `itemID` to a file or URI.
     case load(itemID: String)
     /// Pause and preroll at `itemTime`, ready to start at `rate`.
-    case prepare(itemTime: Int64, rate: Double)
+    case prepare(itemTime: ItemTime, rate: Double)
     /// Render `itemTime` when the engine's clock reads `sessionTime`, then continue at `rate`.
-    case play(from: Int64, atSessionTime: Int64, rate: Double)
+    case play(from: ItemTime, atSessionTime: SessionInstant, rate: Double)
     /// Pause at once.
     case pause
     /// New clock calibration (local → session). Completes at once; needs no outcome report.
@@ -16,9 +16,9 @@ public enum EngineCommand: Hashable, Sendable {
 /// What an engine command came to, as the driver reports it.
 public enum EngineOutcome: Hashable, Sendable {
     case loaded(MediaInfo)
-    case prepared(itemTime: Int64)
+    case prepared(itemTime: ItemTime)
     case playing
-    case paused(itemTime: Int64)
+    case paused(itemTime: ItemTime)
     case failed(PlaybackError)
 }
 
@@ -34,6 +34,8 @@ public enum CoordinatorEvent: Hashable, Sendable {
     case waiting(for: [ParticipantID: [SuspensionReason]])
     /// The activity (and so the item) changed.
     case activityChanged(ActivityEnvelope)
+    /// The session's queue changed (entries, order, or the entry that plays).
+    case queueChanged(SessionQueue)
     /// The local player failed; the error says what the user can do.
     case engineFailed(PlaybackError)
     /// A request of ours was turned down.

@@ -22,7 +22,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
         public func end() async { await coordinator.end(id, proposing: nil) }
         /// Ends the suspension and asks the group to resume from `itemTime`.
         public func end(proposingNewTime itemTime: ItemTime) async {
-            await coordinator.end(id, proposing: itemTime.nanoseconds)
+            await coordinator.end(id, proposing: itemTime)
         }
 
         public static func == (a: Suspension, b: Suspension) -> Bool { a.id == b.id && a.coordinator === b.coordinator }
@@ -35,6 +35,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     private let clock: C
     private let tickInterval: Duration
     private let locate: @Sendable (String) -> String
+    private let locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
     private let eventsBox = FanOut<CoordinatorEvent>()
     private let commands: AsyncStream<(UInt64, EngineCommand)>
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
@@ -48,17 +49,21 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    ///   - locateActivity: when given, turns the activity whose item is to be loaded into a path or URI instead
+    ///     (e.g. by the file name its payload names, for the items of a queue).
     public init(engine: any PlaybackEngine, link: any SessionLink, clock: C,
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
-                locate: @escaping @Sendable (String) -> String = { $0 }) {
+                locate: @escaping @Sendable (String) -> String = { $0 },
+                locateActivity: (@Sendable (ActivityEnvelope) async -> String)? = nil) {
         var configuration = configuration
-        configuration.prerollEstimate = engine.prerollEstimate.nanoseconds
+        configuration.prerollEstimate = engine.prerollEstimate
         machine = PlaybackCoordinatorStateMachine(configuration: configuration)
         self.engine = engine
         self.link = link
         self.clock = clock
         self.tickInterval = tickInterval
         self.locate = locate
+        self.locateActivity = locateActivity
         (commands, commandSink) = AsyncStream.makeStream(of: (UInt64, EngineCommand).self)
         (outgoing, outgoingSink) = AsyncStream.makeStream(of: ClientMessage.self)
         messages = link.serverMessages()
@@ -88,32 +93,42 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
 
     // MARK: Requests
 
-    public func play() { apply(machine.play(now: clock.now.nanoseconds)) }
+    public func play() { apply(machine.play(now: clock.now)) }
 
     /// Pauses here at once and everyone at this engine's position.
     public func pause() {
-        let now = clock.now.nanoseconds
-        let item = engine.currentItemTime()?.nanoseconds
+        let now = clock.now
+        let item = engine.currentItemTime()
             ?? machine.sessionTime(atLocal: now).flatMap {
-                machine.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: $0))?.nanoseconds
+                machine.expectedItemTime(atSessionTime: $0)
             } ?? 0
         apply(machine.pause(currentItemTime: item, now: now))
     }
 
     public func seek(to itemTime: ItemTime) {
-        apply(machine.seek(to: itemTime.nanoseconds, now: clock.now.nanoseconds))
+        apply(machine.seek(to: itemTime, now: clock.now))
     }
-    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now.nanoseconds)) }
+    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now)) }
+
+    /// The session's queue, as the authority last described it.
+    public var queue: SessionQueue? { machine.queue }
+
+    /// Moves the group to queue entry `entryID`, proposing to start it at `itemTime` (AVPlaybackCoordinator's
+    /// `transitionToItem(withIdentifier:proposingInitialTimingBasedOn:)`): everyone loads the item and the group
+    /// starts together once all have; a playing group plays on, a paused one stays paused.
+    public func transitionToItem(withIdentifier entryID: String, startingAt itemTime: ItemTime = .zero) {
+        outgoingSink.yield(.queue(.transition(to: .entry(id: entryID), startingAt: itemTime, play: nil)))
+    }
 
     /// Holds playback back for `reason` until the returned suspension ends.
     public func beginSuspension(for reason: SuspensionReason) -> Suspension {
-        let (id, actions) = machine.beginSuspension(for: reason, now: clock.now.nanoseconds)
+        let (id, actions) = machine.beginSuspension(for: reason, now: clock.now)
         apply(actions)
         return Suspension(id: id, reason: reason, coordinator: self)
     }
 
-    func end(_ id: SuspensionID, proposing: Int64?) {
-        apply(machine.endSuspension(id, proposingNewTime: proposing, now: clock.now.nanoseconds))
+    func end(_ id: SuspensionID, proposing: ItemTime?) {
+        apply(machine.endSuspension(id, proposingNewTime: proposing, now: clock.now))
     }
 
     // MARK: Running
@@ -122,9 +137,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     /// it consumes the engine's single event stream.
     public func run() async {
         let messages = self.messages
-        apply(machine.tick(now: clock.now.nanoseconds, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+        apply(machine.tick(now: clock.now, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: nil))
-        apply(machine.receive(.welcome(link.welcome), now: clock.now.nanoseconds))
+        apply(machine.receive(.welcome(link.welcome), now: clock.now))
         let engine = self.engine
         let link = self.link
         let commands = self.commands
@@ -145,7 +160,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
             }
             group.addTask {
                 for await (id, command) in commands {
-                    let outcome = await Self.execute(command, on: engine, locate: self.locate)
+                    var location: String?
+                    if case .load(let itemID) = command { location = await self.location(of: itemID) }
+                    let outcome = await Self.execute(command, on: engine, location: location)
                     if let outcome { await self.completed(id, outcome) }
                 }
             }
@@ -158,32 +175,39 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
         }
     }
 
-    private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now.nanoseconds)) }
-    private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now.nanoseconds)) }
+    private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now)) }
+    private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now)) }
     private func completed(_ id: UInt64, _ outcome: EngineOutcome) {
         // The engine measures its prerolls as it goes; plan late joins with its latest estimate.
-        machine.configuration.prerollEstimate = engine.prerollEstimate.nanoseconds
-        apply(machine.engineCompleted(id, outcome, now: clock.now.nanoseconds))
+        machine.configuration.prerollEstimate = engine.prerollEstimate
+        apply(machine.engineCompleted(id, outcome, now: clock.now))
     }
 
     private func tick() {
-        apply(machine.tick(now: clock.now.nanoseconds, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
-                           engineItemTime: engine.currentItemTime()?.nanoseconds))
+        apply(machine.tick(now: clock.now, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
+                           engineItemTime: engine.currentItemTime()))
+    }
+
+    /// Where the item `itemID` is: from the activity that names it, or from its id.
+    private func location(of itemID: String) async -> String {
+        if let locateActivity, let activity = machine.activity, activity.itemID == itemID {
+            return await locateActivity(activity)
+        }
+        return locate(itemID)
     }
 
     private static func execute(_ command: EngineCommand, on engine: any PlaybackEngine,
-                                locate: @Sendable (String) -> String) async -> EngineOutcome? {
+                                location: String?) async -> EngineOutcome? {
         do {
             switch command {
-            case .load(let itemID): return .loaded(try await engine.load(locate(itemID)))
+            case .load(let itemID): return .loaded(try await engine.load(location ?? itemID))
             case .prepare(let itemTime, let rate):
-                try await engine.prepare(at: ItemTime(nanoseconds: itemTime), rate: rate)
+                try await engine.prepare(at: itemTime, rate: rate)
                 return .prepared(itemTime: itemTime)
             case .play(let itemTime, let sessionTime, let rate):
-                try await engine.play(from: ItemTime(nanoseconds: itemTime),
-                                      atSessionTime: SessionInstant(nanoseconds: sessionTime), rate: rate)
+                try await engine.play(from: itemTime, atSessionTime: sessionTime, rate: rate)
                 return .playing
-            case .pause: return .paused(itemTime: try await engine.pause().nanoseconds)
+            case .pause: return .paused(itemTime: try await engine.pause())
             case .setClockMapping(let mapping):
                 engine.setClockMapping(mapping)
                 return nil
@@ -220,10 +244,12 @@ extension ClockedPlaybackCoordinator where C == AnyMonotonicClock {
     /// - Parameters:
     ///   - clock: this peer's local monotonic clock (the one the link's clock mapping starts from).
     ///   - locate: turns the activity's item id into a path or URI for `engine.load`.
+    ///   - locateActivity: when given, turns the activity whose item is to be loaded into a path or URI instead.
     public init(engine: any PlaybackEngine, link: any SessionLink, clock: any MonotonicClock = SystemMonotonicClock(),
                 configuration: Configuration = .init(), tickInterval: Duration = .milliseconds(50),
-                locate: @escaping @Sendable (String) -> String = { $0 }) {
+                locate: @escaping @Sendable (String) -> String = { $0 },
+                locateActivity: (@Sendable (ActivityEnvelope) async -> String)? = nil) {
         self.init(engine: engine, link: link, clock: AnyMonotonicClock(clock), configuration: configuration,
-                  tickInterval: tickInterval, locate: locate)
+                  tickInterval: tickInterval, locate: locate, locateActivity: locateActivity)
     }
 }

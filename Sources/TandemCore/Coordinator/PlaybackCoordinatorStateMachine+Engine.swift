@@ -3,7 +3,7 @@ extension PlaybackCoordinatorStateMachine {
     // MARK: Engine
 
     /// Feeds the outcome of engine command `id`.
-    public mutating func engineCompleted(_ id: UInt64, _ outcome: EngineOutcome, now: Int64) -> [Action] {
+    public mutating func engineCompleted(_ id: UInt64, _ outcome: EngineOutcome, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
         switch outcome {
         case .loaded(let info):
@@ -13,8 +13,8 @@ extension PlaybackCoordinatorStateMachine {
             loadedItemID = item
             mediaInfo = info
             failedItemID = nil
-            if id == lastCommandID { confirmedPrepared = (0, 1) }
-            target = .prepared(itemTime: 0, rate: 1)
+            if id == lastCommandID { confirmedPrepared = (.zero, 1) }
+            target = .prepared(itemTime: .zero, rate: 1)
             actions.append(.send(.readiness(.ready(info))))
             if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
             checkMedia(now: now, into: &actions)
@@ -65,7 +65,7 @@ extension PlaybackCoordinatorStateMachine {
     ///
     /// Whether the engine stalled is the engine's call (`stalled` / `recovered`; GStreamerPlayer's bus pump
     /// derives them from buffering messages); `buffering` itself is progress for display.
-    public mutating func engineEvent(_ event: PlaybackEngineEvent, now: Int64) -> [Action] {
+    public mutating func engineEvent(_ event: PlaybackEngineEvent, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
         switch event {
         case .stalled:
@@ -74,7 +74,13 @@ extension PlaybackCoordinatorStateMachine {
             endStall(into: &actions)
         case .error(let error):
             actions.append(.event(.engineFailed(error)))
-        case .loading, .ready, .buffering, .endOfStream, .warning:
+        case .endOfStream:
+            // Once everyone has reached the end, the authority goes on to the queue's next item.
+            if let tl = timeline, tl.isPlaying, tl.itemID == loadedItemID, reportedEndGeneration != tl.generation {
+                reportedEndGeneration = tl.generation
+                actions.append(.send(.reachedEnd(generation: tl.generation)))
+            }
+        case .loading, .ready, .buffering, .warning:
             break
         }
         reconcile(now: now, into: &actions)

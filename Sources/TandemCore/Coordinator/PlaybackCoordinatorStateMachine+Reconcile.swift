@@ -2,7 +2,7 @@
 extension PlaybackCoordinatorStateMachine {
     // MARK: Applying the timeline
 
-    func isHeld(now: Int64) -> Bool {
+    func isHeld(now: LocalInstant) -> Bool {
         !suspensions.isEmpty || stall != .flowing || pauseHold.holds(at: now)
     }
 
@@ -10,16 +10,16 @@ extension PlaybackCoordinatorStateMachine {
     /// a little ahead of where the group is. Normally it arrives before that point; when it arrives later (a slow
     /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
     /// so it tells the authority how far it got and the group resumes from there.
-    func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: Int64, into actions: inout [Action]) {
+    func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: SessionInstant, into actions: inout [Action]) {
         // Only a stop on this very line: a seek names an item time of its own.
         guard (line(tl.anchorSessionTime) - tl.anchorItemTime).magnitude <= .milliseconds(1) else { return }
         let stopped = sessionNow + configuration.stopAllowance
-        guard stopped > tl.anchorSessionTime.nanoseconds else { return }
-        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line.item(at: stopped))))
+        guard stopped > tl.anchorSessionTime else { return }
+        actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line(stopped))))
     }
 
     /// Brings the engine in line with the current timeline.
-    mutating func reconcile(now: Int64, into actions: inout [Action]) {
+    mutating func reconcile(now: LocalInstant, into actions: inout [Action]) {
         guard invalidation == nil else { return }
         let wantedItem = activity?.itemID ?? timeline?.itemID
         if let wantedItem, wantedItem == failedItemID { return }
@@ -42,9 +42,9 @@ extension PlaybackCoordinatorStateMachine {
 
         switch tl.status {
         case .paused, .waiting:
-            let x = tl.anchorItemTime.nanoseconds
+            let x = tl.anchorItemTime
             if case .waiting = tl.status, case .playing(let line) = target {
-                let sNow = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+                let sNow = mapping.sessionTime(atLocal: now)
                 reportRenderedPast(tl, playing: line, sessionNow: sNow, into: &actions)
             }
             if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
@@ -60,35 +60,26 @@ extension PlaybackCoordinatorStateMachine {
         case .playing:
             let line = tl.projection
             if case .playing(let current) = target, current == line { return }
-            let sNow = mapping.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+            let sNow = mapping.sessionTime(atLocal: now)
             // After missed starts the engine is slower than its estimate: allow one more preroll per miss.
             let needed = configuration.prerollEstimate * Int64(min(missedStarts, 7) + 1) + configuration.joinMargin
-            if case .playing = target, line.session > sNow + configuration.joinMargin {
+            if case .playing = target, line.fromAnchor > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping.
-                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
-            } else if line.session >= sNow + configuration.prerollEstimate
-                        || (confirmedPrepared.map { $0.itemTime == line.item } ?? false && line.session > sNow) {
-                if !(confirmedPrepared.map { $0.itemTime == line.item } ?? false) {
-                    issue(.prepare(itemTime: line.item, rate: line.rate), into: &actions)
+                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+            } else if line.fromAnchor >= sNow + configuration.prerollEstimate
+                        || (confirmedPrepared.map { $0.itemTime == line.toAnchor } ?? false && line.fromAnchor > sNow) {
+                if !(confirmedPrepared.map { $0.itemTime == line.toAnchor } ?? false) {
+                    issue(.prepare(itemTime: line.toAnchor, rate: line.rate), into: &actions)
                 }
-                issue(.play(from: line.item, atSessionTime: line.session, rate: line.rate), into: &actions)
+                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
             } else {
                 // Too late to make the scheduled start: preroll at the projected position and join alone.
                 let start = sNow + needed
-                let item = tl.expectedItemTime(atSessionTime: SessionInstant(nanoseconds: start)).nanoseconds
+                let item = tl.expectedItemTime(atSessionTime: start)
                 issue(.prepare(itemTime: item, rate: line.rate), into: &actions)
                 issue(.play(from: item, atSessionTime: start, rate: line.rate), into: &actions)
             }
             target = .playing(line)
         }
     }
-}
-
-extension ItemProjection {
-    /// The session time (ns) at which this line renders `item`.
-    var session: Int64 { fromAnchor.nanoseconds }
-    /// The item time (ns) this line renders at `session`.
-    var item: Int64 { toAnchor.nanoseconds }
-    /// The item time (ns) this line renders at session time `t` (ns).
-    func item(at t: Int64) -> Int64 { self(SessionInstant(nanoseconds: t)).nanoseconds }
 }

@@ -3,7 +3,7 @@ extension PlaybackCoordinatorStateMachine {
     // MARK: Suspensions
 
     /// Holds this peer back for `reason`; the group waits too when the reason triggers waiting.
-    public mutating func beginSuspension(for reason: SuspensionReason, now: Int64) -> (SuspensionID, [Action]) {
+    public mutating func beginSuspension(for reason: SuspensionReason, now: LocalInstant) -> (SuspensionID, [Action]) {
         var actions: [Action] = []
         let id = openSuspension(reason, into: &actions)
         reconcile(now: now, into: &actions)
@@ -11,7 +11,7 @@ extension PlaybackCoordinatorStateMachine {
     }
 
     /// Ends a suspension; `proposingNewTime` asks the group to resume from that item time.
-    public mutating func endSuspension(_ id: SuspensionID, proposingNewTime: Int64? = nil, now: Int64) -> [Action] {
+    public mutating func endSuspension(_ id: SuspensionID, proposingNewTime: ItemTime? = nil, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
         closeSuspension(id.rawValue, proposing: proposingNewTime, into: &actions)
         reconcile(now: now, into: &actions)
@@ -30,7 +30,7 @@ extension PlaybackCoordinatorStateMachine {
         return id
     }
 
-    mutating func closeSuspension(_ id: UInt64, proposing: Int64?, into actions: inout [Action]) {
+    mutating func closeSuspension(_ id: UInt64, proposing: ItemTime?, into actions: inout [Action]) {
         guard let reason = suspensions.removeValue(forKey: id) else { return }
         if reason != .loading, configuration.suspensionReasonsThatTriggerWaiting.contains(reason) {
             actions.append(.send(.suspension(.end(id: id, proposedItemTime: proposing))))
@@ -55,8 +55,8 @@ extension PlaybackCoordinatorStateMachine {
             // The group waits for us: preroll at its stop first and only then end the suspension (after saying
             // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
             // preroll estimate.
-            issue(.prepare(itemTime: tl.anchorItemTime.nanoseconds, rate: tl.rate), into: &actions)
-            target = .prepared(itemTime: tl.anchorItemTime.nanoseconds, rate: tl.rate)
+            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
+            target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
             recovery = (lastCommandID, suspension, tl.generation)
         } else {
             closeSuspension(suspension, proposing: nil, into: &actions)

@@ -22,25 +22,25 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// this peer back, which rejoins the running timeline when they end.
         public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason> = [.loading, .stallRecovery,
                                                                                   .userChangingTime]
-        /// How long the engine typically takes to preroll (ns); `PlaybackEngine.prerollEstimate`.
-        public var prerollEstimate: Int64 = 300_000_000
-        /// Extra time (ns) added to the preroll when this peer joins a running timeline on its own.
-        public var joinMargin: Int64 = 100_000_000
-        /// The drift watchdog resynchronises when the engine strays further than this from the timeline (ns)…
-        public var driftThreshold: Int64 = 20_000_000
-        /// …for at least this long (ns).
-        public var driftPersistence: Int64 = 1_000_000_000
-        /// The watchdog leaves a fresh start alone for this long (ns).
-        public var driftSettleTime: Int64 = 500_000_000
-        /// How often the peer reports its one-way delay and clock error to the authority (ns).
-        public var linkReportInterval: Int64 = 1_000_000_000
-        /// Durations further apart than this (ns) count as different media.
-        public var mediaDurationTolerance: Int64 = 1_500_000_000
-        /// How long after a stop arrives the engine may still render (ns): the stop goes through the command queue
+        /// How long the engine typically takes to preroll; `PlaybackEngine.prerollEstimate`.
+        public var prerollEstimate: TimeSpan = .milliseconds(300)
+        /// Extra time added to the preroll when this peer joins a running timeline on its own.
+        public var joinMargin: TimeSpan = .milliseconds(100)
+        /// The drift watchdog resynchronises when the engine strays further than this from the timeline…
+        public var driftThreshold: TimeSpan = .milliseconds(20)
+        /// …for at least this long.
+        public var driftPersistence: TimeSpan = .seconds(1)
+        /// The watchdog leaves a fresh start alone for this long.
+        public var driftSettleTime: TimeSpan = .milliseconds(500)
+        /// How often the peer reports its one-way delay and clock error to the authority.
+        public var linkReportInterval: TimeSpan = .seconds(1)
+        /// Durations further apart than this count as different media.
+        public var mediaDurationTolerance: TimeSpan = .milliseconds(1_500)
+        /// How long after a stop arrives the engine may still render: the stop goes through the command queue
         /// and a flush.
-        public var stopAllowance: Int64 = 10_000_000
-        /// How long a local pause holds playback back while its generation is on its way (ns).
-        public var localPauseHold: Int64 = 3_000_000_000
+        public var stopAllowance: TimeSpan = .milliseconds(10)
+        /// How long a local pause holds playback back while its generation is on its way.
+        public var localPauseHold: TimeSpan = .seconds(3)
         public init() {}
     }
 
@@ -55,7 +55,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// What the engine was last told to do (commands are assumed to land in order).
     enum EngineTarget: Hashable, Sendable {
         case idle
-        case prepared(itemTime: Int64, rate: Double)
+        case prepared(itemTime: ItemTime, rate: Double)
         case playing(Line)
         case paused
     }
@@ -69,6 +69,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public internal(set) var localParticipantID: ParticipantID?
     public internal(set) var timeline: Timeline?
     public internal(set) var activity: ActivityEnvelope?
+    /// The session's queue, as the authority last described it.
+    public internal(set) var queue: SessionQueue?
     /// Everyone else, as the authority last described them.
     public internal(set) var otherParticipants: [ParticipantState] = []
     public internal(set) var invalidation: InvalidationReason?
@@ -83,11 +85,11 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var nextCommandID: UInt64 = 1
     var lastCommandID: UInt64 = 0
     var pendingLoadID: UInt64?
-    var pendingPrepare: (id: UInt64, itemTime: Int64, rate: Double)?
-    var confirmedPrepared: (itemTime: Int64, rate: Double)?
+    var pendingPrepare: (id: UInt64, itemTime: ItemTime, rate: Double)?
+    var confirmedPrepared: (itemTime: ItemTime, rate: Double)?
     var reportedPreparedGeneration: UInt64?
     var pendingPlayID: UInt64?
-    var playConfirmedAt: Int64?
+    var playConfirmedAt: LocalInstant?
     /// Starts in a row the engine was ready too late for (`PlaybackError.startMissed`); each one makes the next
     /// late join allow more time.
     var missedStarts = 0
@@ -111,7 +113,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var drift: DriftWatch = .steady
     /// How many times the drift watchdog resynchronised this peer.
     public internal(set) var resyncCount = 0
-    var lastLinkReport: Int64?
+    var lastLinkReport: LocalInstant?
+    /// The generation whose end this peer reported reaching.
+    var reportedEndGeneration: UInt64?
     var flaggedMedia: Set<ParticipantID> = []
 
     public init(configuration: Configuration = .init()) {
@@ -134,14 +138,14 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public var participantsWithDifferentMedia: Set<ParticipantID> { flaggedMedia }
 
     /// Session time at local time `now`, when the clock is synchronised.
-    public func sessionTime(atLocal now: Int64) -> Int64? {
-        clockMapping?.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+    public func sessionTime(atLocal now: LocalInstant) -> SessionInstant? {
+        clockMapping?.sessionTime(atLocal: now)
     }
 
     // MARK: Server messages
 
     /// Feeds one message from the authority.
-    public mutating func receive(_ message: ServerMessage, now: Int64) -> [Action] {
+    public mutating func receive(_ message: ServerMessage, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
         guard invalidation == nil else { return actions }
         switch message {
@@ -155,6 +159,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                 actions.append(.event(.activityChanged(env)))
             }
             updateParticipants(snapshot.participants, into: &actions)
+            if let queue = snapshot.queue { updateQueue(queue, into: &actions) }
             if rejoining { reannounce(into: &actions) }
             if let tl = snapshot.timeline { accept(tl, into: &actions) }
         case .timeline(let tl):
@@ -164,6 +169,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .activity(let env):
             activity = env
             actions.append(.event(.activityChanged(env)))
+            // The authority counts everyone as loading a new activity; an item already loaded here (the same item
+            // again, e.g. twice in a row in the queue) is not loaded again, so say at once that it is ready.
+            if env.itemID == loadedItemID, loadingItemID == nil, let info = mediaInfo {
+                actions.append(.send(.readiness(.ready(info))))
+            }
+        case .queue(let queue):
+            updateQueue(queue, into: &actions)
         case .notice(let notice):
             actions.append(.event(.notice(notice)))
         case .rejected(let requestID, let reason):
@@ -207,6 +219,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         if case .waiting(let who) = tl.status { actions.append(.event(.waiting(for: who))) }
     }
 
+    mutating func updateQueue(_ queue: SessionQueue, into actions: inout [Action]) {
+        guard queue != self.queue else { return }
+        self.queue = queue
+        actions.append(.event(.queueChanged(queue)))
+    }
+
     mutating func updateParticipants(_ states: [ParticipantState], into actions: inout [Action]) {
         let others = states.filter { $0.participant.id != localParticipantID }
         if others != otherParticipants {
@@ -219,12 +237,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     // MARK: User intents
 
     /// Asks the group to play.
-    public mutating func play(now: Int64) -> [Action] {
+    public mutating func play(now: LocalInstant) -> [Action] {
         request(.play, now: now)
     }
 
     /// Pauses here at once and asks the group to stop at `currentItemTime` (this engine's position).
-    public mutating func pause(currentItemTime: Int64, now: Int64) -> [Action] {
+    public mutating func pause(currentItemTime: ItemTime, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
         if case .playing = target {
             issue(.pause, into: &actions)
@@ -236,13 +254,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     }
 
     /// Asks the group to seek to `itemTime`; it keeps playing if it was.
-    public mutating func seek(to itemTime: Int64, now: Int64) -> [Action] {
+    public mutating func seek(to itemTime: ItemTime, now: LocalInstant) -> [Action] {
         let playing = timeline.map { $0.isPlaying || isWaiting($0) } ?? false
-        return request(.seek(itemTime: max(0, itemTime), play: playing), now: now)
+        return request(.seek(itemTime: max(.zero, itemTime), play: playing), now: now)
     }
 
     /// Asks the group to play at `rate` (> 0).
-    public mutating func setRate(_ rate: Double, now: Int64) -> [Action] {
+    public mutating func setRate(_ rate: Double, now: LocalInstant) -> [Action] {
         guard rate.isFinite, rate > 0 else {
             return [.event(.engineFailed(.invalidRate(rate)))]
         }
@@ -253,12 +271,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         if case .waiting = tl.status { return true } else { return false }
     }
 
-    mutating func request(_ command: TimelineRequest.Command, now: Int64) -> [Action] {
+    mutating func request(_ command: TimelineRequest.Command, now: LocalInstant) -> [Action] {
         guard invalidation == nil else { return [] }
         let id = nextRequestID
         nextRequestID += 1
         let req = TimelineRequest(requestID: id, command: command, basedOnGeneration: timeline?.generation ?? 0,
-                                  requestedAtSessionTime: sessionTime(atLocal: now) ?? 0)
+                                  requestedAtSessionTime: sessionTime(atLocal: now) ?? .zero)
         return [.send(.timelineRequest(req))]
     }
 }

@@ -32,7 +32,7 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A GStreamer element or codec is missing; `debianPackage` names what to install when known.
     case missingPlugin(detail: String, debianPackage: String?)
     case unreachable(uri: String, detail: String)
-    case seekOutOfRange(itemTime: Int64, duration: Int64?)
+    case seekOutOfRange(itemTime: ItemTime, duration: TimeSpan?)
     case invalidRate(Double)
     /// `play` could not be ready before its session time: it was ready `lateBy` after it. The engine stays
     /// prerolled and does not play; the caller plans a later start (the coordinator joins the line further on).
@@ -57,8 +57,8 @@ public enum PlaybackError: Error, Sendable, Hashable, CustomStringConvertible {
             return "missing GStreamer plugin: \(d) — install the GStreamer plugin package that provides it"
         case .unreachable(let u, let d): return "cannot read \(u): \(d) — check the address and your connection"
         case .seekOutOfRange(let t, let dur):
-            let durText = dur.map { String(format: "%.3f s", Double($0) / 1e9) } ?? "unknown"
-            return String(format: "cannot seek to %.3f s: outside the item (duration %@)", Double(t) / 1e9, durText)
+            let durText = dur.map { String(format: "%.3f s", $0.seconds) } ?? "unknown"
+            return String(format: "cannot seek to %.3f s: outside the item (duration %@)", t.seconds, durText)
         case .invalidRate(let r): return "invalid playback rate \(r) — use a finite rate greater than 0 (e.g. 0.5 to 2)"
         case .startMissed(let late):
             return String(format: "could not get ready in time for the scheduled start (%.0f ms late) — "

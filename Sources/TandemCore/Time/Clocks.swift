@@ -50,10 +50,11 @@ public struct SkewedClock: MonotonicClock {
     public let base: any MonotonicClock
     /// Maps a `base` reading to this clock's reading.
     public let skew: ClockMapping
-    public init(base: any MonotonicClock, offset: Int64, driftPPM: Double) {
+    public init(base: any MonotonicClock, offset: TimeSpan, driftPPM: Double) {
         self.base = base
-        let anchor = base.now.nanoseconds
-        self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: anchor + offset, rate: 1 + driftPPM / 1_000_000)
+        let anchor = base.now
+        self.skew = ClockMapping(localAnchor: anchor, sessionAnchor: SessionInstant(nanoseconds: (anchor + offset).nanoseconds),
+                                 rate: 1 + driftPPM / 1_000_000)
     }
     public var now: LocalInstant { LocalInstant(nanoseconds: skew.sessionTime(atLocal: base.now).nanoseconds) }
     public var minimumResolution: Duration { base.minimumResolution }
@@ -61,13 +62,4 @@ public struct SkewedClock: MonotonicClock {
         let baseDeadline = skew.localTime(atSession: SessionInstant(nanoseconds: deadline.nanoseconds))
         try await base.sleep(until: baseDeadline, tolerance: tolerance)
     }
-}
-
-/// Durations in nanoseconds, spelled readably.
-public enum Nanos {
-    public static func seconds(_ s: Double) -> Int64 { Int64((s * 1_000_000_000).rounded()) }
-    public static func milliseconds(_ ms: Double) -> Int64 { Int64((ms * 1_000_000).rounded()) }
-    public static func microseconds(_ us: Double) -> Int64 { Int64((us * 1_000).rounded()) }
-    public static func toSeconds(_ ns: Int64) -> Double { Double(ns) / 1_000_000_000 }
-    public static func toMilliseconds(_ ns: Int64) -> Double { Double(ns) / 1_000_000 }
 }

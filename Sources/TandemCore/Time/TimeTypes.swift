@@ -25,12 +25,6 @@ public struct TimeSpan: TimeValue, AdditiveArithmetic {
 
     public static var zero: TimeSpan { TimeSpan(nanoseconds: 0) }
 
-    public static func nanoseconds(_ ns: Int64) -> TimeSpan { TimeSpan(nanoseconds: ns) }
-    public static func microseconds(_ us: Double) -> TimeSpan { TimeSpan(nanoseconds: Int64((us * 1_000).rounded())) }
-    public static func milliseconds(_ ms: Double) -> TimeSpan {
-        TimeSpan(nanoseconds: Int64((ms * 1_000_000).rounded()))
-    }
-    public static func seconds(_ s: Double) -> TimeSpan { TimeSpan(nanoseconds: Int64((s * 1_000_000_000).rounded())) }
 
     public static func + (a: TimeSpan, b: TimeSpan) -> TimeSpan { TimeSpan(nanoseconds: a.nanoseconds &+ b.nanoseconds) }
     public static func - (a: TimeSpan, b: TimeSpan) -> TimeSpan { TimeSpan(nanoseconds: a.nanoseconds &- b.nanoseconds) }

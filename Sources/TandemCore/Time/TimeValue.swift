@@ -24,6 +24,15 @@ extension TimeValue {
 
     public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
 
+    /// `ns` nanoseconds on this axis (a span of that length, or the instant that far from the axis's origin).
+    public static func nanoseconds(_ ns: Int64) -> Self { Self(nanoseconds: ns) }
+    /// `us` microseconds, rounded to the nearest nanosecond.
+    public static func microseconds(_ us: Double) -> Self { Self(nanoseconds: Int64((us * 1_000).rounded())) }
+    /// `ms` milliseconds, rounded to the nearest nanosecond.
+    public static func milliseconds(_ ms: Double) -> Self { Self(nanoseconds: Int64((ms * 1_000_000).rounded())) }
+    /// `s` seconds, rounded to the nearest nanosecond: `ItemTime.seconds(90)` is 1:30 into the item.
+    public static func seconds(_ s: Double) -> Self { Self(nanoseconds: Int64((s * 1_000_000_000).rounded())) }
+
     /// The value in seconds, for display and figures.
     public var seconds: Double { Double(nanoseconds) / 1_000_000_000 }
     /// The value in milliseconds, for display and figures.

@@ -3,13 +3,16 @@ import Foundation
 // The session protocol between a peer and the session authority, independent of transport.
 // TandemNet frames these over TCP (see docs/PROTOCOL.md); TandemTesting carries them over a simulated network.
 // Connection-level concerns (hello, authentication, heartbeats) belong to the transport, not here.
+// Times are typed (`LocalInstant`, `SessionInstant`, `ItemTime`, `TimeSpan`) and encode as bare nanoseconds, so the
+// bytes on the wire are the same plain numbers docs/PROTOCOL.md shows.
 
 /// Four-timestamp clock exchange: the peer stamps `t1` (local send), the authority stamps `t2` (receive) and
 /// `t3` (send) on session time, the peer stamps `t4` (local receive) when the pong arrives.
 public struct ClockPing: Hashable, Sendable, Codable {
     public var sequence: UInt32
-    public var t1: Int64
-    public init(sequence: UInt32, t1: Int64) {
+    /// The peer's local clock when it sent the ping.
+    public var t1: LocalInstant
+    public init(sequence: UInt32, t1: LocalInstant) {
         self.sequence = sequence
         self.t1 = t1
     }
@@ -17,10 +20,12 @@ public struct ClockPing: Hashable, Sendable, Codable {
 
 public struct ClockPong: Hashable, Sendable, Codable {
     public var sequence: UInt32
-    public var t1: Int64
-    public var t2: Int64
-    public var t3: Int64
-    public init(sequence: UInt32, t1: Int64, t2: Int64, t3: Int64) {
+    /// Echoed from the ping: the peer's local clock when it sent it.
+    public var t1: LocalInstant
+    /// Session time when the authority received the ping, and when it sent the pong.
+    public var t2: SessionInstant
+    public var t3: SessionInstant
+    public init(sequence: UInt32, t1: LocalInstant, t2: SessionInstant, t3: SessionInstant) {
         self.sequence = sequence
         self.t1 = t1
         self.t2 = t2
@@ -33,9 +38,9 @@ public struct TimelineRequest: Hashable, Sendable, Codable {
     public enum Command: Hashable, Sendable, Codable {
         case play
         /// Pause; everyone snaps to `itemTime` (the originator's position when it paused).
-        case pause(itemTime: Int64)
+        case pause(itemTime: ItemTime)
         /// Seek; `play` says whether to play once everyone has prerolled at the new time.
-        case seek(itemTime: Int64, play: Bool)
+        case seek(itemTime: ItemTime, play: Bool)
         case rate(Double)
     }
     /// Chosen by the requester to match rejections and measure latency.
@@ -44,9 +49,9 @@ public struct TimelineRequest: Hashable, Sendable, Codable {
     /// The generation the requester saw when it asked (for diagnostics; the authority orders regardless).
     public var basedOnGeneration: UInt64
     /// Session time at which the requester made the request (its own estimate), for latency figures.
-    public var requestedAtSessionTime: Int64
+    public var requestedAtSessionTime: SessionInstant
 
-    public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: Int64) {
+    public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: SessionInstant) {
         self.requestID = requestID
         self.command = command
         self.basedOnGeneration = basedOnGeneration
@@ -134,7 +139,7 @@ public enum JournalMessage: Hashable, Sendable, Codable {
 public enum SuspensionUpdate: Hashable, Sendable, Codable {
     case begin(id: UInt64, reason: SuspensionReason)
     /// Ends a suspension; optionally proposes the item time the group should resume from.
-    case end(id: UInt64, proposedItemTime: Int64?)
+    case end(id: UInt64, proposedItemTime: ItemTime?)
 }
 
 /// What the authority tells everyone about one participant.
@@ -148,15 +153,15 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     /// Whether it has joined (`ClientMessage.takePart`); one that has not sees only the activity and the
     /// participants. Absent on the wire means joined.
     public var hasJoined: Bool
-    /// The authority's estimate of the one-way delay to this participant (ns).
-    public var oneWayDelay: Int64
-    /// The participant's preroll estimate (ns).
-    public var prerollEstimate: Int64
+    /// The authority's estimate of the one-way delay to this participant.
+    public var oneWayDelay: TimeSpan
+    /// The participant's preroll estimate.
+    public var prerollEstimate: TimeSpan
     /// The generation this participant has reported being prepared for, if any.
     public var preparedGeneration: UInt64?
 
     public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
-                isHost: Bool = false, oneWayDelay: Int64 = 0, prerollEstimate: Int64 = 0,
+                isHost: Bool = false, oneWayDelay: TimeSpan = .zero, prerollEstimate: TimeSpan = .zero,
                 preparedGeneration: UInt64? = nil, hasJoined: Bool = true) {
         self.participant = participant
         self.hasJoined = hasJoined
@@ -179,8 +184,8 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         suspensions = try c.decode([SuspensionReason].self, forKey: .suspensions)
         isHost = try c.decode(Bool.self, forKey: .isHost)
         hasJoined = try c.decodeIfPresent(Bool.self, forKey: .hasJoined) ?? true
-        oneWayDelay = try c.decode(Int64.self, forKey: .oneWayDelay)
-        prerollEstimate = try c.decode(Int64.self, forKey: .prerollEstimate)
+        oneWayDelay = try c.decode(TimeSpan.self, forKey: .oneWayDelay)
+        prerollEstimate = try c.decode(TimeSpan.self, forKey: .prerollEstimate)
         preparedGeneration = try c.decodeIfPresent(UInt64.self, forKey: .preparedGeneration)
     }
 }
@@ -197,8 +202,8 @@ public struct Notice: Hashable, Sendable, Codable {
     public var participant: ParticipantID?
     public var text: String
     /// Session time at which it happened.
-    public var sessionTime: Int64
-    public init(kind: Kind, participant: ParticipantID?, text: String, sessionTime: Int64) {
+    public var sessionTime: SessionInstant
+    public init(kind: Kind, participant: ParticipantID?, text: String, sessionTime: SessionInstant) {
         self.kind = kind
         self.participant = participant
         self.text = text
@@ -216,8 +221,12 @@ public struct SessionSnapshot: Hashable, Sendable, Codable {
     public var attachments: [AttachmentInfo]
     /// The secret that lets this participant (and only it) reconnect as itself; never shown to the others.
     public var reconnectToken: String?
+    /// The session's queue (absent from servers before protocol version 3, and empty without one).
+    public var queue: SessionQueue?
     public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
-                participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil) {
+                participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil,
+                queue: SessionQueue? = nil) {
+        self.queue = queue
         self.sessionID = sessionID
         self.localParticipant = localParticipant
         self.activity = activity
@@ -252,7 +261,7 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// `waiting: true` (protocol 3) enters without taking part: the authority sends the activity and the
     /// participants only, until `takePart`. `lazyJournal: true` announces complete attachments as
     /// `journal(.available)` instead of sending their bytes; the participant `journal(.fetch)`es the ones it wants.
-    case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: Int64,
+    case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: TimeSpan,
               waiting: Bool? = nil, lazyJournal: Bool? = nil)
     /// Takes part after entering with `waiting`: the timeline, app messages, notices and the journal flow from now
     /// on (SharePlay's `join()`). A repeated one means nothing.
@@ -264,16 +273,21 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case prepared(generation: UInt64)
     /// When waiting generation `generation` reached the peer, it had already rendered up to `itemTime`, past the
     /// generation's stop: the group resumes from there, so nobody sees those frames twice.
-    case renderedPast(generation: UInt64, itemTime: Int64)
+    case renderedPast(generation: UInt64, itemTime: ItemTime)
     case suspension(SuspensionUpdate)
     case setActivity(ActivityEnvelope)
     case appMessage(OutgoingAppMessage)
     case journal(JournalMessage)
-    /// The peer's own estimate of its one-way delay and clock error (ns), for scheduling and status.
-    case linkReport(oneWayDelay: Int64, errorBound: Int64)
+    /// The peer's own estimate of its one-way delay and clock error, for scheduling and status.
+    case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
     /// messages; everyone receives it as a `notice` of kind `app`.
     case notice(text: String)
+    /// Changes the session's queue, or moves the group to another of its entries.
+    case queue(QueueRequest)
+    /// The peer's player reached the end of the item of timeline generation `generation`; once everyone has, the
+    /// group goes on to the queue's next entry (or pauses at the end of the last).
+    case reachedEnd(generation: UInt64)
     case leave
     /// Ends the session for everyone.
     case end
@@ -286,6 +300,8 @@ public enum ServerMessage: Hashable, Sendable, Codable {
     case timeline(Timeline)
     case participants([ParticipantState])
     case activity(ActivityEnvelope)
+    /// The session's queue changed (entries, order or the entry that plays).
+    case queue(SessionQueue)
     case appMessage(IncomingAppMessage)
     case journal(JournalMessage)
     case notice(Notice)

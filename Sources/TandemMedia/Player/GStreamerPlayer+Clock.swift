@@ -7,18 +7,18 @@ import TandemCore
 // The engine clock: a GstClock on CLOCK_MONOTONIC calibrated to read session time (plus a lead), stepped or
 // slewed as the session mapping changes, and replaced when it would have to step back while playing.
 extension GStreamerPlayer {
-    /// Backward calibration steps up to this size (ns) are applied to the running clock, which holds still for
+    /// Backward calibration steps up to this size are applied to the running clock, which holds still for
     /// that long; larger ones get a fresh clock.
-    static let largestHeldStep: Int64 = 2_000_000
+    static let largestHeldStep: TimeSpan = .milliseconds(2)
 
     public func setClockMapping(_ mapping: ClockMapping) {
         let composed = mapping.composed(after: localTimeModel)
-        let now = SystemMonotonicClock().now.nanoseconds
+        let now = SystemMonotonicClock().now
         let work: ClockWork = state.withLock { state in
             state.sessionMapping = mapping
             // A personal output offset: the engine clock reads that much behind the session.
             let target = ClockMapping(localAnchor: composed.localAnchor,
-                                      sessionAnchor: composed.sessionAnchor &- state.outputOffset.nanoseconds,
+                                      sessionAnchor: composed.sessionAnchor - state.outputOffset,
                                       rate: composed.rate)
             state.calibrationGeneration += 1
             let plan = ClockCalibrationPlan.plan(current: state.calibration, target: target, now: now,
@@ -27,14 +27,13 @@ extension GStreamerPlayer {
                                                  slewDuration: configuration.slewDuration)
             switch plan {
             case .step(let next):
-                let backwards = state.calibration.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
-                    - next.sessionTime(atLocal: LocalInstant(nanoseconds: now)).nanoseconds
+                let backwards = state.calibration.sessionTime(atLocal: now) - next.sessionTime(atLocal: now)
                 state.calibration = next
                 if !state.transport.isPlaying {
                     // Not playing: nothing waits on the clock, and the next start sets the base time from the
                     // lead. A backward step becomes lead (the GstClock keeps reading on, never backwards); a
                     // forward step uses up lead first. No clock swap, so nothing can race a start.
-                    state.clockLead = max(0, state.clockLead + backwards)
+                    state.clockLead = max(.zero, state.clockLead + backwards)
                     Self.apply(next, lead: state.clockLead, to: state.clock.clock)
                     return .none
                 }
@@ -59,7 +58,7 @@ extension GStreamerPlayer {
         case .replaceClock(let next):
             queue.async { self.replaceClockOnQueue(next) }
         case .finishSlew(let final, let duration, let generation):
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration))) {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(duration.nanoseconds))) {
                 self.state.withLock { state in
                     guard state.calibrationGeneration == generation else { return }
                     state.calibration = final
@@ -69,21 +68,21 @@ extension GStreamerPlayer {
         }
     }
 
-    /// The engine clock's reading now (session time), ns.
-    public func sessionTimeNow() -> Int64 {
+    /// The engine clock's reading now (session time).
+    public func sessionTimeNow() -> SessionInstant {
         let calibration = state.withLock { $0.calibration }
-        return calibration.sessionTime(atLocal: SystemMonotonicClock().now).nanoseconds
+        return calibration.sessionTime(atLocal: SystemMonotonicClock().now)
     }
 
-    /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on (ns).
-    public func pipelineClockNow() -> Int64 {
+    /// What the pipeline's GstClock itself reads now, less its lead: the session time the sinks wait on.
+    public func pipelineClockNow() -> SessionInstant {
         let (clock, lead) = state.withLock { ($0.clock, $0.clockLead) }
-        return Int64(bitPattern: UInt64(gst_clock_get_time(clock.clock))) - lead
+        return SessionInstant(nanoseconds: Int64(bitPattern: UInt64(gst_clock_get_time(clock.clock)))) - lead
     }
 
-    /// The CLOCK_MONOTONIC time (ns) at which the engine clock reads `sessionTime`, with the current calibration.
-    public func monotonicTime(atSessionTime sessionTime: Int64) -> Int64 {
-        state.withLock { $0.calibration }.localTime(atSession: SessionInstant(nanoseconds: sessionTime)).nanoseconds
+    /// The CLOCK_MONOTONIC time at which the engine clock reads `sessionTime`, with the current calibration.
+    public func monotonicTime(atSessionTime sessionTime: SessionInstant) -> LocalInstant {
+        state.withLock { $0.calibration }.localTime(atSession: sessionTime)
     }
 
     /// The current local → session mapping (as last given to `setClockMapping`).
@@ -92,7 +91,7 @@ extension GStreamerPlayer {
     func replaceClockOnQueue(_ calibration: ClockMapping) {
         guard !state.withLock({ $0.isClosed }) else { return }
         let pipeline = handles.pipeline
-        let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
+        let fresh = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait.nanoseconds)))!
         let (current, lead) = state.withLock { ($0.calibration, $0.clockLead) }
         Self.apply(current, lead: lead, to: fresh)
         // Whether the pipeline plays is read here, on the queue, after any start queued before: a playing
@@ -110,17 +109,18 @@ extension GStreamerPlayer {
     }
 
     /// Calibrates `clock` to read `calibration`'s session time plus `lead`.
-    static func apply(_ calibration: ClockMapping, lead: Int64, to clock: UnsafeMutablePointer<GstClock>?) {
+    static func apply(_ calibration: ClockMapping, lead: TimeSpan, to clock: UnsafeMutablePointer<GstClock>?) {
         guard let clock else { return }
         // GstClockTime is unsigned: keep both anchors non-negative by re-anchoring where needed.
-        var mapping = ClockMapping(localAnchor: calibration.localAnchor, sessionAnchor: calibration.sessionAnchor &+ lead,
+        var mapping = ClockMapping(localAnchor: calibration.localAnchor,
+                                   sessionAnchor: calibration.sessionAnchor + lead,
                                    rate: calibration.rate)
-        if mapping.localAnchor < 0 || mapping.sessionAnchor < 0 {
-            mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now.nanoseconds, 0))
+        if mapping.localAnchor < .zero || mapping.sessionAnchor < .zero {
+            mapping = mapping.reanchored(atLocal: max(SystemMonotonicClock().now, .zero))
         }
         let rate = rateFraction(mapping.rate)
-        gst_clock_set_calibration(clock, GstClockTime(max(0, mapping.localAnchor)),
-                                  GstClockTime(max(0, mapping.sessionAnchor)), rate.numerator, rate.denominator)
+        gst_clock_set_calibration(clock, GstClockTime(max(0, mapping.localAnchor.nanoseconds)),
+                                  GstClockTime(max(0, mapping.sessionAnchor.nanoseconds)), rate.numerator, rate.denominator)
     }
 
     /// A calibration rate as GStreamer takes it, a fraction over 10⁹, never below 1/10⁹.
@@ -138,7 +138,7 @@ extension GStreamerPlayer {
 enum ClockWork {
     case none
     case replaceClock(ClockMapping)
-    case finishSlew(ClockMapping, after: Int64, generation: Int)
+    case finishSlew(ClockMapping, after: TimeSpan, generation: Int)
 }
 
 /// A reference to the engine's current clock (the pipeline keeps its own reference too).

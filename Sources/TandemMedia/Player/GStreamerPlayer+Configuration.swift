@@ -15,23 +15,23 @@ extension GStreamerPlayer {
     public struct Configuration: Sendable {
         public var videoSink: Sink
         public var audioSink: Sink
-        /// Audio sinks resynchronise when they drift further than this from the clock (ns). GStreamer's default
+        /// Audio sinks resynchronise when they drift further than this from the clock. GStreamer's default
         /// is 40 ms, far too loose for watching together.
-        public var audioDriftTolerance: Int64
-        /// Audio sinks realign timestamps that jump by more than this (ns); GStreamer's default is 40 ms.
-        public var audioAlignmentThreshold: Int64
-        /// Calibration errors up to this size are slewed while playing; larger ones step (ns).
-        public var stepThreshold: Int64
-        /// How long a slew takes to absorb an error (ns).
-        public var slewDuration: Int64
+        public var audioDriftTolerance: TimeSpan
+        /// Audio sinks realign timestamps that jump by more than this; GStreamer's default is 40 ms.
+        public var audioAlignmentThreshold: TimeSpan
+        /// Calibration errors up to this size are slewed while playing; larger ones step.
+        public var stepThreshold: TimeSpan
+        /// How long a slew takes to absorb an error.
+        public var slewDuration: TimeSpan
         /// Render records kept between drains.
         public var renderProbeCapacity: Int
-        /// How long loading or preparing may take before it fails (ns).
-        public var prerollTimeout: Int64
-        /// Sinks sleep until this long before each buffer's release time and spin the rest (ns), because timer
+        /// How long loading or preparing may take before it fails.
+        public var prerollTimeout: TimeSpan
+        /// Sinks sleep until this long before each buffer's release time and spin the rest, because timer
         /// wake-ups can be 0.1–1 ms late (virtual machines especially). Costs about this much CPU per buffer;
         /// 0 leaves waiting to GStreamer alone.
-        public var preciseWait: Int64
+        public var preciseWait: TimeSpan
         /// An on-screen display drawn on the video (`setOverlayText`) and key presses from the video window
         /// (`windowKeys`): a `textoverlay` as playbin's video filter. Off by default (benchmarks, servers).
         public var overlay = false
@@ -46,11 +46,11 @@ extension GStreamerPlayer {
         public var preferredSubtitleTrack: Int?
 
         public init(videoSink: Sink = .automatic, audioSink: Sink = .automatic,
-                    audioDriftTolerance: Int64 = Nanos.milliseconds(5),
-                    audioAlignmentThreshold: Int64 = Nanos.milliseconds(10),
-                    stepThreshold: Int64 = Nanos.milliseconds(20), slewDuration: Int64 = Nanos.seconds(1),
-                    renderProbeCapacity: Int = 8192, prerollTimeout: Int64 = Nanos.seconds(20),
-                    preciseWait: Int64 = 0) {
+                    audioDriftTolerance: TimeSpan = .milliseconds(5),
+                    audioAlignmentThreshold: TimeSpan = .milliseconds(10),
+                    stepThreshold: TimeSpan = .milliseconds(20), slewDuration: TimeSpan = .seconds(1),
+                    renderProbeCapacity: Int = 8192, prerollTimeout: TimeSpan = .seconds(20),
+                    preciseWait: TimeSpan = .zero) {
             self.videoSink = videoSink
             self.audioSink = audioSink
             self.audioDriftTolerance = audioDriftTolerance

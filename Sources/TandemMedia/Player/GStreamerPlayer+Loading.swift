@@ -14,14 +14,14 @@ extension GStreamerPlayer {
         bus.emit(.loading(progress: 0))
 
         pipeline.setState(GST_STATE_READY)
-        _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(5))
+        _ = tdm_gst_wait_async_done(pipeline, nil, TimeSpan.seconds(5).nanoseconds)
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
         tdm_gst_set_string(pipeline, "uri", source.uri)
         try applySubtitleFile()
-        let started = SystemMonotonicClock().now.nanoseconds
+        let started = SystemMonotonicClock().now
         pipeline.setState(GST_STATE_PAUSED)
-        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
+        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout.nanoseconds)
         if done != 1 {
             let error = trappedError(source: source)
                 ?? (done == -1
@@ -41,7 +41,7 @@ extension GStreamerPlayer {
             }
             throw .notMedia(path: source.display)
         }
-        recordPreroll(SystemMonotonicClock().now.nanoseconds - started)
+        recordPreroll(SystemMonotonicClock().now - started)
         attachLateSinks()
         applyTrackPreferences()
         let duration = pipeline.queryDuration()
@@ -69,7 +69,7 @@ extension GStreamerPlayer {
         return message.playbackError(location: display, isFile: isFile)
     }
 
-    func recordPreroll(_ duration: Int64) {
+    func recordPreroll(_ duration: TimeSpan) {
         state.withLock { $0.prerolls.record(duration) }
     }
 }

@@ -4,7 +4,7 @@ import TandemCore
 
 // Prepare, play and pause on the player's queue: each moves `PlayerState.Transport` along with the pipeline.
 extension GStreamerPlayer {
-    func prepareOnQueue(at itemTime: Int64, rate: Double) throws(PlaybackError) {
+    func prepareOnQueue(at itemTime: ItemTime, rate: Double) throws(PlaybackError) {
         try ensureOpen()
         let info = try validate(itemTime: itemTime, rate: rate)
         let pipeline = handles.pipeline
@@ -13,26 +13,26 @@ extension GStreamerPlayer {
             pipeline.setState(GST_STATE_PAUSED)
             state.withLock { $0.transport = .paused(info, .unknown) }
         }
-        if !info.isSeekable && itemTime != 0 { throw .notSeekable }
+        if !info.isSeekable && itemTime != .zero { throw .notSeekable }
         tdm_gst_error_trap_reset(handles.trap)
-        let started = SystemMonotonicClock().now.nanoseconds
-        guard pipeline.seek(to: itemTime, rate: rate) else {
-            throw .engineFailure("the pipeline refused a seek to \(Nanos.toSeconds(itemTime)) s at rate \(rate)")
+        let started = SystemMonotonicClock().now
+        guard pipeline.seek(to: itemTime.nanoseconds, rate: rate) else {
+            throw .engineFailure("the pipeline refused a seek to \(itemTime.seconds) s at rate \(rate)")
         }
-        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout)
+        let done = tdm_gst_wait_async_done(pipeline, handles.trap, configuration.prerollTimeout.nanoseconds)
         guard done == 1 else {
             let location = bus.location
             throw trappedError(source: nil, location: location)
                 ?? .engineFailure(done == -1 ? "preroll after seeking timed out" : "preroll after seeking failed")
         }
-        recordPreroll(SystemMonotonicClock().now.nanoseconds - started)
-        let position = pipeline.queryPosition()
+        recordPreroll(SystemMonotonicClock().now - started)
+        let position = pipeline.queryPosition().map { ItemTime(nanoseconds: $0) }
         state.withLock {
             $0.transport = .paused(info, .prerolled(Prepared(itemTime: itemTime, rate: rate), at: position ?? itemTime))
         }
     }
 
-    func playOnQueue(from itemTime: Int64, atSessionTime sessionTime: Int64, rate: Double) throws(PlaybackError) {
+    func playOnQueue(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) throws(PlaybackError) {
         try ensureOpen()
         let info = try validate(itemTime: itemTime, rate: rate)
         let pipeline = handles.pipeline
@@ -44,14 +44,14 @@ extension GStreamerPlayer {
         // The GstClock reads session time plus the lead (see `clockLead`). The lead is read, and the player
         // marked playing, under one lock: from then on calibration changes slew instead of adding lead.
         let base: Int64 = state.withLock {
-            let base = start.sessionTime + $0.clockLead - Int64(latency)
+            let base = (start.sessionTime + $0.clockLead).nanoseconds - Int64(latency)
             guard base >= 0 else { return base }
             $0.transport = .playing(info)
             $0.playingRate = rate
             return base
         }
         guard base >= 0 else {
-            throw .engineFailure("session time \(start.sessionTime) is before the clock's origin")
+            throw .engineFailure("session time \(start.sessionTime.nanoseconds) ns is before the clock's origin")
         }
         gst_element_set_start_time(pipeline, GstClockTime.max)  // GST_CLOCK_TIME_NONE
         gst_element_set_base_time(pipeline, GstClockTime(base))
@@ -61,15 +61,15 @@ extension GStreamerPlayer {
         }
     }
 
-    func pauseOnQueue() throws(PlaybackError) -> Int64 {
+    func pauseOnQueue() throws(PlaybackError) -> ItemTime {
         try ensureOpen()
         guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
         let pipeline = handles.pipeline
         if let pausedAt = state.withLock({ $0.transport.heldItemTime }) { return pausedAt }
         pipeline.setState(GST_STATE_PAUSED)
         let position = pipeline.queryPosition()
-        _ = tdm_gst_wait_async_done(pipeline, nil, Nanos.seconds(2))
-        let held = max(0, position ?? pipeline.queryPosition() ?? 0)
+        _ = tdm_gst_wait_async_done(pipeline, nil, TimeSpan.seconds(2).nanoseconds)
+        let held = ItemTime(nanoseconds: max(0, position ?? pipeline.queryPosition() ?? 0))
         state.withLock { $0.transport = .paused(info, .held(at: held)) }
         return held
     }
@@ -77,13 +77,13 @@ extension GStreamerPlayer {
     /// Prerolls at `itemTime` unless already there, then checks that the start is still ahead. The player never
     /// moves a start: one it cannot make is refused with `startMissed`, and the coordinator (the one place that
     /// decides where a late peer joins) plans a later one on the same line.
-    func prerolledForStart(from itemTime: Int64, atSessionTime sessionTime: Int64,
-                           rate: Double) throws(PlaybackError) -> (itemTime: Int64, sessionTime: Int64) {
+    func prerolledForStart(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant,
+                           rate: Double) throws(PlaybackError) -> (itemTime: ItemTime, sessionTime: SessionInstant) {
         if state.withLock({ $0.transport.prepared }) != Prepared(itemTime: itemTime, rate: rate) {
             try prepareOnQueue(at: itemTime, rate: rate)
         }
-        let late = sessionTimeNow() + startMargin.nanoseconds - sessionTime
-        guard late <= 0 else { throw .startMissed(lateBy: TimeSpan(nanoseconds: late)) }
+        let late = sessionTimeNow() + startMargin - sessionTime
+        guard late <= .zero else { throw .startMissed(lateBy: late) }
         return (itemTime, sessionTime)
     }
 
@@ -92,11 +92,11 @@ extension GStreamerPlayer {
     var startMargin: TimeSpan { .milliseconds(5) }
 
     /// The loaded item's info, once `itemTime` and `rate` are known to fit it.
-    func validate(itemTime: Int64, rate: Double) throws(PlaybackError) -> MediaInfo {
+    func validate(itemTime: ItemTime, rate: Double) throws(PlaybackError) -> MediaInfo {
         guard let info = state.withLock({ $0.transport.info }) else { throw .notLoaded }
         guard rate.isFinite, rate > 0 else { throw .invalidRate(rate) }
-        if itemTime < 0 { throw .seekOutOfRange(itemTime: itemTime, duration: info.duration?.nanoseconds) }
-        if let duration = info.duration?.nanoseconds, itemTime > duration {
+        if itemTime < .zero { throw .seekOutOfRange(itemTime: itemTime, duration: info.duration) }
+        if let duration = info.duration, itemTime > .zero + duration {
             throw .seekOutOfRange(itemTime: itemTime, duration: duration)
         }
         return info

@@ -63,8 +63,8 @@ public final class GStreamerPlayer: PlaybackEngine {
             gst_object_unref(playbin)
             throw error
         }
-        tdm_gst_tune_audio_sinks(audioSink, configuration.audioDriftTolerance / 1000,
-                                 UInt64(max(0, configuration.audioAlignmentThreshold)))
+        tdm_gst_tune_audio_sinks(audioSink, configuration.audioDriftTolerance.nanoseconds / 1000,
+                                 UInt64(max(0, configuration.audioAlignmentThreshold.nanoseconds)))
         tdm_gst_set_object(playbin, "video-sink", videoSink)
         tdm_gst_set_object(playbin, "audio-sink", audioSink)
 
@@ -74,10 +74,10 @@ public final class GStreamerPlayer: PlaybackEngine {
         if Self.attachProbe(probe, to: audioSink, kind: .audio) { attached.insert(.audio) }
         renderProbe = probe
 
-        let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait)))!
-        let now = SystemMonotonicClock().now.nanoseconds
+        let clock = tdm_gst_clock_new_monotonic(UInt64(max(0, configuration.preciseWait.nanoseconds)))!
+        let now = SystemMonotonicClock().now
         let calibration = localTimeModel.reanchored(atLocal: now)
-        Self.apply(calibration, lead: 0, to: clock)
+        Self.apply(calibration, lead: .zero, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
         window = PlayerWindow(playbin: playbin, overlay: configuration.overlay,
@@ -107,31 +107,31 @@ public final class GStreamerPlayer: PlaybackEngine {
     }
 
     public func prepare(at itemTime: ItemTime, rate: Double) async throws(PlaybackError) {
-        try await onQueue { () throws(PlaybackError) in try self.prepareOnQueue(at: itemTime.nanoseconds, rate: rate) }
+        try await onQueue { () throws(PlaybackError) in try self.prepareOnQueue(at: itemTime, rate: rate) }
     }
 
     public func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant,
                      rate: Double) async throws(PlaybackError) {
         try await onQueue { () throws(PlaybackError) in
-            try self.playOnQueue(from: itemTime.nanoseconds, atSessionTime: sessionTime.nanoseconds, rate: rate)
+            try self.playOnQueue(from: itemTime, atSessionTime: sessionTime, rate: rate)
         }
     }
 
     @discardableResult
     public func pause() async throws(PlaybackError) -> ItemTime {
-        ItemTime(nanoseconds: try await onQueue { () throws(PlaybackError) -> Int64 in try self.pauseOnQueue() })
+        try await onQueue { () throws(PlaybackError) -> ItemTime in try self.pauseOnQueue() }
     }
 
     public func currentItemTime() -> ItemTime? {
         let (loaded, held) = state.withLock { ($0.transport.info != nil, $0.transport.heldItemTime) }
         guard loaded else { return nil }
-        if let held { return ItemTime(nanoseconds: held) }
+        if let held { return held }
         // The pipeline renders `outputOffset` behind the group on purpose; report the group's position.
         let (offset, rate) = state.withLock { ($0.outputOffset, $0.playingRate) }
         return handles.pipeline.queryPosition().map { ItemTime(nanoseconds: $0) + offset * rate }
     }
 
-    public var prerollEstimate: TimeSpan { TimeSpan(nanoseconds: state.withLock { $0.prerolls.estimate }) }
+    public var prerollEstimate: TimeSpan { state.withLock { $0.prerolls.estimate } }
 
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -20,9 +20,9 @@ struct PlayerState: Sendable {
     /// What a paused player knows about where it holds.
     enum Paused: Sendable {
         /// Prerolled for `Prepared` (running time 0 there), holding at item time `at`.
-        case prerolled(Prepared, at: Int64)
+        case prerolled(Prepared, at: ItemTime)
         /// Paused by `pause` at this item time; a start prerolls again.
-        case held(at: Int64)
+        case held(at: ItemTime)
         /// Stopped playing without a position of its own (a prepare interrupted playback, or a start failed):
         /// the pipeline is asked.
         case unknown
@@ -31,10 +31,10 @@ struct PlayerState: Sendable {
     var clock: ClockHandle
     /// CLOCK_MONOTONIC → engine clock reading, as applied right now.
     var calibration: ClockMapping
-    /// How far the GstClock reads ahead of session time (ns, never negative). GstClocks never read backwards,
+    /// How far the GstClock reads ahead of session time (never negative). GstClocks never read backwards,
     /// so a backward calibration step while not playing raises the lead instead of moving the clock back; a
     /// start sets its base time `lead` later to match. Constant while playing.
-    var clockLead: Int64 = 0
+    var clockLead: TimeSpan = .zero
     /// Counts calibration changes, so that a slew's scheduled end is dropped when a newer change came first.
     var calibrationGeneration = 0
     var sessionMapping: ClockMapping = .identity
@@ -69,7 +69,7 @@ extension PlayerState.Transport {
     }
 
     /// The item time a paused player holds at, when it knows it.
-    var heldItemTime: Int64? {
+    var heldItemTime: ItemTime? {
         switch self {
         case .paused(_, .prerolled(_, let at)), .paused(_, .held(let at)): at
         case .empty, .playing, .paused(_, .unknown): nil
@@ -85,23 +85,23 @@ extension PlayerState.Transport {
 
 /// The item time and rate a pipeline was prerolled for (a flushing seek there, paused).
 struct Prepared: Equatable, Sendable {
-    var itemTime: Int64
+    var itemTime: ItemTime
     var rate: Double
 }
 
 /// The last few preroll durations, and how long a start should allow for one.
 struct PrerollHistory: Sendable {
-    private var samples: [Int64] = []
+    private var samples: [TimeSpan] = []
 
-    mutating func record(_ duration: Int64) {
+    mutating func record(_ duration: TimeSpan) {
         samples.append(duration)
         if samples.count > 8 { samples.removeFirst() }
     }
 
     /// The slowest recent preroll plus a margin: a start others schedule must be one this peer can make.
-    var estimate: Int64 {
-        guard let slowest = samples.max() else { return Nanos.milliseconds(150) }
-        return slowest * 3 / 2 + Nanos.milliseconds(20)
+    var estimate: TimeSpan {
+        guard let slowest = samples.max() else { return .milliseconds(150) }
+        return slowest * Int64(3) / Int64(2) + .milliseconds(20)
     }
 }
 

@@ -26,14 +26,14 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private let clock: any MonotonicClock
     private var state = State.awaitingChallenge
     private var context: ChannelHandlerContext?
-    private var lastReceived: Int64 = 0
-    private var heartbeatTimeout: Int64 = 2_000_000_000
+    private var lastReceived = LocalInstant.zero
+    private var heartbeatTimeout = TimeSpan.seconds(2)
     private var heartbeat: RepeatedTask?
     private var estimator: ClockSyncEstimator
     private var pingSequence: UInt32 = 0
     /// How many of the latest pings may still be answered.
     static let pingsInFlight: UInt32 = 1024
-    private var lastPing: Int64?
+    private var lastPing: LocalInstant?
     private var pingTimer: Scheduled<Void>?
     private var writabilityWaiters: [EventLoopPromise<Void>] = []
     private var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
@@ -45,7 +45,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var joined = false
     /// The last silence longer than the heartbeat timeout: when it began and when a frame ended it. After this
     /// process was stopped, the frames that waited for it are read first and the loss shows only then.
-    private var lastSilence: (from: Int64, until: Int64)?
+    private var lastSilence: (from: LocalInstant, until: LocalInstant)?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
          welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
@@ -75,7 +75,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func sendHello(context: ChannelHandlerContext) {
         guard !helloSent else { return }
         helloSent = true
-        lastReceived = clock.now.nanoseconds
+        lastReceived = clock.now
         let hello = Hello(protocolVersion: tandemProtocolVersion, session: invite.session,
                           create: options.createSession ? true : nil)
         if let frame = try? FrameCodec.json(.hello, hello, allocator: context.channel.allocator) {
@@ -133,8 +133,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .accepted:
             guard case .awaitingAccepted = state else { throw FrameError.malformedBody(kind: .accepted, detail: "unexpected") }
             let accepted = try FrameCodec.decode(Accepted.self, from: frame)
-            heartbeatTimeout = Int64(accepted.heartbeatTimeoutMs) * 1_000_000
-            startHeartbeat(context: context, interval: Int64(accepted.heartbeatIntervalMs) * 1_000_000)
+            heartbeatTimeout = TimeSpan(nanoseconds: Int64(accepted.heartbeatTimeoutMs) * 1_000_000)
+            startHeartbeat(context: context,
+                           interval: TimeSpan(nanoseconds: Int64(accepted.heartbeatIntervalMs) * 1_000_000))
             state = .awaitingWelcome
             let join = ClientMessage.join(name: name, reconnectAs: options.reconnectAs,
                                           reconnectToken: options.reconnectToken,
@@ -210,7 +211,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         guard joined else { return }
         joined = false  // reported once
         var silentSince = lastReceived
-        if let silence = lastSilence, clock.now.nanoseconds - silence.until < heartbeatTimeout { silentSince = silence.from }
+        if let silence = lastSilence, clock.now - silence.until < heartbeatTimeout { silentSince = silence.from }
         shared.channelEnded(epoch: epoch, reason, final: final, silentSince: silentSince)
     }
 
@@ -247,10 +248,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     // MARK: Timers
 
-    private func startHeartbeat(context: ChannelHandlerContext, interval: Int64) {
+    private func startHeartbeat(context: ChannelHandlerContext, interval: TimeSpan) {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(interval),
-                                                           delay: .nanoseconds(interval)) { _ in
+        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: TimeAmount(interval),
+                                                           delay: TimeAmount(interval)) { _ in
             bound.value.heartbeatTick()
         }
     }
@@ -258,10 +259,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now.nanoseconds - lastReceived > heartbeatTimeout {
+        if clock.now - lastReceived > heartbeatTimeout {
             fail(.closed(InvalidationReason(code: .connectionLost, message: "lost the server")),
                  reason: InvalidationReason(code: .connectionLost,
-                                            message: "nothing heard from the server for \(Nanos.toSeconds(heartbeatTimeout)) s"),
+                                            message: "nothing heard from the server for \(heartbeatTimeout.seconds) s"),
                  sendCode: .heartbeatTimeout, final: false)
             return
         }
@@ -279,16 +280,16 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         guard let context, case .joined = state else { return }
         pingSequence &+= 1
         estimator.pingSent()
-        let frame = FrameCodec.clockPing(sequence: pingSequence, t1: 0, allocator: context.channel.allocator)
+        let frame = FrameCodec.clockPing(sequence: pingSequence, t1: .zero, allocator: context.channel.allocator)
         var body = frame.body
         // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
-        let t1 = clock.now.nanoseconds
-        body.setInteger(t1, at: body.readerIndex + 4)
+        let t1 = clock.now
+        body.setInteger(t1.nanoseconds, at: body.readerIndex + 4)
         lastPing = t1
         context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
         let next = estimator.nextPingTime(lastPing: t1)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        pingTimer = context.eventLoop.scheduleTask(in: .nanoseconds(max(1_000_000, next - clock.now.nanoseconds))) {
+        pingTimer = context.eventLoop.scheduleTask(in: TimeAmount(max(.milliseconds(1), next - clock.now))) {
             bound.value.sendPing()
         }
     }

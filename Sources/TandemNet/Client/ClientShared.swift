@@ -5,17 +5,17 @@ import TandemCore
 
 /// Where a load generator's app messages go instead of the subscribers.
 final class AppMessageTap: Sendable {
-    let handler: @Sendable (IncomingAppMessage, Int64) -> Void
-    init(handler: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) { self.handler = handler }
+    let handler: @Sendable (IncomingAppMessage, LocalInstant) -> Void
+    init(handler: @escaping @Sendable (IncomingAppMessage, LocalInstant) -> Void) { self.handler = handler }
 }
 
 /// What happens to a connection's network connection underneath (`TandemClientConnection.connectionEvents()`).
 public enum ConnectionEvent: Sendable, Hashable {
     /// The network connection was lost (why, in words); the connection tries to reconnect as the same participant.
     case reconnecting(reason: String)
-    /// The connection is back, `after` ns after it last heard from the server; a fresh `.welcome` went to
+    /// The connection is back, `after` it last heard from the server; a fresh `.welcome` went to
     /// `serverMessages()` subscribers.
-    case reconnected(after: Int64)
+    case reconnected(after: TimeSpan)
 }
 
 
@@ -24,7 +24,7 @@ final class ClientShared: Sendable {
     /// How a joined channel's handler reaches the connection when it is lost or when a reconnect's channel joins.
     struct ReconnectHooks: Sendable {
         /// A non-final loss of the current channel: why, and when it was last heard from.
-        var lost: @Sendable (InvalidationReason, Int64) -> Void
+        var lost: @Sendable (InvalidationReason, LocalInstant) -> Void
         /// A reconnect's channel got its welcome as the same participant; false when it is not wanted.
         var resumed: @Sendable (Int, SessionSnapshot, any Channel, NIOLoopBound<ClientConnectionHandler>) -> Bool
     }
@@ -45,8 +45,8 @@ final class ClientShared: Sendable {
     let connectionEvents = FanOut<ConnectionEvent>(buffering: .newest(64))
     struct ClockState {
         var mapping: ClockMapping?
-        var errorBound: Int64?
-        var roundTrip: Int64?
+        var errorBound: TimeSpan?
+        var roundTrip: TimeSpan?
     }
     let clock = Mutex(ClockState())
     /// What the server sends; what arrived after the welcome but before anyone subscribed goes to the first
@@ -67,7 +67,7 @@ final class ClientShared: Sendable {
     /// The channel of `epoch` has ended. A `final` end (or any, without reconnect hooks) closes the link for good;
     /// otherwise the connection may reconnect.
     func channelEnded(epoch: Int, _ reason: InvalidationReason, final: Bool, announce: Bool = true,
-                      silentSince: Int64 = 0) {
+                      silentSince: LocalInstant = .zero) {
         guard self.epoch.withLock({ $0 }) == epoch else { return }
         if !final, closedReason == nil, let lost = hooks.withLock({ $0?.lost }) {
             lost(reason, silentSince)

@@ -29,23 +29,23 @@ public enum TandemClient {
         public var reconnectAs: ParticipantID?
         /// The token the welcome gave `reconnectAs`; without it the server gives the joiner a new identity.
         public var reconnectToken: String?
-        /// This peer's preroll estimate (ns), for the authority's scheduling.
-        public var prerollEstimate: Int64 = 300_000_000
+        /// This peer's preroll estimate, for the authority's scheduling.
+        public var prerollEstimate: TimeSpan = .milliseconds(300)
         /// PEM file of CA certificates to verify a TLS server against (when the invite has no pin); nil uses the
         /// system's trust roots.
         public var trustRootsPath: String?
-        /// Give up connecting and authenticating after this long (ns).
-        public var connectTimeout: Int64 = 5_000_000_000
+        /// Give up connecting and authenticating after this long.
+        public var connectTimeout: TimeSpan = .seconds(5)
         /// After the link is lost without the server ending the session (silence past the heartbeat timeout, a
-        /// reset, an unannounced close), keep reconnecting as the same participant for this long (ns) before the
+        /// reset, an unannounced close), keep reconnecting as the same participant for this long before the
         /// session ends for this peer with `connectionLost`; 0 ends it at once. While reconnecting, subscribers
         /// keep their streams (a notice says what happens, and a fresh `.welcome` follows the reconnect), reliable
         /// sends wait for the new link and unreliable app messages are dropped (see `send(_:)`).
-        public var reconnectGracePeriod: Int64 = 0
-        /// The pause before the first reconnect attempt (ns); it doubles after every failed attempt…
-        public var reconnectFirstDelay: Int64 = 250_000_000
-        /// …up to this (ns).
-        public var reconnectMaxDelay: Int64 = 2_000_000_000
+        public var reconnectGracePeriod: TimeSpan = .zero
+        /// The pause before the first reconnect attempt; it doubles after every failed attempt…
+        public var reconnectFirstDelay: TimeSpan = .milliseconds(250)
+        /// …up to this.
+        public var reconnectMaxDelay: TimeSpan = .seconds(2)
         /// Most sends that may wait for a reconnect at once; beyond it `send` throws `reconnecting`.
         public var maxSendsWaitingForReconnect = 1024
         /// Clock-sync schedule.
@@ -128,7 +128,7 @@ public final class TandemClientConnection: SessionLink {
     enum Phase {
         case connected
         /// The link was lost at `since` (local clock); it was last heard from at `silentSince`.
-        case reconnecting(since: Int64, silentSince: Int64)
+        case reconnecting(since: LocalInstant, silentSince: LocalInstant)
         /// Closed (or closing) by its owner: no reconnecting any more.
         case closing
     }
@@ -151,7 +151,7 @@ public final class TandemClientConnection: SessionLink {
         let (channel, bound, welcome) = try await establish(invite: invite, name: name, options: options, shared: shared)
         let connection = TandemClientConnection(invite: invite, name: name, welcome: welcome, channel: channel,
                                                 handler: bound, shared: shared, options: options)
-        if options.reconnectGracePeriod > 0 {
+        if options.reconnectGracePeriod > .zero {
             shared.hooks.withLock { hooks in
                 hooks = ClientShared.ReconnectHooks(
                     lost: { [weak connection] reason, silentSince in
@@ -191,7 +191,7 @@ public final class TandemClientConnection: SessionLink {
         let bootstrap = ClientBootstrap(group: welcomePromise.futureResult.eventLoop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
-            .connectTimeout(.nanoseconds(options.connectTimeout))
+            .connectTimeout(TimeAmount(options.connectTimeout))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
@@ -222,7 +222,7 @@ public final class TandemClientConnection: SessionLink {
                 }
             }
         let channel = try await bootstrap.connect(host: invite.host, port: invite.port).get()
-        let timeout = channel.eventLoop.scheduleTask(in: .nanoseconds(options.connectTimeout)) {
+        let timeout = channel.eventLoop.scheduleTask(in: TimeAmount(options.connectTimeout)) {
             welcomePromise.fail(TandemClientError.timedOut)
             channel.close(promise: nil)
         }
@@ -282,7 +282,7 @@ public final class TandemClientConnection: SessionLink {
     /// time). For code that wants the raw samples rather than the estimate, such as the benchmarks' baselines.
     public func clockSamples() -> AsyncStream<ClockSample> { shared.samples.subscribe() }
 
-    public func clockQuality() -> (errorBound: Int64, roundTrip: Int64)? {
+    public func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)? {
         shared.clock.withLock { state in
             guard let bound = state.errorBound, let rt = state.roundTrip else { return nil }
             return (bound, rt)
@@ -334,7 +334,7 @@ public final class TandemClientConnection: SessionLink {
     /// Hands every app message from now on to `tap` on the connection's event loop, with the time its frame was
     /// decoded, instead of to `serverMessages()` subscribers: for load generators, which must not measure their
     /// own queues.
-    @_spi(EventLoopAccess) public func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, Int64) -> Void) {
+    @_spi(EventLoopAccess) public func tapAppMessages(_ tap: @escaping @Sendable (IncomingAppMessage, LocalInstant) -> Void) {
         shared.appTap.withLock { $0 = AppMessageTap(handler: tap) }
     }
 

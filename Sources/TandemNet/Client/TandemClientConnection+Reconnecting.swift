@@ -11,8 +11,8 @@ extension TandemClientConnection {
     // MARK: Reconnecting
 
     /// The current channel was lost without the server ending the session (called on its event loop).
-    func channelLost(_ reason: InvalidationReason, silentSince: Int64) {
-        let now = clock.now.nanoseconds
+    func channelLost(_ reason: InvalidationReason, silentSince: LocalInstant) {
+        let now = clock.now
         let start = phase.withLock { phase -> Bool? in
             switch phase {
             case .connected:
@@ -41,16 +41,16 @@ extension TandemClientConnection {
     ///
     /// Clock sync starts afresh on the new channel (the previous estimate serves until its first exchange): a
     /// suspended machine's monotonic clock may have stopped meanwhile, so old samples cannot be trusted.
-    func reconnect(lostAt: Int64, reason: InvalidationReason) async {
+    func reconnect(lostAt: LocalInstant, reason: InvalidationReason) async {
         let deadline = lostAt + options.reconnectGracePeriod
-        var delay = max(0, options.reconnectFirstDelay)
+        var delay = max(.zero, options.reconnectFirstDelay)
         var lastProblem = reason.message
         while true {
-            let wait = min(delay, deadline - clock.now.nanoseconds)
-            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait)) }
+            let wait = min(delay, deadline - clock.now)
+            if wait > .zero { try? await Task.sleep(nanoseconds: UInt64(wait.nanoseconds)) }
             guard isReconnecting else { return }
-            let left = deadline - clock.now.nanoseconds
-            if left <= 0 { break }
+            let left = deadline - clock.now
+            if left <= .zero { break }
             let epoch = lastEpoch.withLock { value in
                 value += 1
                 return value
@@ -59,7 +59,7 @@ extension TandemClientConnection {
             attempt.reconnectAs = localParticipantID
             attempt.reconnectToken = welcome.reconnectToken ?? options.reconnectToken
             attempt.createSession = false  // it exists: this peer joined it
-            attempt.connectTimeout = max(min(options.connectTimeout, left), 200_000_000)
+            attempt.connectTimeout = max(min(options.connectTimeout, left), .milliseconds(200))
             do {
                 // On success the new channel's handler has already swapped itself in (`resumed`).
                 _ = try await Self.establish(invite: invite, name: name, options: attempt, shared: shared, epoch: epoch,
@@ -78,9 +78,9 @@ extension TandemClientConnection {
             } catch {
                 lastProblem = "\(error)"
             }
-            delay = min(max(delay * 2, 1), max(options.reconnectMaxDelay, 1))
+            delay = min(max(delay * Int64(2), .nanoseconds(1)), max(options.reconnectMaxDelay, .nanoseconds(1)))
         }
-        let grace = String(format: "%g", Double(options.reconnectGracePeriod) / 1e9)
+        let grace = String(format: "%g", options.reconnectGracePeriod.seconds)
         giveUp(InvalidationReason(code: .connectionLost,
                                   message: "lost the server and could not reconnect within \(grace) s (\(lastProblem))"))
     }
@@ -109,7 +109,7 @@ extension TandemClientConnection {
     /// the connection's channel. False when the connection no longer wants it (closed meanwhile).
     func resumed(epoch: Int, welcome: SessionSnapshot, channel: any Channel,
                          handler: NIOLoopBound<ClientConnectionHandler>) -> Bool {
-        let silentSince = phase.withLock { phase -> Int64? in
+        let silentSince = phase.withLock { phase -> LocalInstant? in
             guard case .reconnecting(_, let silentSince) = phase else { return nil }
             phase = .connected
             return silentSince
@@ -120,16 +120,16 @@ extension TandemClientConnection {
         // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
         // the server forgot with the old channel (readiness, suspensions).
         shared.deliver(.welcome(welcome))
-        let after = max(0, clock.now.nanoseconds - silentSince)
+        let after = max(.zero, clock.now - silentSince)
         shared.deliver(.notice(Notice(kind: .info, participant: localParticipantID,
-                                      text: String(format: "reconnected after %.1f s", Double(after) / 1e9),
+                                      text: String(format: "reconnected after %.1f s", after.seconds),
                                       sessionTime: sessionNow())))
         shared.deliver(ConnectionEvent.reconnected(after: after))
         shared.endGap()
         return true
     }
 
-    func sessionNow() -> Int64 { clockMapping()?.sessionTime(atLocal: clock.now).nanoseconds ?? 0 }
+    func sessionNow() -> SessionInstant { clockMapping()?.sessionTime(atLocal: clock.now) ?? .zero }
 
     /// What happens to the link from now on: `reconnecting` when it is lost and the connection tries again,
     /// `reconnected` when that worked. The stream ends when the connection closes.

@@ -23,7 +23,7 @@ final class HostedSession: @unchecked Sendable {
     /// Running SHA-256 of each attachment being uploaded, checked at its commit.
     private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
-    private var timerDeadline: Int64 = .max
+    private var timerDeadline = SessionInstant(nanoseconds: .max)
     private(set) var ended = false
     /// Messages dropped because their recipient could not keep up (unreliable only).
     private(set) var droppedUnreliable = 0
@@ -41,7 +41,7 @@ final class HostedSession: @unchecked Sendable {
         self.logger = logger
         self.onEnded = onEnded
         self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: configuration.authority,
-                                          now: clock.now.nanoseconds)
+                                          now: SessionInstant(nanoseconds: clock.now.nanoseconds))
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
@@ -50,7 +50,7 @@ final class HostedSession: @unchecked Sendable {
     /// `reconnectToken`, and `wantsHost` only for the first participant to ask in the session's life. A
     /// reconnect that takes over a still-open connection closes the old one.
     func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, reconnectToken: String?,
-              prerollEstimate: Int64, wantsHost: Bool, waiting: Bool = false, lazyJournal: Bool = false) {
+              prerollEstimate: TimeSpan, wantsHost: Bool, waiting: Bool = false, lazyJournal: Bool = false) {
         loop.preconditionInEventLoop()
         guard !ended else {
             connection.close(.sessionEnded, "the session has ended")
@@ -59,7 +59,7 @@ final class HostedSession: @unchecked Sendable {
         switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                               prerollEstimate: prerollEstimate, wantsHost: wantsHost,
                               newReconnectToken: Self.newReconnectToken(), waiting: waiting, lazyJournal: lazyJournal,
-                              now: clock.now.nanoseconds) {
+                              now: sessionNow) {
         case .refused(let reason):
             connection.close(WireErrorCode(reason.code), reason.message)
         case .joined(let participant, let actions):
@@ -99,7 +99,7 @@ final class HostedSession: @unchecked Sendable {
         if case .journal(let journalMessage) = message {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
-        perform(authority.receive(message, from: participant, now: clock.now.nanoseconds))
+        perform(authority.receive(message, from: participant, now: sessionNow))
         if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
@@ -114,7 +114,7 @@ final class HostedSession: @unchecked Sendable {
         connections[participant] = nil
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
-        perform(authority.connectionLost(participant, now: clock.now.nanoseconds, what: what))
+        perform(authority.connectionLost(participant, now: sessionNow, what: what))
     }
 
     /// A connection closed while its join was being processed.
@@ -128,7 +128,7 @@ final class HostedSession: @unchecked Sendable {
     func shutdown(reason: InvalidationReason) {
         loop.preconditionInEventLoop()
         guard !ended else { return }
-        perform(authority.shutdown(reason: reason, now: clock.now.nanoseconds))
+        perform(authority.shutdown(reason: reason, now: sessionNow))
         if !ended { finish(reason) }
     }
 
@@ -217,18 +217,21 @@ final class HostedSession: @unchecked Sendable {
         return message
     }
 
-    private func schedule(at deadline: Int64) {
+    private func schedule(at deadline: SessionInstant) {
         guard deadline < timerDeadline || timer == nil else { return }
         timer?.cancel()
         timerDeadline = deadline
-        let delay = max(0, deadline - clock.now.nanoseconds)
-        timer = loop.scheduleTask(in: .nanoseconds(delay)) { [weak self] in
+        let delay = max(.zero, deadline - sessionNow)
+        timer = loop.scheduleTask(in: TimeAmount(delay)) { [weak self] in
             guard let self, !self.ended else { return }
             self.timer = nil
-            self.timerDeadline = .max
-            self.perform(self.authority.timerFired(now: self.clock.now.nanoseconds))
+            self.timerDeadline = SessionInstant(nanoseconds: .max)
+            self.perform(self.authority.timerFired(now: self.sessionNow))
         }
     }
+
+    /// The session clock: this server's monotonic clock, read as session time.
+    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
 
     private func finish(_ reason: InvalidationReason) {
         guard !ended else { return }

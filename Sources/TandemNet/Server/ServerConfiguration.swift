@@ -8,12 +8,12 @@ public struct ServerConfiguration: Sendable {
     public var maxSessions: Int = 1_000
     /// Largest frame (kind + body) accepted; bigger announcements are refused before anything is allocated.
     public var maxFrameSize: Int = 1 << 20
-    /// Heartbeat period (ns).
-    public var heartbeatInterval: Int64 = 500_000_000
-    /// Silence after which a peer is considered gone (ns). Keep well under 3 s.
-    public var heartbeatTimeout: Int64 = 2_000_000_000
-    /// A connection that has not finished authenticating (TLS handshake included) after this long is closed (ns).
-    public var handshakeTimeout: Int64 = 3_000_000_000
+    /// Heartbeat period.
+    public var heartbeatInterval: TimeSpan = .milliseconds(500)
+    /// Silence after which a peer is considered gone. Keep well under 3 s.
+    public var heartbeatTimeout: TimeSpan = .seconds(2)
+    /// A connection that has not finished authenticating (TLS handshake included) after this long is closed.
+    public var handshakeTimeout: TimeSpan = .seconds(3)
     /// Frames per second a connection may send before it is closed as a flood.
     public var maxFramesPerSecond: Int = 2_000
     /// Whether clients may create sessions themselves (`hello.create`). Off for embedded servers, where the
@@ -30,8 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var createToken: String?
     /// Sessions one source address may create per minute (remote creation only).
     public var sessionCreationsPerMinute: Int = 10
-    /// A remotely created session that nobody has joined after this long is removed (ns).
-    public var unjoinedSessionLifetime: Int64 = 60_000_000_000
+    /// A remotely created session that nobody has joined after this long is removed.
+    public var unjoinedSessionLifetime: TimeSpan = .seconds(60)
     /// Bytes queued for one connection beyond what the socket takes. Over it, unreliable app messages are
     /// dropped first; if that is not enough the connection is closed with `slowConsumer`. Journal replay
     /// (paced by the socket, its bytes shared with the journal) counts a fixed 64 bytes per message.

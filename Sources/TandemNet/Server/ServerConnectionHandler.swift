@@ -43,10 +43,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var state = State.awaitingHello
     var context: ChannelHandlerContext?
     var connection: ServerConnection?
-    var lastReceived: Int64 = 0
+    var lastReceived = LocalInstant.zero
     var heartbeat: RepeatedTask?
     var handshakeTimer: Scheduled<Void>?
-    var floodWindowStart: Int64 = 0
+    var floodWindowStart = LocalInstant.zero
     var floodWindowCount = 0
     /// Outbound traffic waiting for the socket, in order, with what each item counts against the bound.
     var outbound = CircularBuffer<(item: Outbound, cost: Int)>()
@@ -79,7 +79,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         connection = ServerConnection(channel: context.channel, handler: self)
-        lastReceived = clock.now.nanoseconds
+        lastReceived = clock.now
         if context.channel.isActive { start(context: context) }
     }
 
@@ -101,17 +101,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard handshakeTimer == nil else { return }
         if case .closed = state { return }
         let weakSelf = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
-        handshakeTimer = context.eventLoop.scheduleTask(in: .nanoseconds(configuration.handshakeTimeout)) {
+        handshakeTimer = context.eventLoop.scheduleTask(in: TimeAmount(configuration.handshakeTimeout)) {
             guard let handler = weakSelf.value.value else { return }
             switch handler.state {
             case .awaitingHello, .awaitingProof:
                 handler.closeAfterSending(.helloTimeout,
-                                          "no hello and authentication within \(Nanos.toSeconds(handler.configuration.handshakeTimeout)) s",
+                                          "no hello and authentication within \(handler.configuration.handshakeTimeout.seconds) s",
                                           immediately: true)
             default: break
             }
         }
-        let interval = TimeAmount.nanoseconds(configuration.heartbeatInterval)
+        let interval = TimeAmount(configuration.heartbeatInterval)
         heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
             guard let handler = weakSelf.value.value else {
                 task.cancel()
@@ -131,8 +131,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now.nanoseconds - lastReceived > configuration.heartbeatTimeout {
-            closeAfterSending(.heartbeatTimeout, "nothing heard for \(Nanos.toSeconds(configuration.heartbeatTimeout)) s",
+        if clock.now - lastReceived > configuration.heartbeatTimeout {
+            closeAfterSending(.heartbeatTimeout, "nothing heard for \(configuration.heartbeatTimeout.seconds) s",
                               immediately: true)
             return
         }
@@ -197,8 +197,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func floodExceeded(now: Int64) -> Bool {
-        if now - floodWindowStart > 1_000_000_000 {
+    private func floodExceeded(now: LocalInstant) -> Bool {
+        if now - floodWindowStart > .seconds(1) {
             floodWindowStart = now
             floodWindowCount = 0
         }
@@ -227,8 +227,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             let (sequence, t1) = try FrameCodec.parseClockPing(frame)
             var body = context.channel.allocator.buffer(capacity: 28)
             body.writeInteger(sequence)
-            body.writeInteger(t1)
-            body.writeInteger(frame.receivedAt)
+            body.writeInteger(t1.nanoseconds)
+            // The authority's clock is the session clock: t2 and t3 are session instants.
+            body.writeInteger(frame.receivedAt.nanoseconds)
             let t3Index = body.writerIndex
             body.writeInteger(Int64(0))
             // t3 is stamped as late as possible: just before the frame goes to the encoder and the socket.
@@ -268,8 +269,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             admission?.release()
             admission = nil
             frameLimit.value = configuration.maxFrameSize
-            let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval / 1_000_000),
-                                    heartbeatTimeoutMs: Int(configuration.heartbeatTimeout / 1_000_000),
+            let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
+                                    heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)

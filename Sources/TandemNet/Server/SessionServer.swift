@@ -34,8 +34,8 @@ public final class SessionServer: Sendable {
     private let liveHandlers = Atomic<Int>(0)
     /// Unauthenticated connections, in all and per source address.
     private let unauthenticated = Mutex(UnauthenticatedCount())
-    /// Recent session creations per source address (monotonic ns), for the per-minute quota.
-    private let creations = Mutex<[String: [Int64]]>([:])
+    /// Recent session creations per source address, for the per-minute quota.
+    private let creations = Mutex<[String: [LocalInstant]]>([:])
     private let refusals = Mutex<[String: RefusalLogState]>([:])
     private let queuedBytes = Atomic<Int>(0)
     private let peakQueuedBytes = Atomic<Int>(0)
@@ -48,7 +48,7 @@ public final class SessionServer: Sendable {
     }
 
     private struct RefusalLogState {
-        var lastLogged: Int64
+        var lastLogged: LocalInstant
         var suppressed: Int
     }
 
@@ -253,14 +253,14 @@ public final class SessionServer: Sendable {
     /// A session created by a client that proved its key; it expires if nobody joins it in time.
     func createRemoteSession(id: String, key: SymmetricKey, address: String) throws(SessionServerError) -> HostedSession {
         let session = try createSession(id: id, key: key)
-        let now = clock.now.nanoseconds
+        let now = clock.now
         creations.withLock { creations in
-            if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < 60_000_000_000 } } }
+            if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < .seconds(60) } } }
             creations[address, default: []].append(now)
         }
         logger.info("session created", metadata: ["session": "\(id)", "address": "\(address)"])
         let logger = self.logger
-        session.loop.scheduleTask(in: .nanoseconds(configuration.unjoinedSessionLifetime)) { [weak session] in
+        session.loop.scheduleTask(in: TimeAmount(configuration.unjoinedSessionLifetime)) { [weak session] in
             guard let session, session.expireIfUnjoined() else { return }
             logger.info("session expired: nobody joined", metadata: ["session": "\(session.id)"])
         }
@@ -269,9 +269,9 @@ public final class SessionServer: Sendable {
 
     /// Whether `address` is within its session-creation quota (creations in the last minute).
     func mayCreateSession(from address: String) -> Bool {
-        let now = clock.now.nanoseconds
+        let now = clock.now
         return creations.withLock { creations in
-            let recent = (creations[address] ?? []).filter { now - $0 < 60_000_000_000 }
+            let recent = (creations[address] ?? []).filter { now - $0 < .seconds(60) }
             creations[address] = recent.isEmpty ? nil : recent
             return recent.count < configuration.sessionCreationsPerMinute
         }
@@ -304,10 +304,10 @@ public final class SessionServer: Sendable {
     /// Logs a refusal at info level, at most one line per address per second (later lines count the ones
     /// left out). Never logs a secret, key or token.
     func logRefusal(address: String, _ what: String) {
-        let now = clock.now.nanoseconds
+        let now = clock.now
         let suppressed: Int? = refusals.withLock { refusals in
             if refusals.count > 4_096 { refusals.removeAll() }
-            if let state = refusals[address], now - state.lastLogged < 1_000_000_000 {
+            if let state = refusals[address], now - state.lastLogged < .seconds(1) {
                 refusals[address]?.suppressed += 1
                 return nil
             }

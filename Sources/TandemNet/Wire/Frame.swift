@@ -44,10 +44,10 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
 public struct Frame: Sendable {
     public var kind: FrameKind
     public var body: ByteBuffer
-    /// Local monotonic time at which the bytes completing this frame were read (0 for outgoing frames).
-    public var receivedAt: Int64 = 0
+    /// Local monotonic time at which the bytes completing this frame were read (zero for outgoing frames).
+    public var receivedAt: LocalInstant = .zero
 
-    public init(kind: FrameKind, body: ByteBuffer, receivedAt: Int64 = 0) {
+    public init(kind: FrameKind, body: ByteBuffer, receivedAt: LocalInstant = .zero) {
         self.kind = kind
         self.body = body
         self.receivedAt = receivedAt
@@ -130,7 +130,7 @@ public struct FrameDecoder: ByteToMessageDecoder {
         buffer.moveReaderIndex(forwardBy: 4)
         let kind = FrameKind(rawValue: buffer.readInteger(as: UInt8.self)!)!
         let body = buffer.readSlice(length: Int(length) - 1)!
-        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now.nanoseconds)))
+        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now)))
         return .continue
     }
 
@@ -259,19 +259,19 @@ package enum FrameCodec {
         Frame(kind: kind, body: allocator.buffer(capacity: 0))
     }
 
-    static func clockPing(sequence: UInt32, t1: Int64, allocator: ByteBufferAllocator) -> Frame {
+    static func clockPing(sequence: UInt32, t1: LocalInstant, allocator: ByteBufferAllocator) -> Frame {
         var b = allocator.buffer(capacity: 12)
         b.writeInteger(sequence)
-        b.writeInteger(t1)
+        b.writeInteger(t1.nanoseconds)
         return Frame(kind: .clockPing, body: b)
     }
 
-    package static func parseClockPing(_ frame: Frame) throws -> (sequence: UInt32, t1: Int64) {
+    package static func parseClockPing(_ frame: Frame) throws -> (sequence: UInt32, t1: LocalInstant) {
         var b = frame.body
         guard let s = b.readInteger(as: UInt32.self), let t1 = b.readInteger(as: Int64.self) else {
             throw FrameError.malformedBody(kind: .clockPing, detail: "expected 12 bytes, got \(frame.body.readableBytes)")
         }
-        return (s, t1)
+        return (s, LocalInstant(nanoseconds: t1))
     }
 
     package static func parseClockPong(_ frame: Frame) throws -> ClockPong {
@@ -280,6 +280,7 @@ package enum FrameCodec {
               let t2 = b.readInteger(as: Int64.self), let t3 = b.readInteger(as: Int64.self) else {
             throw FrameError.malformedBody(kind: .clockPong, detail: "expected 28 bytes, got \(frame.body.readableBytes)")
         }
-        return ClockPong(sequence: s, t1: t1, t2: t2, t3: t3)
+        return ClockPong(sequence: s, t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
+                         t3: SessionInstant(nanoseconds: t3))
     }
 }

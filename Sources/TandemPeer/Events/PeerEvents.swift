@@ -49,7 +49,7 @@ package struct JoinedEvent: PeerEvent, Equatable {
         package init(_ activity: MediaActivity) {
             self.init(title: activity.metadata.title, subtitle: activity.metadata.subtitle,
                       type: activity.metadata.type.rawValue, fallbackURL: activity.metadata.fallbackURL?.absoluteString,
-                      fileName: activity.fileName, duration: EventUnits.seconds(activity.duration))
+                      fileName: activity.fileName, duration: EventUnits.seconds(activity.duration?.nanoseconds))
         }
     }
 
@@ -170,7 +170,7 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package init(_ state: ParticipantState) {
             self.init(id: state.participant.id.rawValue, name: state.participant.name, host: state.isHost,
                       readiness: Readiness(state.readiness), suspensions: state.suspensions.map(\.rawValue),
-                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay))
+                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds))
         }
     }
 
@@ -358,5 +358,5 @@ package struct EndedEvent: PeerEvent, Equatable {
 package let allPeerEventTypes: [any PeerEvent.Type] = [
     InviteEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
     NoticeEvent.self, ChatEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
-    ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self,
+    ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]

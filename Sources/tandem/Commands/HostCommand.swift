@@ -4,16 +4,21 @@ import Logging
 import Tandem
 import TandemPeer
 
-/// `tandem host FILE`: starts a session on FILE, prints its invite and takes part as the first participant.
+/// `tandem host FILE…`: starts a session on FILE (a queue of them), prints its invite and takes part as the first
+/// participant.
 struct HostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "host",
-        abstract: "Start a watch-together session on FILE, print its invite, and take part.",
+        abstract: "Start a watch-together session on FILE (or a queue of files), print its invite, and take part.",
         discussion: """
             Runs a session server inside this process (or uses a standalone one given with --server), creates a \
             session for FILE and prints an invite (and with --invite-file writes it to a file only you can read). \
             Friends join with `tandem join --invite-file INVITE-FILE THEIR-COPY`. Nobody starts \
             until everyone's player has loaded; space (or `play` on stdin) starts the group.
+
+            Several files (or --playlist FILE, one path per line, # comments) make a queue: the group moves on \
+            together at the end of each item, and n/p (or `next`/`prev` on stdin) skip; joiners find each item \
+            by its file name in their --media-dir.
 
             The session ends for everyone when the host leaves.
 
@@ -23,10 +28,15 @@ struct HostCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The media file to play (a path, file://, http:// or https:// URI).")
-    var file: String
+    @Argument(help: ArgumentHelp("The media files to play, in order (paths, file://, http:// or https:// URIs).",
+                                 valueName: "file"))
+    var files: [String] = []
 
-    @Option(help: "The title others see (default: the file's title tag, or its name).")
+    @Option(help: ArgumentHelp("A playlist: one media path per line (relative to the playlist's directory); blank lines and lines starting with # are skipped. Its items follow FILEs.",
+                               valueName: "FILE"))
+    var playlist: String?
+
+    @Option(help: "The title others see for the first item (default: the file's title tag, or its name).")
     var title: String?
 
     @Option(help: "A subtitle others see.")
@@ -69,6 +79,10 @@ struct HostCommand: AsyncParsableCommand {
     var peer: PeerOptions
 
     func validate() throws {
+        if files.isEmpty, playlist == nil {
+            throw ValidationError("Missing expected argument '<file>' — give the media to share: one or more files, "
+                + "or --playlist FILE")
+        }
         if let type, !type.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) || type.isEmpty {
             throw ValidationError("--type must be a word such as watchTogether or listenTogether")
         }
@@ -97,10 +111,23 @@ struct HostCommand: AsyncParsableCommand {
                     throw CLIError(.usage, "--preview: \(error)")
                 }
             }
+            let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
+            let file = paths[0]
             let probe = try await probeMedia(file)
             let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: subtitle,
                                          type: type.map { ActivityType(rawValue: $0) },
                                          fallbackURL: fallbackURL.flatMap(URL.init(string:)))
+            let media = QueueMedia(directory: nil)
+            media.register(itemID: activity.itemID, location: file)
+            var following: [QueueEntry] = []
+            for path in paths.dropFirst() {
+                let probe = try await probeMedia(path)
+                let item = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
+                media.register(itemID: item.itemID, location: path)
+                do { following.append(QueueEntry(activity: try item.envelope, contentID: probe.contentID)) } catch {
+                    throw CLIError(.failure, "cannot encode the activity for \(path): \(error)")
+                }
+            }
             let envelope: ActivityEnvelope
             do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
             let player = try peer.makePeerPlayer()
@@ -142,7 +169,7 @@ struct HostCommand: AsyncParsableCommand {
 
             let participant: LocalPeer
             do {
-                participant = try await LocalPeer.connect(invite: dial, name: peer.displayName, file: file,
+                participant = try await LocalPeer.connect(invite: dial, name: peer.displayName, file: file, media: media,
                                                           player: player, options: options)
             } catch {
                 await embedded?.shutdown()
@@ -152,6 +179,12 @@ struct HostCommand: AsyncParsableCommand {
                 do { try await participant.session.setActivity(activity, itemID: activity.itemID) } catch {
                     await participant.leave()
                     throw CLIError(.failure, "could not set the session's activity: \(error)")
+                }
+            }
+            if !following.isEmpty {
+                do { try await participant.session.addToQueue(entries: following) } catch {
+                    await participant.leave()
+                    throw CLIError(.failure, "could not share the queue: \(error)")
                 }
             }
             if let previewImage {
@@ -167,13 +200,39 @@ struct HostCommand: AsyncParsableCommand {
                 }
             }
             let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
-            let header = [
-                "Hosting \(activity.summary)"] + MediaActivity.metadataLines(activity.metadata) + [
-                "Invite: \(invite)",
-                "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)",
-            ]
+            var hosting = "Hosting \(activity.summary)"
+            var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
+            if !following.isEmpty {
+                hosting += " and \(following.count) more in the queue"
+                joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
+                    + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
+            }
+            let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await console.run(header: header, invite: invite, server: embedded)
         }
+    }
+
+    /// The paths a playlist names: one a line, relative to the playlist's directory; blank lines and `#` comments
+    /// skipped. Bounded like the session's queue.
+    static func readPlaylist(_ path: String) throws(CLIError) -> [String] {
+        let limit = AuthorityConfiguration().queue.maxEntries
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CLIError(.usage, "cannot read the playlist \(path) — check the path and its permissions")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let paths = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            .map { line in
+                line.hasPrefix("/") || line.contains("://") ? line : base.appendingPathComponent(line).path
+            }
+        guard !paths.isEmpty else { throw CLIError(.usage, "the playlist \(path) names no media — one path per line") }
+        guard paths.count <= limit else {
+            throw CLIError(.usage, "the playlist \(path) names \(paths.count) items; a queue holds at most \(limit)")
+        }
+        return paths
     }
 }

@@ -10,8 +10,11 @@ struct JoinCommand: AsyncParsableCommand {
         abstract: "Join a watch-together session with your own copy of the media.",
         discussion: """
             Connects with the invite the host printed, shows what is being shared, and plays FILE in step with \
-            everyone. Without FILE, a file in the current directory with the host's file name is used; without a \
-            usable file, Tandem says where to get one (the host's --fallback-url) and exits.
+            everyone. Without FILE, a file in --media-dir (default: the current directory) with the host's file \
+            name is used; without a usable file, Tandem says where to get one (the host's --fallback-url) and exits. \
+            Each later item of the host's queue is looked for there by its file name and checked by its content \
+            fingerprint (a different file plays, with a warning); a missing one plays from its fallback URL when \
+            the host gave one.
 
             The invite holds the session's secret. Keep it off the command line, where other users of this machine \
             can read it: give it with --invite-file FILE, as - to read it from the first line of standard input \
@@ -35,6 +38,11 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("invite-file"), help: ArgumentHelp(
         "Read the invite from FILE (its first line) instead of the command line.", valueName: "FILE"))
     var inviteFile: String?
+
+    @Option(name: .customLong("media-dir"), help: ArgumentHelp(
+        "Where to find the session's items by the host's file names (default: the current directory).",
+        valueName: "DIR"))
+    var mediaDir: String?
 
     @Option(name: .customLong("trust-roots"), help: ArgumentHelp(
         "PEM file of CA certificates to verify a TLS server against, when the invite carries no pin.",
@@ -84,7 +92,10 @@ struct JoinCommand: AsyncParsableCommand {
             header.append("With: " + (others.isEmpty ? "nobody yet" : others.map(\.participant.name).joined(separator: ", ")))
 
             // The file: the one given, or the host's file name here.
-            let path = file ?? activity?.fileName
+            let directory = mediaDir ?? FileManager.default.currentDirectoryPath
+            let path = file ?? activity.map { activity in
+                mediaDir.map { URL(fileURLWithPath: $0).appendingPathComponent(activity.fileName).path } ?? activity.fileName
+            }
             let probe: MediaProbe
             do {
                 guard let path else {
@@ -101,7 +112,8 @@ struct JoinCommand: AsyncParsableCommand {
                 await connection.close()
                 throw error
             }
-            let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!)
+            let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
+                                        media: QueueMedia(directory: directory))
             do { try await connection.send(.takePart) } catch {
                 await connection.close()
                 throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")

@@ -84,7 +84,7 @@ struct PeerOptions: ParsableArguments {
     /// `options` with this participant's reconnect grace period.
     func applying(to options: TandemClient.Options) -> TandemClient.Options {
         var options = options
-        options.reconnectGracePeriod = Int64((reconnectGrace * 1e9).rounded())
+        options.reconnectGracePeriod = .seconds(reconnectGrace)
         return options
     }
 

@@ -29,6 +29,9 @@ final class PeerConsole: Sendable {
     let previewDirectory: URL?
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
+    /// The queue entry that played when the queue last changed, known once a queue has arrived (in the welcome,
+    /// or on taking part): only moves after that are `item` events.
+    private let currentEntry = Mutex<(known: Bool, id: String?)>((false, nil))
     /// What the video shows over the picture (see `PeerConsole+Window`).
     let osd = Mutex(OnScreenDisplay())
     /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
@@ -39,6 +42,8 @@ final class PeerConsole: Sendable {
         self.mode = mode
         self.previewDirectory = previewDirectory
         names.withLock { $0[peer.id] = peer.name }
+        if let queue = peer.connection.welcome.queue { currentEntry.withLock { $0 = (true, queue.current?.id) } }
+        peer.media.onWarning { [weak self] text in self?.warn(text) }
     }
 
     /// The mode for these options: interactive only on a terminal and without `--json`.
@@ -87,9 +92,11 @@ final class PeerConsole: Sendable {
         // Subscribed before the peer runs, so that its first events are seen.
         let events = peer.coordinator.events
         let connectionEvents = peer.connection.connectionEvents()
+        let serverMessages = peer.connection.serverMessages()
         let peerService = PeerService(peer: peer, alongside: {
             if let invite { self.emit(InviteEvent(invite: invite.description)) }
-            await self.interact(header: header, events: events, connectionEvents: connectionEvents)
+            await self.interact(header: header, events: events, connectionEvents: connectionEvents,
+                                serverMessages: serverMessages)
         }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })
         var services = [ServiceGroupConfiguration.ServiceConfiguration(
             service: peerService, successTerminationBehavior: .gracefullyShutdownGroup)]
@@ -170,6 +177,11 @@ final class PeerConsole: Sendable {
         case .help:
             say(UserCommand.keyHelp)
             return false
+        case .queueList:
+            let queue = await peer.coordinator.queue
+            for line in LocalPeer.queueLines(queue) { say(line) }
+            emit(QueueEvent(queue ?? SessionQueue()))
+            return false
         case .showStatus:
             showStatusOnVideo()
             return false
@@ -216,7 +228,7 @@ final class PeerConsole: Sendable {
 
     /// Says the header, then shows events, reads commands and redraws the status until cancelled.
     private func interact(header: [String], events: AsyncStream<CoordinatorEvent>,
-                          connectionEvents: AsyncStream<ConnectionEvent>) async {
+                          connectionEvents: AsyncStream<ConnectionEvent>, serverMessages: AsyncStream<ServerMessage>) async {
         for line in header { say(line) }
         let welcome = peer.connection.welcome
         emit(JoinedEvent(session: welcome.sessionID, participant: .init(id: peer.id.rawValue, name: peer.name),
@@ -229,6 +241,12 @@ final class PeerConsole: Sendable {
             group.addTask { for await event in events { await self.show(event) } }
             // People read the link's notices (`reconnecting…`, `reconnected after 10.2 s`) with the others.
             group.addTask { for await event in connectionEvents { self.show(event) } }
+            // What the authority refused (the last item of the queue, a queue change that is the host's).
+            group.addTask {
+                for await message in serverMessages {
+                    if case .refused(let reason) = message { self.warn(reason) }
+                }
+            }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
             if let directory = self.previewDirectory {
@@ -258,7 +276,7 @@ final class PeerConsole: Sendable {
         case .reconnecting(let reason):
             emit(ReconnectingEvent(reason: reason))
         case .reconnected(let after):
-            emit(ReconnectedEvent(afterMs: EventUnits.milliseconds(after), participant: peer.id.rawValue))
+            emit(ReconnectedEvent(afterMs: EventUnits.milliseconds(after.nanoseconds), participant: peer.id.rawValue))
         }
     }
 
@@ -277,6 +295,16 @@ final class PeerConsole: Sendable {
             break  // the timeline event and the authority's notice say it
         case .activityChanged(let envelope):
             emit(ActivityEvent(envelope))
+        case .queueChanged(let queue):
+            emit(QueueEvent(queue))
+            let current = queue.current?.id
+            let moved = currentEntry.withLock { last in
+                defer { last = (true, current) }
+                return last.known && last.id != current
+            }
+            if moved, let item = ItemEvent(queue) {
+                emit(item)
+            }
         case .engineFailed(let error):
             warn("playback: \(error.description)")
         case .requestRejected(_, let reason):

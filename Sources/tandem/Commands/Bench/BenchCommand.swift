@@ -99,7 +99,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 let configuration = SyncBench.Configuration(
                     peers: peers, link: link, duration: duration, policy: policy, seed: seed,
                     maxClockOffset: maxClockOffset, maxDriftPPM: maxDrift, file: path,
-                    preciseWait: Nanos.microseconds(preciseWait))
+                    preciseWait: .microseconds(preciseWait))
                 let outcome = try await SyncBench(configuration: configuration).run { line in
                     if terminal { Terminal.shared.status("[\(policy.rawValue)] " + line) }
                 }

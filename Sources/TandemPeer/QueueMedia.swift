@@ -1,0 +1,63 @@
+import Foundation
+import Synchronization
+import Tandem
+
+/// Where this participant finds each item of the session's queue: the host's own files by item id; a joiner's by
+/// the host's file name in a media directory, checked against the host's content fingerprint, or else the item's
+/// fallback URL. Problems are reported through `onWarning` (a different file plays, with a warning, as for a
+/// single item; a missing one without a fallback URL fails to load, and the group goes on without this peer for
+/// that item).
+package final class QueueMedia: Sendable {
+    /// Where a joiner looks for items by file name (nil: only registered items are known).
+    package let directory: String?
+    private let known = Mutex<[String: String]>([:])
+    private let warningSink = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    package init(directory: String?) {
+        self.directory = directory
+    }
+
+    /// Says where the item `itemID` is (the host's files, a joiner's file given on the command line).
+    package func register(itemID: String, location: String) {
+        known.withLock { $0[itemID] = location }
+    }
+
+    /// Where problems are reported (replaces the previous receiver).
+    package func onWarning(_ receiver: @escaping @Sendable (String) -> Void) {
+        warningSink.withLock { $0 = receiver }
+    }
+
+    private func warn(_ text: String) {
+        let sink = warningSink.withLock { $0 }
+        sink?(text)
+    }
+
+    /// The path or URI to load for `envelope`'s item.
+    package func location(for envelope: ActivityEnvelope) async -> String {
+        if let location = known.withLock({ $0[envelope.itemID] }) { return location }
+        guard let media = MediaActivity(envelope) else { return envelope.itemID }
+        let location = await resolve(media, title: envelope.metadata.title ?? media.fileName)
+        register(itemID: envelope.itemID, location: location)
+        return location
+    }
+
+    /// Finds `media` in the directory (checking its fingerprint), else its fallback URL.
+    private func resolve(_ media: MediaActivity, title: String) async -> String {
+        let directory = self.directory ?? FileManager.default.currentDirectoryPath
+        let candidate = URL(fileURLWithPath: directory).appendingPathComponent(media.fileName).path
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if let probe = try? await MediaProbe.probe(candidate), let difference = media.difference(from: probe) {
+                warn("\(media.fileName): \(difference) — you may not be watching the same thing")
+            }
+            return candidate
+        }
+        if let url = media.metadata.fallbackURL {
+            warn("\"\(title)\" (\(media.fileName)) is not in \(directory); playing it from \(url.absoluteString)")
+            return url.absoluteString
+        }
+        warn("\"\(title)\" (\(media.fileName)) is not in \(directory) and the host gave no fallback URL — put a copy "
+            + "there; the group goes on without you for this item")
+        return candidate
+    }
+}
