@@ -11,6 +11,8 @@ package final class LocalPeer: Sendable {
     package let connection: TandemClientConnection
     package let coordinator: PlaybackCoordinator
     package let session: GroupSession<MediaActivity>
+    /// The session's journal (the host's preview image travels in it).
+    package let journal: GroupSessionJournal
     /// Carries chat lines (`Chat.swift`).
     package let chat: GroupSessionMessenger
     /// This peer's local monotonic clock (skewed in benchmarks).
@@ -40,6 +42,8 @@ package final class LocalPeer: Sendable {
                                           configuration: configuration, locate: { _ in file },
                                           locateActivity: locateActivity)
         session = GroupSession(link: connection)
+        // Made right after the session, so that it sees the attachments the authority announces on joining.
+        journal = GroupSessionJournal(session: session)
         chat = GroupSessionMessenger(session: session)
         session.join()
     }
@@ -51,17 +55,28 @@ package final class LocalPeer: Sendable {
                         configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> LocalPeer {
         var options = options
         options.prerollEstimate = player.prerollEstimate
+        // Enter, then join: the server sends nothing shared before the join, which goes out before anything the
+        // coordinator sends. Attachments (a preview image) are fetched only when wanted.
+        options.waitsToJoin = true
+        options.lazyAttachments = true
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
-        return LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file, media: media,
-                         clock: options.clock, configuration: configuration)
+        let peer = LocalPeer(name: name, player: player, engine: engine, connection: connection, file: file,
+                             media: media, clock: options.clock, configuration: configuration)
+        do { try await connection.send(.takePart) } catch {
+            await connection.close()
+            throw .unreachable("the connection closed while joining: \(error)")
+        }
+        return peer
     }
 
     /// Plays with the group until the session ends for this peer (it left, or the session ended); then releases
     /// the player.
     package func run() async {
         let session = self.session
+        let journal = self.journal
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await session.run() }
+            group.addTask { await journal.run() }
             await coordinator.run()
             group.cancelAll()
         }
@@ -135,6 +150,8 @@ package final class LocalPeer: Sendable {
             await coordinator.setRate(next)
         case .restart:
             await coordinator.seek(to: 0)
+        case .notice(let text):
+            do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
         case .next, .previous, .queueAdd:
             return await performQueue(command)
         case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,

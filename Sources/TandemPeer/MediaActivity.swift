@@ -47,6 +47,13 @@ package struct MediaActivity: GroupActivity, Hashable {
     }
 
     /// One line describing the activity, as a joiner sees it before playing.
+    /// The header's lines about an activity's metadata: its type and where to get the media.
+    package static func metadataLines(_ metadata: GroupActivityMetadata) -> [String] {
+        var line = "Type: \(metadata.type.rawValue)"
+        if let url = metadata.fallbackURL { line += " · get it from \(url.absoluteString)" }
+        return [line]
+    }
+
     package var summary: String {
         var parts = ["\"\(metadata.title ?? fileName)\""]
         if let subtitle = metadata.subtitle { parts.append("— \(subtitle)") }

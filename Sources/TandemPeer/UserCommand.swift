@@ -20,6 +20,8 @@ package enum UserCommand: Equatable, Sendable {
     case leave
     case end
     case help
+    /// Shows a line in everyone's notices (`notice TEXT` on stdin).
+    case notice(String)
     /// Volume in percent (0–150).
     case volume(Double)
     case volumeStep(up: Bool)
@@ -102,6 +104,11 @@ package enum UserCommand: Equatable, Sendable {
         case "leave", "quit", "exit": return .leave
         case "end": return .end
         case "help", "?": return .help
+        case "notice":
+            let text = line.drop(while: { $0 == " " || $0 == "\t" }).dropFirst(verb.count)
+                .trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { throw UserCommandError("'notice' needs text, e.g. 'notice back in 5 minutes'") }
+            return .notice(text)
         default:
             throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, next, prev, queue, "
                                    + "queue add PATH, volume PERCENT, mute, sub N|off, audio N, offset MS, status, "

@@ -29,10 +29,14 @@ public actor InMemorySessionHub {
     public var participants: [ParticipantState] { authority.participants }
 
     /// Joins a new participant and returns its link. Throws the authority's refusal.
-    public func connect(name: String, isHost: Bool = false, prerollEstimate: TimeSpan = .zero) throws -> InMemorySessionLink {
+    /// `waiting` enters without taking part (until the link sends `takePart`); `lazyJournal` announces attachments
+    /// and sends their bytes on `fetch` (see `SessionAuthority.join`).
+    public func connect(name: String, isHost: Bool = false, prerollEstimate: TimeSpan = .zero, waiting: Bool = false,
+                        lazyJournal: Bool = false) throws -> InMemorySessionLink {
         joins += 1
         switch authority.join(name: name, prerollEstimate: prerollEstimate, wantsHost: isHost,
-                              newReconnectToken: "in-memory-token-\(joins)", now: sessionNow) {
+                              newReconnectToken: "in-memory-token-\(joins)", waiting: waiting,
+                              lazyJournal: lazyJournal, now: sessionNow) {
         case .refused(let reason):
             throw reason
         case .joined(let id, let actions):

@@ -136,10 +136,10 @@ func threePeople(_ configuration: AuthorityConfiguration = .init(), clock: Manua
             let aliceJournal = GroupSessionJournal(link: alice)
             let bobJournal = GroupSessionJournal(link: bob)
             group.addTask { await bobJournal.run() }
-            let bobUpdates = bobJournal.attachmentUpdates
+            let bobUpdates = bobJournal.attachments
             let photo = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             let added = try await aliceJournal.add(photo, name: "photo.png")
-            #expect(aliceJournal.attachments.map(\.id) == [added.id])
+            #expect(aliceJournal.currentAttachments.map(\.id) == [added.id])
             let seen = await collect(2, from: bobUpdates)   // [] then [photo]
             #expect(seen.last?.map(\.data) == [photo])
             #expect(seen.last?.first?.info.owner == alice.localParticipantID)
@@ -147,13 +147,13 @@ func threePeople(_ configuration: AuthorityConfiguration = .init(), clock: Manua
             let carol = try await hub.connect(name: "carol")
             let carolJournal = GroupSessionJournal(link: carol)
             group.addTask { await carolJournal.run() }
-            let carolSeen = await collect(1, from: carolJournal.attachmentUpdates.filter { !$0.isEmpty }.asStream())
+            let carolSeen = await collect(1, from: carolJournal.attachments.filter { !$0.isEmpty }.asStream())
             #expect(carolSeen.first?.map(\.info.name) == ["photo.png"])
             #expect(carolSeen.first?.first?.data == photo)
 
-            let carolUpdates = carolJournal.attachmentUpdates
+            let carolUpdates = carolJournal.attachments
             try await aliceJournal.remove(added)
-            #expect(aliceJournal.attachments.isEmpty)
+            #expect(aliceJournal.currentAttachments.isEmpty)
             let afterRemoval = await collect(2, from: carolUpdates)
             #expect(afterRemoval.last == [])
             group.cancelAll()
@@ -170,7 +170,7 @@ func threePeople(_ configuration: AuthorityConfiguration = .init(), clock: Manua
             let aliceJournal = GroupSessionJournal(link: alice, hasher: { _ in "0000" })
             let bobJournal = GroupSessionJournal(link: bob, hasher: { data in String(data.count) })
             group.addTask { await bobJournal.run() }
-            let bobUpdates = bobJournal.attachmentUpdates
+            let bobUpdates = bobJournal.attachments
             try await aliceJournal.add(Data(count: 10), name: "a")
             try await GroupSessionJournal(link: alice, hasher: { data in String(data.count) }).add(Data(count: 20), name: "b")
             let seen = await collect(2, from: bobUpdates)

@@ -186,8 +186,8 @@ struct EndToEndEncryptionTests {
 
         let added = try await annJournal.add(attachment, name: fileName)
         #expect(added.info.name == fileName && added.info.size == Int64(attachment.count))
-        #expect(await eventually(within: 10) { !bobJournal.attachments.isEmpty || !bobJournal.failures.isEmpty })
-        let received = try #require(bobJournal.attachments.first)
+        #expect(await eventually(within: 10) { !bobJournal.currentAttachments.isEmpty || !bobJournal.failures.isEmpty })
+        let received = try #require(bobJournal.currentAttachments.first)
         #expect(bobJournal.failures.isEmpty)
         #expect(received.data == attachment)
         #expect(received.info.name == fileName)
@@ -199,9 +199,9 @@ struct EndToEndEncryptionTests {
         let carol = try await TandemClient.connect(invite: viaProxy, name: "carol", options: clientOptions())
         let carolJournal = GroupSessionJournal(link: carol)
         async let _ = carolJournal.run()
-        #expect(await eventually(within: 10) { !carolJournal.attachments.isEmpty || !carolJournal.failures.isEmpty })
-        #expect(carolJournal.attachments.first?.data == attachment)
-        #expect(carolJournal.attachments.first?.info.name == fileName)
+        #expect(await eventually(within: 10) { !carolJournal.currentAttachments.isEmpty || !carolJournal.failures.isEmpty })
+        #expect(carolJournal.currentAttachments.first?.data == attachment)
+        #expect(carolJournal.currentAttachments.first?.info.name == fileName)
         #expect(carol.welcome.attachments.first?.name != fileName)
 
         // Also the connection's own helpers seal.
@@ -211,9 +211,9 @@ struct EndToEndEncryptionTests {
         #expect(helper.first.map { $0.payload != Data(marker.utf8) } == true)
         #expect(try helper.first.map { try carol.payloadCipher!.open($0.payload) } == Data(marker.utf8))
         try await ann.uploadAttachment(attachment, name: fileName, id: "via-helper")
-        #expect(await eventually(within: 10) { carolJournal.attachments.count == 2 || !carolJournal.failures.isEmpty })
-        #expect(carolJournal.attachments.last?.info.name == fileName)
-        #expect(carolJournal.attachments.last?.data == attachment)
+        #expect(await eventually(within: 10) { carolJournal.currentAttachments.count == 2 || !carolJournal.failures.isEmpty })
+        #expect(carolJournal.currentAttachments.last?.info.name == fileName)
+        #expect(carolJournal.currentAttachments.last?.data == attachment)
 
         await ann.close()
         await bob.close()
@@ -258,12 +258,12 @@ struct EndToEndEncryptionTests {
         // The server accepts the foreign attachment (its digest matches what passed) but Bob cannot open it.
         try await GroupSessionJournal(link: foreign).add(Data("not for you".utf8), name: "elsewhere.txt")
         #expect(await eventually(within: 5) { !bobJournal.failures.isEmpty })
-        #expect(bobJournal.attachments.isEmpty)
+        #expect(bobJournal.currentAttachments.isEmpty)
         #expect(bobJournal.failures.first?.contains("could not be opened") == true)
         #expect(bobJournal.failures.first?.contains("elsewhere.txt") == false)
         try await GroupSessionJournal(link: ann).add(Data("for you".utf8), name: "here.txt")
-        #expect(await eventually(within: 5) { !bobJournal.attachments.isEmpty })
-        #expect(bobJournal.attachments.map(\.info.name) == ["here.txt"])
+        #expect(await eventually(within: 5) { !bobJournal.currentAttachments.isEmpty })
+        #expect(bobJournal.currentAttachments.map(\.info.name) == ["here.txt"])
 
         #expect(ann.closedReason == nil && bob.closedReason == nil)
         let later = bobMessenger.messages(of: SecretNote.self)

@@ -216,12 +216,12 @@ struct ReconnectTests {
         async let _ = journal.run()
         let links = bob.connectionEvents()
         let first = try await host.uploadAttachment(Data(repeating: 1, count: 100_000), name: "one")
-        #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id] })
+        #expect(await waitUntil(3) { journal.currentAttachments.map(\.id) == [first.id] })
         await bob.dropChannel()
         #expect(await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } } != nil)
         let second = try await host.uploadAttachment(Data(repeating: 2, count: 1_000), name: "two")
-        #expect(await waitUntil(3) { journal.attachments.map(\.id) == [first.id, second.id] },
-                "attachments: \(journal.attachments.map(\.info.name))")
+        #expect(await waitUntil(3) { journal.currentAttachments.map(\.id) == [first.id, second.id] },
+                "attachments: \(journal.currentAttachments.map(\.info.name))")
         await bob.close()
         await host.close()
         await server.shutdown()

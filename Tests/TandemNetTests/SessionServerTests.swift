@@ -199,7 +199,7 @@ struct SessionServerTests {
                 assembled.append(chunk)
             case .commit: committed = true
             case .failed(_, let reason): Issue.record("attachment failed: \(reason)")
-            case .remove: break
+            case .remove, .available, .fetch: break
             }
             if committed { break }
             if case .journal(.failed) = message { break }

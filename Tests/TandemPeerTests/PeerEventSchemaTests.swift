@@ -12,7 +12,9 @@ struct PeerEventSchemaTests {
         JoinedEvent(session: "s", participant: .init(id: "p1", name: "ann"),
                     activity: .init(title: "Film", subtitle: "cut", type: "watchTogether",
                                     fallbackURL: "https://example.com/film.webm", fileName: "film.webm", duration: 90)),
-        ActivityEvent(title: "Film", itemID: "abc"),
+        ActivityEvent(title: "Film", subtitle: "cut", type: "watchTogether", fallbackURL: "https://example.com/film.webm",
+                      itemID: "abc", activityIdentifier: "org.tandem.media", previewImageBytes: 0),
+        PreviewEvent(path: "/tmp/tandem-preview-s.png", format: "png", bytes: 1024),
         TimelineEvent(generation: 3, state: "waiting", rate: 1, anchorItemTime: 1.5, anchorSessionTime: 42,
                       originator: "p1", waitingFor: ["p2": ["loading"]]),
         ParticipantsEvent(participants: [

@@ -83,13 +83,13 @@ struct EmbeddingExampleTests {
         #expect(got?.1 == annSession.localParticipant.id)
 
         // Attachments reach everyone (and later joiners).
-        _ = try await journal.add(Data("poster bytes".utf8), name: "poster.txt")
+        _ = try await journal.add(Data("poster bytes".utf8))
         var attachment: GroupSessionJournal.Attachment?
         for _ in 0..<100 where attachment == nil {
             try await Task.sleep(for: .milliseconds(50))
-            attachment = bobJournal.attachments.first
+            attachment = bobJournal.currentAttachments.first
         }
-        #expect(attachment?.data == Data("poster bytes".utf8))
+        #expect(try await attachment?.load() == Data("poster bytes".utf8))
 
         // Pausing stops everyone at ann's position; ending invalidates both sessions.
         await ann.pause()

@@ -32,6 +32,11 @@ struct Member: Sendable {
     var suspensions: [HeldSuspension] = []
     var prepared: PreparedPosition?
     var isConnected = true
+    /// Took part (`takePart`, or entered without `waiting`): only then does it receive the timeline, messages,
+    /// notices and the journal, and only then may it change them. The group never waits for one that has not.
+    var hasJoined = true
+    /// Gets complete attachments as `available` and fetches their bytes on demand.
+    var lazyJournal = false
     var disconnectedAt: SessionInstant?
     /// Reported `.ready` for the current item at least once (so waiting for it is re-buffering, not first load).
     var hasLoadedItem = false
@@ -66,7 +71,7 @@ struct Member: Sendable {
         for suspension in suspensions where !reasons.contains(suspension.reason) { reasons.append(suspension.reason) }
         return ParticipantState(participant: participant, readiness: readiness, suspensions: reasons, isHost: isHost,
                                 oneWayDelay: oneWayDelay, prerollEstimate: prerollEstimate,
-                                preparedGeneration: prepared?.generation)
+                                preparedGeneration: prepared?.generation, hasJoined: hasJoined)
     }
 }
 

@@ -46,7 +46,7 @@ extension SessionAuthority {
     // MARK: Journal
 
     /// Stores and forwards journal traffic. Checksums are verified by the receivers, not here.
-    mutating func handleJournal(_ entry: JournalMessage, from id: ParticipantID) -> [Action] {
+    mutating func handleJournal(_ entry: JournalMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         switch entry {
         case .begin(var info):
             info.owner = id  // Nobody announces attachments on someone else's behalf.
@@ -73,7 +73,7 @@ extension SessionAuthority {
             }
             attachments[info.id] = StoredAttachment(info: info)
             attachmentOrder.append(info.id)
-            return broadcast(.journal(.begin(info)), except: id)
+            return send(.journal(.begin(info)), to: eagerIDs(except: id))
 
         case .chunk(let attachmentID, let offset, let bytes):
             // Only the figures are copied out, and the attachment is mutated in place, so a large attachment's
@@ -90,7 +90,7 @@ extension SessionAuthority {
             }
             attachments[attachmentID]?.chunks.append((offset, bytes))
             attachments[attachmentID]?.received += Int64(bytes.count)
-            return broadcast(.journal(entry), except: id)
+            return send(.journal(entry), to: eagerIDs(except: id))
 
         case .commit(let attachmentID):
             guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
@@ -101,7 +101,9 @@ extension SessionAuthority {
             }
             stored.isCommitted = true
             attachments[attachmentID] = stored
-            return broadcast(.journal(entry), except: id)
+            // Lazy participants learn of it now, complete, and fetch the bytes if they want them.
+            let lazy = connectedIDs.filter { $0 != id && members[$0]?.lazyJournal == true }
+            return send(.journal(entry), to: eagerIDs(except: id)) + send(.journal(.available(stored.info)), to: lazy)
 
         case .remove(let attachmentID):
             guard let stored = attachments[attachmentID] else { return [] }
@@ -117,14 +119,51 @@ extension SessionAuthority {
             guard let stored = attachments[attachmentID], stored.info.owner == id else { return [] }
             discardAttachment(attachmentID)
             let bounded = TextBounds.line(reason, maxBytes: TextBounds.maxNoticeBytes)
-            return broadcast(.journal(.failed(id: attachmentID, reason: bounded)), except: id)
+            return send(.journal(.failed(id: attachmentID, reason: bounded)),
+                        to: stored.isCommitted ? connectedIDs.filter { $0 != id } : eagerIDs(except: id))
+
+        case .available:
+            return [.send(.refused(reason: "'available' is sent by the server, not to it"), to: id)]
+
+        case .fetch(let attachmentID):
+            return fetch(attachmentID, for: id, now: now)
         }
+    }
+
+    /// Participants that receive attachments as they are sent (not lazily), except `excluded`.
+    func eagerIDs(except excluded: ParticipantID? = nil) -> [ParticipantID] {
+        connectedIDs.filter { $0 != excluded && members[$0]?.lazyJournal != true }
+    }
+
+    func send(_ message: ServerMessage, to ids: [ParticipantID]) -> [Action] { ids.map { .send(message, to: $0) } }
+
+    /// The bytes of a complete attachment, for the participant that asked: its begin, chunks and commit. Fetches
+    /// count against the sender's app-message rate; what they queue is bounded by the transport's per-connection
+    /// queue (a participant fetching faster than it reads is closed as a slow consumer).
+    mutating func fetch(_ attachmentID: String, for id: ParticipantID, now: SessionInstant) -> [Action] {
+        guard let stored = attachments[attachmentID], stored.isCommitted else {
+            return [.send(.journal(.failed(id: Self.quoted(attachmentID), reason: "there is no attachment "
+                + "'\(Self.quoted(attachmentID))' to load (it was removed, or never completed)")), to: id)]
+        }
+        guard takeMessageToken(for: id, now: now) else {
+            return [.send(.journal(.failed(id: attachmentID, reason: "too many requests: load attachments less often")),
+                          to: id)]
+        }
+        var actions: [Action] = [.send(.journal(.begin(stored.info)), to: id)]
+        for chunk in stored.chunks {
+            actions.append(.send(.journal(.chunk(id: attachmentID, offset: chunk.offset, bytes: chunk.bytes)), to: id))
+        }
+        actions.append(.send(.journal(.commit(id: attachmentID)), to: id))
+        return actions
     }
 
     /// Drops an attachment and tells everyone (the sender included) why.
     mutating func fail(_ attachmentID: String, reason: String) -> [Action] {
+        let owner = attachments[attachmentID]?.info.owner
         discardAttachment(attachmentID)
-        return broadcast(.journal(.failed(id: attachmentID, reason: reason)))
+        // Only those that saw its begin: lazy participants never heard of an incomplete attachment.
+        let told = connectedIDs.filter { $0 == owner || members[$0]?.lazyJournal != true }
+        return send(.journal(.failed(id: attachmentID, reason: reason)), to: told)
     }
 
     mutating func discardAttachment(_ attachmentID: String) {
@@ -138,8 +177,8 @@ extension SessionAuthority {
         for attachmentID in attachmentOrder {
             guard let stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else { continue }
             discardAttachment(attachmentID)
-            actions += broadcast(.journal(.failed(id: attachmentID, reason: "\(name(of: id)) left before "
-                + "'\(stored.info.name)' was complete")), except: id)
+            actions += send(.journal(.failed(id: attachmentID, reason: "\(name(of: id)) left before "
+                + "'\(stored.info.name)' was complete")), to: eagerIDs(except: id))
         }
         return actions
     }
@@ -150,6 +189,10 @@ extension SessionAuthority {
         var actions: [Action] = []
         for attachmentID in attachmentOrder {
             guard let stored = attachments[attachmentID], stored.info.owner != id || stored.isCommitted else { continue }
+            if members[id]?.lazyJournal == true {
+                if stored.isCommitted { actions.append(.send(.journal(.available(stored.info)), to: id)) }
+                continue
+            }
             actions.append(.send(.journal(.begin(stored.info)), to: id))
             for chunk in stored.chunks {
                 actions.append(.send(.journal(.chunk(id: attachmentID, offset: chunk.offset, bytes: chunk.bytes)), to: id))

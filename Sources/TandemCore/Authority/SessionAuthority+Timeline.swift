@@ -177,7 +177,7 @@ extension SessionAuthority {
         flaggedAsDifferentMedia = []
         stopWaiting()
         resetEndOfItem()
-        var actions = broadcast(.activity(envelope))
+        var actions = presentIDs.map { Action.send(.activity(envelope), to: $0) }
         let title = envelope.metadata.title ?? envelope.itemID
         actions += broadcast(notice(.activityChanged, id,
                                     text ?? "\(id.map { name(of: $0) } ?? "the session") changed the activity to \(title)", now))
@@ -214,7 +214,7 @@ extension SessionAuthority {
     /// `applyingLimits`, ignoring the per-reason limits).
     func blockingReasons(of member: Member, at position: ItemPosition, requiringPreparation: Bool,
                          applyingLimits: Bool = true) -> [SuspensionReason] {
-        guard member.isConnected, !member.hasFailed else { return [] }
+        guard member.isConnected, member.hasJoined, !member.hasFailed else { return [] }
         var reasons = member.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
             .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) }
         if applyingLimits { reasons.removeAll { reasonsOverLimit.contains($0) } }
@@ -415,7 +415,7 @@ extension SessionAuthority {
         }
         guard let reference = referenceMedia else { return [] }
         var actions: [Action] = []
-        toCheck = toCheck.filter { members[$0]?.isConnected == true }
+        toCheck = toCheck.filter { members[$0]?.isConnected == true && members[$0]?.hasJoined == true }
         for other in toCheck {
             guard let member = members[other], case .ready(let otherInfo) = member.readiness else { continue }
             var differences: [String] = []

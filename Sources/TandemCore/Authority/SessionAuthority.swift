@@ -100,7 +100,7 @@ public struct SessionAuthority: Sendable {
 
     /// The connected participants, in join order.
     public var participants: [ParticipantState] {
-        connectedIDs.compactMap { members[$0]?.state }
+        presentIDs.compactMap { members[$0]?.state }
     }
 
     /// Whether `owner` is sending attachment `id` (announced and accepted, not yet committed).
@@ -130,8 +130,13 @@ public struct SessionAuthority: Sendable {
     ///
     /// Ids are "p1", "p2", … in join order. Refused with `.sessionFull` when `maxParticipants` (connected or within
     /// their grace period) are taken, and with the end reason once the session has ended.
+    /// - `waiting` admits a new participant without taking part: it receives the activity and the participant list
+    ///   only, and may send nothing but `takePart`, `leave`, clock pings and link reports, until `takePart`. A
+    ///   reconnect keeps what the identity had (joined or not), whatever it asks.
+    /// - `lazyJournal` sends this connection complete attachments as `available`, their bytes only on `fetch`.
     public mutating func join(name rawName: String, reconnectAs: ParticipantID? = nil, reconnectToken: String? = nil,
                               prerollEstimate: TimeSpan, wantsHost: Bool, newReconnectToken: String,
+                              waiting: Bool = false, lazyJournal: Bool = false,
                               now: SessionInstant) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
         let name = TextBounds.name(rawName)
@@ -149,6 +154,7 @@ public struct SessionAuthority: Sendable {
                 member = members[id]!
             }
             member.participant.name = name
+            member.lazyJournal = lazyJournal
             member.isConnected = true
             member.disconnectedAt = nil
             member.prerollEstimate = max(0, prerollEstimate)
@@ -173,14 +179,17 @@ public struct SessionAuthority: Sendable {
                                 joinedAt: now, messageTokens: Double(configuration.appMessageBurst))
             // A late joiner catches up with the running timeline instead of pausing everyone.
             member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
+            member.hasJoined = !waiting
+            member.lazyJournal = lazyJournal
             members[id] = member
             memberOrder.append(id)
             noticeText = "\(name) joined"
         }
         actions.append(.send(.welcome(snapshot(for: id)), to: id))
-        actions += journalReplay(to: id)
+        let joined = members[id]?.hasJoined == true
+        if joined { actions += journalReplay(to: id) }
         actions += broadcastParticipants()
-        actions += broadcast(notice(.joined, id, noticeText, now))
+        if joined { actions += broadcast(notice(.joined, id, noticeText, now)) }
         actions += reconcile(now: now)
         actions += scheduleWakeUp()
         return .joined(id, actions)
@@ -190,9 +199,21 @@ public struct SessionAuthority: Sendable {
     public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard endReason == nil, let member = members[id], member.isConnected else { return [] }
         var actions: [Action]
+        if !member.hasJoined {
+            switch message {
+            case .join, .clockPing, .linkReport, .leave, .takePart: break
+            default:
+                // Enforced here, not only by the client: nothing shared is sent or changed before joining.
+                return [.send(.refused(reason: "join the session first: nothing is shared before you join"), to: id)]
+            }
+        }
         switch message {
         case .join:
             actions = []  // The transport turns the first join into `join(...)`; a repeated one means nothing.
+        case .takePart:
+            actions = takePart(id, now: now)
+        case .notice(let text):
+            actions = appNotice(text, from: id, now: now)
         case .clockPing(let ping):
             return [.send(.clockPong(ClockPong(sequence: ping.sequence, t1: ping.t1, t2: now, t3: now)), to: id)]
         case .timelineRequest(let request):
@@ -229,7 +250,7 @@ public struct SessionAuthority: Sendable {
         case .appMessage(let outgoing):
             actions = relay(outgoing, from: id, now: now)
         case .journal(let entry):
-            actions = handleJournal(entry, from: id)
+            actions = handleJournal(entry, from: id, now: now)
         case .queue(let request):
             actions = handleQueue(request, from: id, now: now)
         case .reachedEnd(let generation):
@@ -264,7 +285,9 @@ public struct SessionAuthority: Sendable {
         members[id] = member
         var actions = dropUnfinishedAttachments(of: id)
         actions += broadcastParticipants()
-        actions += broadcast(notice(.left, id, "\(member.participant.name) \(what ?? "lost connection")", now))
+        if member.hasJoined {
+            actions += broadcast(notice(.left, id, "\(member.participant.name) \(what ?? "lost connection")", now))
+        }
         actions += reconcile(now: now)
         actions += advanceIfEveryoneReachedEnd(now: now)
         actions += scheduleWakeUp()
@@ -300,13 +323,22 @@ public struct SessionAuthority: Sendable {
 // MARK: - Participants and session life
 
 extension SessionAuthority {
-    var connectedIDs: [ParticipantID] { memberOrder.filter { members[$0]?.isConnected == true } }
+    /// Connected participants that have joined: those the timeline, messages, notices and the journal reach.
+    var connectedIDs: [ParticipantID] {
+        memberOrder.filter { members[$0]?.isConnected == true && members[$0]?.hasJoined == true }
+    }
+    /// Every connected participant, joined or not: those the activity and the participant list reach.
+    var presentIDs: [ParticipantID] { memberOrder.filter { members[$0]?.isConnected == true } }
 
-    /// The welcome of `id`: the only message that carries its reconnect token.
+    /// The welcome of `id`: the only message that carries its reconnect token. One that has not joined sees the
+    /// activity and the participants only.
     func snapshot(for id: ParticipantID) -> SessionSnapshot {
-        SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
-                        timeline: timeline, participants: participants, attachments: committedAttachments,
-                        reconnectToken: members[id]!.reconnectToken, queue: queue)
+        let joined = members[id]!.hasJoined
+        let lazy = members[id]!.lazyJournal
+        return SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
+                               timeline: joined ? timeline : nil, participants: participants,
+                               attachments: joined && !lazy ? committedAttachments : [],
+                               reconnectToken: members[id]!.reconnectToken, queue: joined ? queue : nil)
     }
 
     /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.
@@ -321,7 +353,7 @@ extension SessionAuthority {
         connectedIDs.filter { $0 != excluded }.map { .send(message, to: $0) }
     }
 
-    func broadcastParticipants() -> [Action] { broadcast(.participants(participants)) }
+    func broadcastParticipants() -> [Action] { presentIDs.map { .send(.participants(participants), to: $0) } }
 
     func notice(_ kind: Notice.Kind, _ participant: ParticipantID?, _ text: String, _ now: SessionInstant) -> ServerMessage {
         .notice(Notice(kind: kind, participant: participant,
@@ -350,14 +382,14 @@ extension SessionAuthority {
         }
         if member.isConnected {
             actions += broadcastParticipants()
-            actions += broadcast(notice(.left, id, "\(member.participant.name) left", now))
+            if member.hasJoined { actions += broadcast(notice(.left, id, "\(member.participant.name) left", now)) }
         }
         actions += reconcile(now: now)
         return actions
     }
 
     mutating func endSession(_ reason: InvalidationReason) -> [Action] {
-        let actions: [Action] = connectedIDs.map { .close($0, reason) } + [.sessionEnded(reason)]
+        let actions: [Action] = presentIDs.map { .close($0, reason) } + [.sessionEnded(reason)]
         endReason = reason
         scheduledWakeUp = nil
         waitingSince = [:]

@@ -1,7 +1,7 @@
 extension AsyncStream {
     /// A stream of `transform`'s non-nil results over `base`, pulled on demand by whoever iterates it: no task of
     /// its own, so nothing runs (or outlives its consumer) while nobody listens. Ends when `base` ends or throws.
-    static func pulling<Base: AsyncSequence & Sendable>(
+    package static func pulling<Base: AsyncSequence & Sendable>(
         _ base: Base, _ transform: @escaping @Sendable (Base.Element) async -> Element?
     ) -> AsyncStream<Element> where Base.Element: Sendable {
         let source = PulledIterator(base.makeAsyncIterator())

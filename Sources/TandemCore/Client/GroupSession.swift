@@ -4,7 +4,8 @@ import Synchronization
 /// One live session of an activity, as SharePlay's `GroupSession`: its state, participants and activity, over a
 /// `SessionLink` to the session's authority.
 ///
-/// A session starts `.waiting`; `join()` makes it `.joined`; it ends `.invalidated(reason:)` when the participant
+/// A session starts `.waiting`; `join()` makes it `.joined` and tells the authority, which sends a participant that
+/// entered waiting (`TandemClient.Options.waitsToJoin`) nothing but the activity and the participants until then; it ends `.invalidated(reason:)` when the participant
 /// leaves, someone ends it for everyone, or the connection is gone. Every property can be observed as an
 /// `AsyncStream` that starts with the current value. It follows the authority while its owner runs `run()`; it
 /// starts no task of its own.
@@ -23,10 +24,16 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         case encodingFailed(String)
         /// The session is over.
         case invalidated(InvalidationReason)
+        /// Only a participant that has joined can do this: call `join()` first.
+        case notJoined
+        /// A notice with no text left once cleaned.
+        case emptyNotice
         public var description: String {
             switch self {
             case .encodingFailed(let why): return "the activity could not be encoded: \(why)"
             case .invalidated(let reason): return "the session is over: \(reason.message)"
+            case .notJoined: return "join the session first"
+            case .emptyNotice: return "the notice has no text to show"
             }
         }
     }
@@ -37,6 +44,8 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     public let localParticipant: Participant
     /// The session's id.
     public let id: String
+    /// Whether this peer started the session (`activate`), rather than being invited to it.
+    public let isLocallyInitiated: Bool
 
     private let stateBox: FanOut<State>
     private let participantsBox: FanOut<Set<Participant>>
@@ -48,15 +57,18 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     private let upstream: Mutex<AsyncStream<ServerMessage>?>
     /// Activities the `activity` setter proposes; `run()` sends them.
     private let proposals = FanOut<Activity>(replay: .backlogToFirstSubscriber)
+    /// Requests `join()` makes; `run()` sends them in order.
+    private let outbox = FanOut<ClientMessage>(replay: .backlogToFirstSubscriber)
 
     /// A session over `link`, starting from the link's welcome snapshot. Nothing follows the link until `run()`.
-    public init(link: any SessionLink) {
+    public init(link: any SessionLink, isLocallyInitiated: Bool = false) {
         self.link = link
+        self.isLocallyInitiated = isLocallyInitiated
         let welcome = link.welcome
         id = welcome.sessionID
         localParticipant = welcome.localParticipant
         stateBox = FanOut(initial: .waiting, replay: .latest)
-        participantsBox = FanOut(initial: Set(welcome.participants.map(\.participant)), replay: .latest)
+        participantsBox = FanOut(initial: Self.joined(welcome.participants), replay: .latest)
         activityBox = FanOut(initial: welcome.activity, replay: .latest)
         noticesBox = FanOut(replay: .none, buffering: .newest(256))
         queueBox = FanOut(initial: welcome.queue ?? SessionQueue(), replay: .latest)
@@ -70,9 +82,13 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     public func run() async {
         guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else { return }
         let proposed = proposals.subscribe()
+        let requests = outbox.subscribe()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await activity in proposed { try? await setActivity(activity) }
+            }
+            group.addTask { [self] in
+                for await request in requests { try? await send(request) }
             }
             group.addTask { [self] in
                 await follow(upstream)
@@ -82,6 +98,12 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
             group.cancelAll()
         }
         proposals.finish()
+        outbox.finish()
+    }
+
+    /// Participants who have joined (one that entered waiting is listed once it joins).
+    private static func joined(_ states: [ParticipantState]) -> Set<Participant> {
+        Set(states.filter(\.hasJoined).map(\.participant))
     }
 
     private func follow(_ upstream: AsyncStream<ServerMessage>) async {
@@ -89,13 +111,13 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
             switch message {
             case .welcome(let snapshot):
                 // A reconnected link's fresh snapshot: catch up with what changed while it was down.
-                participantsBox.send(Set(snapshot.participants.map(\.participant)))
+                participantsBox.send(Self.joined(snapshot.participants))
                 if let envelope = snapshot.activity, envelope != activityBox.latest { activityBox.send(envelope) }
                 if let queue = snapshot.queue, queue != queueBox.latest { queueBox.send(queue) }
             case .queue(let queue):
                 queueBox.send(queue)
             case .participants(let states):
-                participantsBox.send(Set(states.map(\.participant)))
+                participantsBox.send(Self.joined(states))
             case .activity(let envelope):
                 activityBox.send(envelope)
             case .notice(let notice):
@@ -121,6 +143,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
         noticesBox.finish()
         queueBox.finish()
         proposals.finish()
+        outbox.finish()
     }
 
     // MARK: Observation
@@ -130,12 +153,12 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
     /// The current state, then every change.
     public var states: AsyncStream<State> { stateBox.subscribe() }
 
-    /// Everyone in the session, this participant included.
+    /// Everyone who has joined the session, this participant included once it has.
     public var activeParticipants: Set<Participant> { participantsBox.latest ?? [] }
     /// The participants, then every change.
     public var activeParticipantsUpdates: AsyncStream<Set<Participant>> { participantsBox.subscribe() }
 
-    /// Notices worth showing (who paused, who joined, who is waited for, different media).
+    /// Notices worth showing (who paused, who joined, who is waited for, different media, apps' own notices).
     public var notices: AsyncStream<Notice> { noticesBox.subscribe() }
 
     /// The activity as it travels (identifier, metadata, item).
@@ -174,9 +197,34 @@ public final class GroupSession<Activity: GroupActivity>: Sendable {
 
     // MARK: Life cycle
 
-    /// Takes part in the session.
+    /// Takes part in the session: the authority starts sending this participant the timeline, app messages,
+    /// notices and the journal. `run()` sends the request; `joinNow()` sends it and waits.
     public func join() {
-        if case .waiting = state { stateBox.send(.joined) }
+        guard case .waiting = state else { return }
+        stateBox.send(.joined)
+        outbox.send(.takePart)
+    }
+
+    /// `join()` for a caller that can wait: returns once the request is on the link, so anything sent after it
+    /// (readiness, messages) reaches the authority after the join.
+    public func joinNow() async throws {
+        guard case .waiting = state else { return }
+        try await send(.takePart)
+        stateBox.send(.joined)
+    }
+
+    /// Shows `text` in everyone's `notices` (this participant's too), as a notice of kind `.app` naming the sender:
+    /// SharePlay's `showNotice`. One line: control characters are removed and it is cut to
+    /// `TextBounds.maxNoticeBytes`; notices count against the sender's app-message rate, and the authority refuses
+    /// (`.refused`) what is over it. Throws `notJoined` before `join()`.
+    public func showNotice(_ text: String) async throws {
+        guard case .joined = state else {
+            if case .invalidated(let reason) = state { throw SessionError.invalidated(reason) }
+            throw SessionError.notJoined
+        }
+        let line = TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes)
+        guard !line.isEmpty else { throw SessionError.emptyNotice }
+        try await send(.notice(text: line))
     }
 
     /// Leaves; the others go on.

@@ -1,8 +1,13 @@
 import Foundation
 import Synchronization
 
-/// Larger attachments (files, images) shared with the group, as SharePlay's journal; late joiners receive the
-/// existing ones. It receives while its owner runs `run()`; it starts no task of its own.
+/// Larger attachments (files, images) shared with the group, as SharePlay's journal: `add(_:)` shares bytes or a
+/// Codable value, `attachments` streams the list, and `Attachment.load()` gets an attachment's bytes. Late joiners
+/// see the existing ones. It receives while its owner runs `run()`; it starts no task of its own.
+///
+/// On a link that loads lazily (`TandemClient.Options.lazyAttachments`, as `GroupSession`s from `activate` and
+/// `sessions(invites:)` do) an attachment arrives as an announcement and its bytes travel only when `load()` asks
+/// for them; on other links they arrive with it and `load()` returns at once.
 ///
 /// Bytes travel in chunks after a `begin` that announces size and SHA-256. TandemCore has no hash function of its
 /// own: give the journal a `hasher` (TandemNet uses swift-crypto's SHA-256) and it computes the digest of what it
@@ -14,22 +19,75 @@ import Synchronization
 /// digest; `Attachment.info` then holds the plaintext name and size and the SHA-256 of the plaintext. An attachment
 /// that does not open is dropped on that receiver, with a line in `failures`.
 public final class GroupSessionJournal: Sendable {
-    /// One complete attachment.
+    /// One complete attachment. Its bytes are fetched by `load()` (once; later calls return them at once).
     public struct Attachment: Sendable, Hashable, Identifiable {
-        public let info: AttachmentInfo
-        public let data: Data
-        public var id: String { info.id }
+        /// What the sender announced: id, owner, name, size. Before `load()` on a lazy link, a sealed attachment's
+        /// `size` is its size on the wire (sealed) and `sha256` is empty; both are the plaintext's once loaded.
+        public var info: AttachmentInfo { storage.info.withLock { $0 } }
+        public var id: String { storage.id }
+        let storage: Storage
+
+        /// The bytes, fetched from the session if they are not here yet. Throws `JournalError` when the
+        /// attachment was removed, failed its checks, or the session ended first.
+        public func load() async throws -> Data {
+            if let data = storage.data.withLock({ $0 }) { return data }
+            return try await storage.fetch(id)
+        }
+
+        /// The value `add(_:)` shared, decoded. Throws `notAValue` when the attachment holds another type.
+        public func load<Value: Decodable>(_ type: Value.Type) async throws -> Value {
+            guard holds(type) else { throw JournalError.notAValue(id: id, type: String(describing: type)) }
+            return try JSONDecoder().decode(Value.self, from: try await load())
+        }
+
+        /// Whether the attachment is a value of this type shared with `add(_:)` (known without loading it).
+        public func holds<Value>(_ type: Value.Type) -> Bool { info.name == GroupSessionJournal.valueName(type) }
+
+        /// Whether the bytes are here (an eager link, or loaded).
+        public var isLoaded: Bool { storage.data.withLock { $0 != nil } }
+
+        /// The bytes if they are here, else empty.
+        @available(*, deprecated, message: "attachments load lazily: use load()")
+        public var data: Data { storage.data.withLock { $0 } ?? Data() }
+
+        public static func == (a: Attachment, b: Attachment) -> Bool {
+            a.info == b.info && a.storage.data.withLock { $0 } == b.storage.data.withLock { $0 }
+        }
+        public func hash(into hasher: inout Swift.Hasher) { hasher.combine(id) }
     }
 
-    /// Why an attachment could not be added.
+    /// Where an attachment's bytes are, or how to get them.
+    final class Storage: Sendable {
+        let id: String
+        let info: Mutex<AttachmentInfo>
+        let data: Mutex<Data?>
+        let fetch: @Sendable (String) async throws -> Data
+        init(info: AttachmentInfo, data: Data?, fetch: @escaping @Sendable (String) async throws -> Data) {
+            id = info.id
+            self.info = Mutex(info)
+            self.data = Mutex(data)
+            self.fetch = fetch
+        }
+    }
+
+    /// Why an attachment could not be added or loaded.
     public enum JournalError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooLarge(size: Int, limit: Int)
         case sessionInvalidated(InvalidationReason)
+        /// The attachment could not be loaded; the text says why (removed, damaged, the session ended).
+        case unavailable(id: String, reason: String)
+        /// `load(_:)` asked for a type the attachment does not hold.
+        case notAValue(id: String, type: String)
+        /// The value could not be encoded.
+        case encodingFailed(String)
         public var description: String {
             switch self {
             case .tooLarge(let size, let limit):
                 return "attachment of \(size) bytes is larger than the \(limit)-byte limit — share a link to it instead"
             case .sessionInvalidated(let reason): return "the session is over: \(reason.message)"
+            case .unavailable(let id, let reason): return "attachment '\(id)' could not be loaded: \(reason)"
+            case .notAValue(let id, let type): return "attachment '\(id)' does not hold a \(type)"
+            case .encodingFailed(let why): return "the value could not be encoded: \(why)"
             }
         }
     }
@@ -37,27 +95,34 @@ public final class GroupSessionJournal: Sendable {
     /// Lowercase hex SHA-256 of some bytes.
     public typealias Hasher = @Sendable (Data) -> String
 
-    private struct Incoming {
+    /// The name an attachment made by `add(_:)` from a value of type `Value` carries (sealed like any name).
+    static func valueName<Value>(_ type: Value.Type) -> String { "value:\(String(reflecting: type))" }
+
+    struct Incoming {
         var info: AttachmentInfo
         var data = Data()
     }
 
-    private struct State {
+    struct State {
         var complete: [Attachment] = []
         var incoming: [String: Incoming] = [:]
         var failures: [String] = []
         var nextID = 1
+        /// Loads waiting for an attachment's bytes, by id (one fetch per id is in flight).
+        var waiters: [String: [CheckedContinuation<Data, any Error>]] = [:]
+        var requested: Set<String> = []
+        var ended: InvalidationReason?
     }
 
-    private let link: any SessionLink
-    private let hasher: Hasher?
-    private let cipher: (any PayloadCipher)?
+    let link: any SessionLink
+    let hasher: Hasher?
+    let cipher: (any PayloadCipher)?
     /// Largest attachment in bytes.
     public let maxSize: Int
     /// Bytes per chunk on the wire.
     public let chunkSize: Int
-    private let state = Mutex(State())
-    private let updates = FanOut<[Attachment]>(initial: [], replay: .latest)
+    let state = Mutex(State())
+    let updates = FanOut<[Attachment]>(initial: [], replay: .latest)
     /// The link's messages, subscribed to on creation so that the replay of existing attachments is not missed;
     /// `run()` consumes them.
     private let upstream: Mutex<AsyncStream<ServerMessage>?>
@@ -75,8 +140,8 @@ public final class GroupSessionJournal: Sendable {
     }
 
     /// Receives what the others share and remove (checking and opening each attachment as it completes) until the
-    /// link closes or the calling task is cancelled; then `attachmentUpdates` streams end. Run it for as long as
-    /// the journal is in use, in a task its owner owns. Call it once.
+    /// link closes or the calling task is cancelled; then `attachments` streams end and loads still waiting fail.
+    /// Run it for as long as the journal is in use, in a task its owner owns. Call it once.
     public func run() async {
         guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else { return }
         for await message in upstream {
@@ -86,6 +151,14 @@ public final class GroupSessionJournal: Sendable {
             guard case .journal(let entry) = message else { continue }
             if let list = apply(entry) { updates.send(list) }
         }
+        let waiting = state.withLock { s in
+            s.ended = InvalidationReason(code: .connectionLost, message: "the session is over")
+            defer { s.waiters = [:] }
+            return s.waiters
+        }
+        for (id, continuations) in waiting {
+            for c in continuations { c.resume(throwing: JournalError.unavailable(id: id, reason: "the session is over")) }
+        }
         updates.finish()
     }
 
@@ -93,148 +166,32 @@ public final class GroupSessionJournal: Sendable {
         self.init(link: session.link, hasher: hasher)
     }
 
+    /// The complete attachments now, then after every change (SharePlay's `attachments`).
+    public var attachments: AsyncStream<[Attachment]> { updates.subscribe() }
     /// The complete attachments, in announcement order.
-    public var attachments: [Attachment] { state.withLock { $0.complete } }
+    public var currentAttachments: [Attachment] { state.withLock { $0.complete } }
     /// The attachments now, then after every change.
-    public var attachmentUpdates: AsyncStream<[Attachment]> { updates.subscribe() }
+    @available(*, deprecated, renamed: "attachments")
+    public var attachmentUpdates: AsyncStream<[Attachment]> { attachments }
     /// Why incoming attachments were dropped (bad checksum, failed upload), in arrival order.
     public var failures: [String] { state.withLock { $0.failures } }
 
-    /// The name to show for an attachment in a failure: the plaintext one when it opens.
-    private static func displayName(_ info: AttachmentInfo, cipher: (any PayloadCipher)?) -> String {
-        guard let cipher else { return info.name }
-        return (try? cipher.openName(info.name)) ?? info.id
-    }
-
-    /// Checks a complete attachment and opens it when sealed; the attachment, or why it was dropped.
-    private static func finish(_ done: Incoming, hasher: Hasher?,
-                               cipher: (any PayloadCipher)?) -> Result<Attachment, FailureText> {
-        let name = displayName(done.info, cipher: cipher)
-        if let hasher, hasher(done.data) != done.info.sha256 {
-            return .failure(FailureText(text: "attachment '\(name)' arrived damaged (checksum mismatch) and was dropped"))
-        }
-        guard Int64(done.data.count) == done.info.size else {
-            return .failure(FailureText(text: "attachment '\(name)' arrived incomplete and was dropped"))
-        }
-        guard let cipher else { return .success(Attachment(info: done.info, data: done.data)) }
-        do {
-            let plainName = try cipher.openName(done.info.name)
-            let data = try cipher.openRecords(done.data)
-            let info = AttachmentInfo(id: done.info.id, owner: done.info.owner, name: plainName,
-                                      size: Int64(data.count), sha256: hasher?(data) ?? "")
-            return .success(Attachment(info: info, data: data))
-        } catch {
-            return .failure(FailureText(text: "attachment '\(done.info.id)' could not be opened with this session's "
-                + "key (altered, or sealed with another key) and was dropped"))
-        }
-    }
-
-    private struct FailureText: Error { var text: String }
-
-    /// A reconnect's fresh snapshot: forgets attachments removed while the link was down and half-received ones (the
-    /// authority replays the rest); returns the new list when it changed.
-    private func resync(to snapshot: SessionSnapshot) -> [Attachment]? {
-        let kept = Set(snapshot.attachments.map(\.id))
-        return state.withLock { s -> [Attachment]? in
-            s.incoming.removeAll()
-            let before = s.complete.count
-            s.complete.removeAll { !kept.contains($0.id) }
-            return s.complete.count == before ? nil : s.complete
-        }
-    }
-
-    /// Applies one journal message; returns the new list when it changed.
-    private func apply(_ entry: JournalMessage) -> [Attachment]? {
-        if case .commit(let id) = entry {
-            // Hashing and opening a large attachment happen outside the lock.
-            // After a reconnect the authority replays every attachment: one already here stays where it is.
-            guard let done = state.withLock({ s -> Incoming? in
-                let done = s.incoming.removeValue(forKey: id)
-                return s.complete.contains(where: { $0.id == id }) ? nil : done
-            }) else { return nil }
-            let outcome = Self.finish(done, hasher: hasher, cipher: cipher)
-            return state.withLock { s -> [Attachment]? in
-                switch outcome {
-                case .success(let attachment):
-                    s.complete.append(attachment)
-                    return s.complete
-                case .failure(let failure):
-                    s.failures.append(failure.text)
-                    return nil
-                }
-            }
-        }
-        return state.withLock { s -> [Attachment]? in
-            switch entry {
-            case .begin(let info):
-                s.incoming[info.id] = Incoming(info: info)
-                return nil
-            case .chunk(let id, _, let bytes):
-                s.incoming[id]?.data.append(bytes)
-                return nil
-            case .commit:
-                return nil  // Handled above.
-            case .remove(let id):
-                s.incoming[id] = nil
-                let before = s.complete.count
-                s.complete.removeAll { $0.id == id }
-                return s.complete.count == before ? nil : s.complete
-            case .failed(let id, let reason):
-                var reason = reason
-                if let info = s.incoming.removeValue(forKey: id)?.info, cipher != nil {
-                    // The authority names the attachment by what it saw: the sealed name.
-                    reason = reason.replacingOccurrences(of: info.name, with: Self.displayName(info, cipher: cipher))
-                }
-                s.failures.append(reason)
-                return nil
-            }
-        }
-    }
-
-    /// Shares `data` under `name` with everyone, now and later joiners; returns the attachment once sent.
+    /// Shares `data` with everyone, now and later joiners (SharePlay's `add(_:)`); returns the attachment once sent.
     @discardableResult
-    public func add(_ data: Data, name: String) async throws -> Attachment {
-        guard data.count <= maxSize else { throw JournalError.tooLarge(size: data.count, limit: maxSize) }
-        let serial = state.withLock { s -> Int in
-            defer { s.nextID += 1 }
-            return s.nextID
-        }
-        let id = "\(link.localParticipantID.rawValue)-\(serial)-\(UInt64.random(in: 0...UInt64.max))"
-        let info = AttachmentInfo(id: id, owner: link.localParticipantID, name: name, size: Int64(data.count),
-                                  sha256: hasher?(data) ?? "")
-        // What travels: the attachment as it is, or sealed (see the type's notes).
-        let wire: Data
-        let announced: AttachmentInfo
-        if let cipher {
-            wire = try cipher.sealRecords(data, pieceSize: chunkSize)
-            guard wire.count <= maxSize else { throw JournalError.tooLarge(size: wire.count, limit: maxSize) }
-            announced = AttachmentInfo(id: id, owner: info.owner, name: try cipher.sealName(name),
-                                       size: Int64(wire.count), sha256: hasher?(wire) ?? "")
-        } else {
-            wire = data
-            announced = info
-        }
-        do {
-            try await link.send(.journal(.begin(announced)))
-            var offset = 0
-            while offset < wire.count {
-                let end = min(wire.count, offset + chunkSize)
-                try await link.send(.journal(.chunk(id: id, offset: Int64(offset), bytes: wire.subdata(in: offset..<end))))
-                offset = end
-            }
-            try await link.send(.journal(.commit(id: id)))
-        } catch let reason as InvalidationReason {
-            throw JournalError.sessionInvalidated(reason)
-        }
-        let attachment = Attachment(info: info, data: data)
-        // The authority does not send our own attachments back to us.
-        let list = state.withLock { s -> [Attachment] in
-            s.complete.append(attachment)
-            return s.complete
-        }
-        updates.send(list)
-        return attachment
+    public func add(_ data: Data) async throws -> Attachment { try await add(data, label: "") }
+
+    /// Shares a Codable value (JSON) with everyone; receivers `load(Value.self)` it, and `holds(Value.self)` tells
+    /// them without loading it.
+    @discardableResult
+    public func add<Value: Codable & Sendable>(_ value: Value) async throws -> Attachment {
+        let data: Data
+        do { data = try JSONEncoder().encode(value) } catch { throw JournalError.encodingFailed("\(error)") }
+        return try await add(data, label: Self.valueName(Value.self))
     }
+
+    @available(*, deprecated, message: "use add(_:) (attachments no longer carry a name)")
+    @discardableResult
+    public func add(_ data: Data, name: String) async throws -> Attachment { try await add(data, label: name) }
 
     /// Removes an attachment for everyone.
     public func remove(_ attachment: Attachment) async throws {

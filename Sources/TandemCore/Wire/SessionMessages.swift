@@ -133,6 +133,10 @@ public enum JournalMessage: Hashable, Sendable, Codable {
     case remove(id: String)
     /// The attachment failed (bad checksum, too large, …); the text says why.
     case failed(id: String, reason: String)
+    /// Authority → a participant that loads attachments lazily: a complete attachment it can `fetch`.
+    case available(AttachmentInfo)
+    /// Participant → authority: send me this complete attachment (`begin`, its chunks, `commit`), now.
+    case fetch(id: String)
 }
 
 /// A participant's suspension, as sent to the authority.
@@ -150,6 +154,9 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     public var suspensions: [SuspensionReason]
     /// Whether this participant hosts the session (its leaving ends the session for an embedded server).
     public var isHost: Bool
+    /// Whether it has joined (`ClientMessage.takePart`); one that has not sees only the activity and the
+    /// participants. Absent on the wire means joined.
+    public var hasJoined: Bool
     /// The authority's estimate of the one-way delay to this participant.
     public var oneWayDelay: TimeSpan
     /// The participant's preroll estimate.
@@ -159,14 +166,31 @@ public struct ParticipantState: Hashable, Sendable, Codable {
 
     public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
                 isHost: Bool = false, oneWayDelay: TimeSpan = .zero, prerollEstimate: TimeSpan = .zero,
-                preparedGeneration: UInt64? = nil) {
+                preparedGeneration: UInt64? = nil, hasJoined: Bool = true) {
         self.participant = participant
+        self.hasJoined = hasJoined
         self.readiness = readiness
         self.suspensions = suspensions
         self.isHost = isHost
         self.oneWayDelay = oneWayDelay
         self.prerollEstimate = prerollEstimate
         self.preparedGeneration = preparedGeneration
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case participant, readiness, suspensions, isHost, hasJoined, oneWayDelay, prerollEstimate, preparedGeneration
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        participant = try c.decode(Participant.self, forKey: .participant)
+        readiness = try c.decode(Readiness.self, forKey: .readiness)
+        suspensions = try c.decode([SuspensionReason].self, forKey: .suspensions)
+        isHost = try c.decode(Bool.self, forKey: .isHost)
+        hasJoined = try c.decodeIfPresent(Bool.self, forKey: .hasJoined) ?? true
+        oneWayDelay = try c.decode(TimeSpan.self, forKey: .oneWayDelay)
+        prerollEstimate = try c.decode(TimeSpan.self, forKey: .prerollEstimate)
+        preparedGeneration = try c.decodeIfPresent(UInt64.self, forKey: .preparedGeneration)
     }
 }
 
@@ -175,6 +199,8 @@ public struct Notice: Hashable, Sendable, Codable {
     public enum Kind: String, Hashable, Sendable, Codable {
         case joined, left, played, paused, seeked, rateChanged, waiting, resumed, activityChanged
         case differentMedia, waitingTimedOut, limitExceeded, info
+        /// Posted by an app (`GroupSession.showNotice`); `participant` is who posted it.
+        case app
     }
     public var kind: Kind
     public var participant: ParticipantID?
@@ -235,7 +261,15 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// First message after the transport has authenticated the peer. `reconnectAs` with the `reconnectToken` the
     /// welcome gave that participant takes its identity back (and its host role); without the right token the
     /// joiner gets a new identity.
-    case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: TimeSpan)
+    ///
+    /// `waiting: true` (protocol 3) enters without taking part: the authority sends the activity and the
+    /// participants only, until `takePart`. `lazyJournal: true` announces complete attachments as
+    /// `journal(.available)` instead of sending their bytes; the participant `journal(.fetch)`es the ones it wants.
+    case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: TimeSpan,
+              waiting: Bool? = nil, lazyJournal: Bool? = nil)
+    /// Takes part after entering with `waiting`: the timeline, app messages, notices and the journal flow from now
+    /// on (SharePlay's `join()`). A repeated one means nothing.
+    case takePart
     case clockPing(ClockPing)
     case timelineRequest(TimelineRequest)
     case readiness(Readiness)
@@ -250,6 +284,9 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case journal(JournalMessage)
     /// The peer's own estimate of its one-way delay and clock error, for scheduling and status.
     case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan)
+    /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
+    /// messages; everyone receives it as a `notice` of kind `app`.
+    case notice(text: String)
     /// Changes the session's queue, or moves the group to another of its entries.
     case queue(QueueRequest)
     /// The peer's player reached the end of the item of timeline generation `generation`; once everyone has, the

@@ -145,7 +145,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             state = .awaitingWelcome
             let join = ClientMessage.join(name: name, reconnectAs: options.reconnectAs,
                                           reconnectToken: options.reconnectToken,
-                                          prerollEstimate: options.prerollEstimate)
+                                          prerollEstimate: options.prerollEstimate,
+                                          waiting: options.waitsToJoin ? true : nil,
+                                          lazyJournal: options.lazyAttachments ? true : nil)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
                                   promise: nil)
         case .session, .appMessage, .journalChunk:
@@ -245,6 +247,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             }
         case .remove(let id), .failed(let id, _):
             incoming[id] = nil
+        case .available, .fetch:
+            break
         }
         return message
     }

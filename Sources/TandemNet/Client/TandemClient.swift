@@ -15,6 +15,13 @@ public enum TandemClient {
         public var asHost = false
         /// Create the session on the server if it does not exist (standalone relays that allow it).
         public var createSession = false
+        /// Enter the session without taking part (protocol 3): until `GroupSession.join()` (the link sends
+        /// `takePart`), the server sends this peer the activity and the participants only, and refuses anything else
+        /// it sends. False takes part at once, as protocol 2 did.
+        public var waitsToJoin = false
+        /// Receive complete attachments as announcements and fetch their bytes only when asked
+        /// (`GroupSessionJournal.Attachment.load()`); false receives every attachment's bytes as they are sent.
+        public var lazyAttachments = false
         /// The server's creation token, for servers that require one to create sessions (`tandem serve
         /// --create-token-file`).
         public var createToken: String?

@@ -282,7 +282,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingJoin(let session, let wantsHost):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             let message = try SessionCodec.decodeClientMessage(frame)
-            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll) = message else {
+            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll, let waiting, let lazy) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             guard let connection = self.connection else { return }
@@ -290,7 +290,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             // The authority cleans and bounds the name and checks the reconnect token.
             session.loop.execute {
                 session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
-                             prerollEstimate: preroll, wantsHost: wantsHost)
+                             prerollEstimate: preroll, wantsHost: wantsHost, waiting: waiting ?? false,
+                             lazyJournal: lazy ?? false)
             }
 
         case .joining(let session, var pending):

@@ -60,19 +60,49 @@ package struct JoinedEvent: PeerEvent, Equatable {
     }
 }
 
-/// `activity`: the activity was set or changed.
+/// `activity`: the activity was set or changed, with all of its metadata.
 package struct ActivityEvent: PeerEvent, Equatable {
     package static let name = "activity"
     @Nullable package var title: String?
+    @Nullable package var subtitle: String?
+    package var type: String
+    @Nullable package var fallbackURL: String?
     package var itemID: String
+    package var activityIdentifier: String
+    /// Bytes of the preview image carried in the metadata itself (0 when none; `--preview` travels in the
+    /// journal and is announced by a `preview` event).
+    package var previewImageBytes: Int
 
-    package init(title: String?, itemID: String) {
+    package init(title: String?, subtitle: String?, type: String, fallbackURL: String?, itemID: String,
+                 activityIdentifier: String, previewImageBytes: Int) {
         self.title = title
+        self.subtitle = subtitle
+        self.type = type
+        self.fallbackURL = fallbackURL
         self.itemID = itemID
+        self.activityIdentifier = activityIdentifier
+        self.previewImageBytes = previewImageBytes
     }
 
     package init(_ envelope: ActivityEnvelope) {
-        self.init(title: envelope.metadata.title, itemID: envelope.itemID)
+        let metadata = envelope.metadata
+        self.init(title: metadata.title, subtitle: metadata.subtitle, type: metadata.type.rawValue,
+                  fallbackURL: metadata.fallbackURL?.absoluteString, itemID: envelope.itemID,
+                  activityIdentifier: envelope.activityIdentifier, previewImageBytes: metadata.previewImage?.count ?? 0)
+    }
+}
+
+/// `preview`: the host's preview image arrived and was saved.
+package struct PreviewEvent: PeerEvent, Equatable {
+    package static let name = "preview"
+    package var path: String
+    /// `png`, `jpeg`, `gif` or `webp`.
+    package var format: String
+    package var bytes: Int
+    package init(path: String, format: String, bytes: Int) {
+        self.path = path
+        self.format = format
+        self.bytes = bytes
     }
 }
 
@@ -326,7 +356,7 @@ package struct EndedEvent: PeerEvent, Equatable {
 
 /// Every event type, for checks of the documented schema.
 package let allPeerEventTypes: [any PeerEvent.Type] = [
-    InviteEvent.self, JoinedEvent.self, ActivityEvent.self, TimelineEvent.self, ParticipantsEvent.self,
+    InviteEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
     NoticeEvent.self, ChatEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]

@@ -50,6 +50,10 @@ struct HostCommand: AsyncParsableCommand {
                                                                   valueName: "URL"))
     var fallbackURL: String?
 
+    @Option(help: ArgumentHelp("A preview image (PNG, JPEG, GIF or WebP, at most 256 KiB) offered to joiners through the session's journal.",
+                               valueName: "FILE"))
+    var preview: String?
+
     @OptionGroup(title: "Embedded server")
     var listen: ListenOptions
 
@@ -101,6 +105,12 @@ struct HostCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            var previewImage: PreviewImage?
+            if let preview {
+                do { previewImage = try PreviewImage.read(path: preview) } catch {
+                    throw CLIError(.usage, "--preview: \(error)")
+                }
+            }
             let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
             let file = paths[0]
             let probe = try await probeMedia(file)
@@ -177,6 +187,11 @@ struct HostCommand: AsyncParsableCommand {
                     throw CLIError(.failure, "could not share the queue: \(error)")
                 }
             }
+            if let previewImage {
+                do { try await participant.journal.add(previewImage) } catch {
+                    printError("tandem: warning: could not share the preview image: \(error)")
+                }
+            }
             if let inviteFile {
                 do { try invite.save(toPrivateFile: inviteFile) } catch {
                     await participant.leave()
@@ -185,16 +200,14 @@ struct HostCommand: AsyncParsableCommand {
                 }
             }
             let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
-            var header = [
-                "Hosting \(activity.summary)",
-                "Invite: \(invite)",
-                "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)",
-            ]
+            var hosting = "Hosting \(activity.summary)"
+            var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
             if !following.isEmpty {
-                header[0] += " and \(following.count) more in the queue"
-                header[2] = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
+                hosting += " and \(following.count) more in the queue"
+                joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
                     + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
             }
+            let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await console.run(header: header, invite: invite, server: embedded)
         }

@@ -49,6 +49,11 @@ struct JoinCommand: AsyncParsableCommand {
         valueName: "FILE"))
     var trustRoots: String?
 
+    @Option(name: .customLong("preview-dir"), help: ArgumentHelp(
+        "Where to save the host's preview image when it offers one (default: the system's temporary directory).",
+        valueName: "DIR"))
+    var previewDir: String?
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -62,6 +67,10 @@ struct JoinCommand: AsyncParsableCommand {
             var options = peer.applying(to: TandemClient.Options())
             options.trustRootsPath = trustRoots
             let connection: TandemClientConnection
+            // Enter without taking part: the header shows the activity and who is there; the file is checked; then
+            // the peer joins and the timeline, notices and journal start to flow.
+            options.waitsToJoin = true
+            options.lazyAttachments = true
             do {
                 connection = try await TandemClient.connect(invite: parsed, name: peer.displayName, options: options)
             } catch {
@@ -78,6 +87,7 @@ struct JoinCommand: AsyncParsableCommand {
             } else if let envelope = connection.welcome.activity {
                 header.append("Joining \"\(envelope.metadata.title ?? envelope.itemID)\"" + (host.map { " hosted by \($0)" } ?? ""))
             }
+            if let metadata = connection.welcome.activity?.metadata { header += MediaActivity.metadataLines(metadata) }
             let others = connection.welcome.participants.filter { $0.participant.id != connection.localParticipantID }
             header.append("With: " + (others.isEmpty ? "nobody yet" : others.map(\.participant.name).joined(separator: ", ")))
 
@@ -104,7 +114,13 @@ struct JoinCommand: AsyncParsableCommand {
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
                                         media: QueueMedia(directory: directory))
-            let console = PeerConsole(peer: participant, mode: mode)
+            do { try await connection.send(.takePart) } catch {
+                await connection.close()
+                throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")
+            }
+            let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? FileManager.default.temporaryDirectory
+            let console = PeerConsole(peer: participant, mode: mode, previewDirectory: previewDirectory)
             if let activity, let difference = activity.difference(from: probe) {
                 console.warn("\(difference) — you may not be watching the same thing")
             }

@@ -25,20 +25,24 @@ final class PeerConsole: Sendable {
 
     let peer: LocalPeer
     let mode: Mode
+    /// Where a joiner saves the host's preview image (nil: not wanted).
+    let previewDirectory: URL?
     private let ending = Mutex<Ending?>(nil)
     private let names = Mutex<[ParticipantID: String]>([:])
-    /// The queue entry that played when the queue last changed.
-    private let currentEntry = Mutex<String?>(nil)
+    /// The queue entry that played when the queue last changed, known once a queue has arrived (in the welcome,
+    /// or on taking part): only moves after that are `item` events.
+    private let currentEntry = Mutex<(known: Bool, id: String?)>((false, nil))
     /// What the video shows over the picture (see `PeerConsole+Window`).
     let osd = Mutex(OnScreenDisplay())
     /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
     let chatPrompt = Mutex<String?>(nil)
 
-    init(peer: LocalPeer, mode: Mode) {
+    init(peer: LocalPeer, mode: Mode, previewDirectory: URL? = nil) {
         self.peer = peer
         self.mode = mode
+        self.previewDirectory = previewDirectory
         names.withLock { $0[peer.id] = peer.name }
-        currentEntry.withLock { $0 = peer.connection.welcome.queue?.current?.id }
+        if let queue = peer.connection.welcome.queue { currentEntry.withLock { $0 = (true, queue.current?.id) } }
         peer.media.onWarning { [weak self] text in self?.warn(text) }
     }
 
@@ -245,11 +249,24 @@ final class PeerConsole: Sendable {
             }
             group.addTask { await self.readInput() }
             group.addTask { await self.tick() }
+            if let directory = self.previewDirectory {
+                group.addTask { await self.receivePreview(into: directory) }
+            }
             // The video window: its keys act like the terminal's, and the overlay shows what is said.
             group.addTask { await self.readWindowKeys() }
             group.addTask { for await (text, from) in self.peer.chatLines { self.showChat(text, from: from) } }
             group.addTask { await self.drawOverlay() }
         }
+    }
+
+    /// Saves the host's preview image when it arrives, and says where.
+    private func receivePreview(into directory: URL) async {
+        let received = await PreviewImage.receive(from: peer.journal, me: peer.id, directory: directory,
+                                                  session: peer.connection.welcome.sessionID) { self.warn($0) }
+        guard let received else { return }
+        let (path, image) = (received.path, received.image)
+        say("Preview image: \(path)")
+        emit(PreviewEvent(path: path, format: image.format, bytes: image.bytes.count))
     }
 
     // MARK: Events
@@ -282,8 +299,8 @@ final class PeerConsole: Sendable {
             emit(QueueEvent(queue))
             let current = queue.current?.id
             let moved = currentEntry.withLock { last in
-                defer { last = current }
-                return last != current
+                defer { last = (true, current) }
+                return last.known && last.id != current
             }
             if moved, let item = ItemEvent(queue) {
                 emit(item)
