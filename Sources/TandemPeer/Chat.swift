@@ -44,15 +44,9 @@ extension LocalPeer {
 
     /// Chat lines from the others, cleaned, with who sent them.
     package var chatLines: AsyncStream<(text: String, from: ParticipantID)> {
-        let incoming = chat.messages(of: ChatLine.self)
-        return AsyncStream { continuation in
-            let task = Task {
-                for await (line, context) in incoming {
-                    if let text = Chat.clean(line.text) { continuation.yield((text, context.source)) }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        // Cleaned as the reader pulls them: no task of its own.
+        AsyncStream.pulling(chat.messages(of: ChatLine.self)) { line, context in
+            Chat.clean(line.text).map { ($0, context.source) }
         }
     }
 }

@@ -28,6 +28,9 @@ package struct OnScreenDisplay: Sendable {
     /// Shows the status line from `now` for `noticeSeconds`.
     package mutating func showStatus(now: Double) { statusUntil = now + Self.noticeSeconds }
 
+    /// Whether the status line is on the picture at `now` (so it is worth working out).
+    package func showsStatus(now: Double) -> Bool { statusUntil.map { now < $0 } ?? false }
+
     /// The text to draw at `now`: the status line first (when shown), then the notices still due; nil for none.
     package func text(now: Double, status: () -> String) -> String? {
         var shown: [String] = []

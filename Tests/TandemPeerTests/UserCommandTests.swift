@@ -115,7 +115,9 @@ struct WindowKeyAndDisplayTests {
         #expect(osd.text(now: 5.5, status: { "status" }) == nil)
         for i in 1...6 { osd.post("line \(i)", now: 10) }
         #expect(osd.text(now: 10, status: { "" }) == "line 3\nline 4\nline 5\nline 6")
+        #expect(!osd.showsStatus(now: 20))
         osd.showStatus(now: 20)
+        #expect(osd.showsStatus(now: 21) && !osd.showsStatus(now: 24.5))
         osd.post(String(repeating: "x", count: 500), now: 20)
         let shown = osd.text(now: 21, status: { "▶ 0:21 / 0:40" })
         #expect(shown?.hasPrefix("▶ 0:21 / 0:40\n") == true)

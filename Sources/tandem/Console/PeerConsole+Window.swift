@@ -43,8 +43,10 @@ extension PeerConsole {
         guard peer.player.hasOverlay else { return }
         var shown: String?
         while !Task.isCancelled {
-            let status = await peer.status().line(names: [:])
-            let text = osd.withLock { $0.text(now: displayNow, status: { status }) }
+            let now = displayNow
+            // The status line is worked out only while it is shown.
+            let status = osd.withLock { $0.showsStatus(now: now) } ? await peer.status().line(names: [:]) : ""
+            let text = osd.withLock { $0.text(now: now, status: { status }) }
             if text != shown {
                 peer.player.setOverlayText(text)
                 shown = text
