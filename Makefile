@@ -1,7 +1,7 @@
 # Tandem — set-up, build, test and demo. `make demo` and `make test` work on a fresh Debian machine.
 SHELL := /bin/bash
 DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base \
-                gstreamer1.0-plugins-good gstreamer1.0-tools pkg-config
+                gstreamer1.0-plugins-good gstreamer1.0-tools pkg-config chromium python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 TANDEM := .build/debug/tandem
@@ -14,6 +14,8 @@ MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 # The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
 RELEASE_FLAGS := -c release --static-swift-stdlib
 DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
+# Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
+WEB_VENV := .build/web-venv
 
 .PHONY: deps build release install uninstall install-smoke test demo samples fuzz fuzz-corpus soak clean
 
@@ -29,6 +31,10 @@ deps:
 	      -o Dpkg::Use-Pty=0 $$missing; } > $(DEPS_LOG) 2>&1 \
 	    || { tail -n 30 $(DEPS_LOG); echo "make deps: apt-get failed (full log: $(DEPS_LOG))"; exit 1; }; \
 	fi
+	@$(WEB_VENV)/bin/python -c 'import playwright' 2>/dev/null || { \
+	  echo "installing Playwright in $(WEB_VENV) (log: $(DEPS_LOG))"; \
+	  { python3 -m venv $(WEB_VENV) && $(WEB_VENV)/bin/pip install -q playwright; } >> $(DEPS_LOG) 2>&1 \
+	    || { tail -n 30 $(DEPS_LOG); echo "make deps: installing Playwright failed (full log: $(DEPS_LOG))"; exit 1; }; }
 
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)

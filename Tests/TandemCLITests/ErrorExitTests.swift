@@ -123,13 +123,14 @@ struct HelpTextTests {
     @Test func hostAndJoinExplainTheirOptions() async throws {
         let host = try await Self.help(["host"])
         for option in ["--title", "--subtitle", "--type", "--fallback-url", "--port", "--bind", "--tls-cert", "--tls-key",
-                       "--server", "--headless", "--video-sink", "--audio-sink", "--json", "--name", "--verbose"] {
+                       "--web", "--server", "--headless", "--video-sink", "--audio-sink", "--json", "--name", "--verbose"] {
             #expect(host.contains(option), "host --help lacks \(option)")
         }
         let join = try await Self.help(["join"])
         #expect(join.contains("<invite>") && join.contains("fallback"))
         let serve = try await Self.help(["serve"])
-        #expect(serve.contains("--max-sessions") && serve.contains("--max-participants") && serve.contains("SIGTERM"))
+        #expect(serve.contains("--max-sessions") && serve.contains("--max-participants") && serve.contains("SIGTERM")
+                && serve.contains("--web"))
         let bench = try await Self.help(["bench", "sync"])
         for word in ["--peers", "--link", "--policy", "--duration", "--json", "--plot", "syncplay-rules", "jellyfin-rules"] {
             #expect(bench.contains(word), "bench sync --help lacks \(word)")

@@ -15,8 +15,8 @@ struct LayerImportTests {
     static let allowed: [String: Set<String>] = [
         "TandemCore": [],
         "TandemMedia": ["TandemCore", "CTandemGStreamer", "CTandemGStreamerShim", "Crypto", "Logging"],
-        "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOSSL",
-                      "Crypto", "Logging"],
+        "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOHTTP1", "NIOWebSocket",
+                      "NIOSSL", "Crypto", "Logging"],
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],

@@ -45,6 +45,8 @@ public struct ServerConfiguration: Sendable {
     public var datagramEndpointTimeout: TimeSpan = .seconds(3)
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1
+    /// The browser page and its WebSocket endpoint on the same port (nil: the native protocol only).
+    public var web: WebConfiguration?
 
     public init(authority: AuthorityConfiguration = AuthorityConfiguration()) {
         self.authority = authority

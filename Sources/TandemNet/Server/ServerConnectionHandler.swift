@@ -40,6 +40,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let frameLimit: FrameSizeLimit
     /// This connection's place among the unauthenticated ones, given back at `accepted` or close.
     var admission: AdmissionSlot?
+    /// When the handshake must be over, counted from the connection's start (before TLS, HTTP or a WebSocket
+    /// upgrade); nil: the handshake timeout from when this handler starts.
+    let handshakeDeadline: NIODeadline?
     var state = State.awaitingHello
     var context: ChannelHandlerContext?
     var connection: ServerConnection?
@@ -63,7 +66,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger,
-         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: AdmissionSlot? = nil) {
+         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: AdmissionSlot? = nil,
+         handshakeDeadline: NIODeadline? = nil) {
+        self.handshakeDeadline = handshakeDeadline
         self.server = server
         self.configuration = configuration
         self.clock = clock
@@ -103,7 +108,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard handshakeTimer == nil else { return }
         if case .closed = state { return }
         let weakSelf = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
-        handshakeTimer = context.eventLoop.scheduleTask(in: TimeAmount(configuration.handshakeTimeout)) {
+        let deadline = handshakeDeadline ?? .now() + TimeAmount(configuration.handshakeTimeout)
+        handshakeTimer = context.eventLoop.scheduleTask(deadline: deadline) {
             guard let handler = weakSelf.value.value else { return }
             switch handler.state {
             case .awaitingHello, .awaitingProof:

@@ -78,6 +78,7 @@ public final class SessionServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let holder = ServerHolder()
         let clock = SystemMonotonicClock()
+        let mediaStreams = WebMedia.StreamCount(limit: configuration.web?.maxMediaStreams ?? 0)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -93,18 +94,36 @@ public final class SessionServer: Sendable {
                     return channel.close()
                 }
                 channel.closeFuture.whenComplete { _ in admission.release() }
-                return channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    }
+                // The handshake (TLS, an HTTP upgrade, hello and proof) must be over this long after the connection began.
+                let deadline = NIODeadline.now() + TimeAmount(configuration.handshakeTimeout)
+                let tandem: @Sendable (any Channel) throws -> Void = { channel in
                     let limit = FrameSizeLimit(min(configuration.maxUnauthenticatedFrameSize, configuration.maxFrameSize))
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(FrameDecoder(limit: limit, clock: clock)),
                         MessageToByteHandler(FrameEncoder()),
                         ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
                                                 logger: logger, address: address, frameLimit: limit,
-                                                admission: admission),
+                                                admission: admission, handshakeDeadline: deadline),
                     ])
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
+                    if let web = configuration.web {
+                        // The page and the session protocol share the port: the first byte tells them apart.
+                        let media = WebMedia(lookup: { [weak server] id in
+                            guard let path = web.mediaFiles[id], let session = server?.session(named: id) else { return nil }
+                            return (path, session.key)
+                        }, streams: mediaStreams, admission: admission)
+                        let setup = TransportSniffer.Setup(native: tandem, web: { channel in
+                            try SessionServer.addWebHandlers(to: channel, web: web, deadline: deadline, media: media,
+                                                             tandem: tandem)
+                        })
+                        try channel.pipeline.syncOperations.addHandler(TransportSniffer(setup: setup, deadline: deadline))
+                    } else {
+                        try tandem(channel)
+                    }
                     server.track(channel)
                 }
             }

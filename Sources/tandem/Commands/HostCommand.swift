@@ -75,6 +75,10 @@ struct HostCommand: AsyncParsableCommand {
                                valueName: "FILE"))
     var createTokenFile: String?
 
+    @Flag(name: .customLong("web-media"), help: ArgumentHelp(
+        "With --web: browsers of the session's members may stream the first file from this machine (HTTP range requests), for those without a copy."))
+    var webMedia = false
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -96,6 +100,12 @@ struct HostCommand: AsyncParsableCommand {
         }
         if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
             throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
+        }
+        if webMedia, !listen.web || server != nil {
+            throw ValidationError("--web-media goes with --web on the embedded server (not with --server)")
+        }
+        if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
+            throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
@@ -146,9 +156,14 @@ struct HostCommand: AsyncParsableCommand {
                 dial = invite
             } else {
                 let started: SessionServer
+                // Named before the server starts, so that --web-media can offer the file for this session alone.
+                let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
                 do {
+                    var configuration = ServerConfiguration()
+                    configuration.web = listen.webConfiguration
+                    if webMedia { configuration.web?.mediaFiles[sessionID] = file }
                     started = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
-                                                            configuration: ServerConfiguration(),
+                                                            configuration: configuration,
                                                             logger: Logger(label: "tandem.server"))
                 } catch let error as SessionServerError {
                     throw CLIError(error)
@@ -157,7 +172,7 @@ struct HostCommand: AsyncParsableCommand {
                 let everywhere = listen.bind == "0.0.0.0" || listen.bind == "::"
                 let advertised = advertise ?? (everywhere ? primaryIPv4Address() : listen.bind)
                 do {
-                    invite = try started.createSession(advertisedHost: advertised, activity: envelope)
+                    invite = try started.createSession(id: sessionID, advertisedHost: advertised, activity: envelope)
                 } catch let error as SessionServerError {
                     await started.shutdown()
                     throw CLIError(error)
@@ -207,7 +222,17 @@ struct HostCommand: AsyncParsableCommand {
                 joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
                     + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
             }
-            let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
+            var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
+            if listen.web {
+                // With --server the standalone server must run with --web too; the link is the same either way.
+                header.append("Browser: \(WebPage.link(for: invite))")
+                if !invite.tls, !["127.0.0.1", "localhost", "::1"].contains(invite.host) {
+                    // Browsers give plain-http pages WebCrypto only on loopback (or through a tunnel to it).
+                    var loopback = invite
+                    loopback.host = "127.0.0.1"
+                    header.append("  on this machine: \(WebPage.link(for: loopback)) (elsewhere: --tls-cert, or an SSH tunnel)")
+                }
+            }
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await console.run(header: header, invite: invite, server: embedded)
         }

@@ -74,6 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxUnauthenticatedConnections = maxUnauthenticated
             configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
             configuration.sessionCreationsPerMinute = creationsPerMinute
+            configuration.web = listen.webConfiguration
             if let createTokenFile {
                 configuration.createToken = try readCreateToken(createTokenFile)
             }
@@ -92,6 +93,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")
+            if listen.web {
+                printLine("browsers join at http\(server.usesTLS ? "s" : "")://\(address):\(server.port)/join/SESSION#SECRET "
+                    + "(the host's tandem host --web prints the link)")
+            }
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
                 gracefulShutdownSignals: [.sigterm, .sigint],

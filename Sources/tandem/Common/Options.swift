@@ -127,6 +127,12 @@ struct ListenOptions: ParsableArguments {
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "FILE"))
     var tlsKey: String?
 
+    @Flag(help: ArgumentHelp("Also serve the browser page on the same port: browsers join with the printed link (the secret stays in its #fragment). The page needs https (--tls-cert) or a loopback address for WebCrypto."))
+    var web = false
+
+    /// The server's configuration of the browser page: on with --web.
+    var webConfiguration: WebConfiguration? { web ? WebConfiguration() : nil }
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535 (0 picks a free one)") }
         switch (tlsCert, tlsKey) {

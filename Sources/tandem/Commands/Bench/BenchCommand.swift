@@ -8,8 +8,9 @@ import TandemBench
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), and the server under churn (soak).",
-        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self]
+        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), the server under churn (soak), and browser pages (browser).",
+        subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self,
+                      BrowserBenchCommand.self]
     )
 }
 

@@ -1,0 +1,230 @@
+extension WebPage {
+    /// The page's participant: joins, shows the activity, the people, notices and chat, loads the person's own
+    /// copy of the file (checked against the host's fingerprint) or the fallback URL, and sends the controls.
+    static let appScript = #"""
+    "use strict";
+    const $ = (id) => document.getElementById(id);
+    const video = $("video");
+    const session = decodeURIComponent(location.pathname.replace(/^\/join\//, "").replace(/\/$/, ""));
+    const secret = decodeURIComponent(location.hash.slice(1));
+    const CHAT_TYPE = "TandemPeer.ChatLine";
+    let me = null, people = [], activity = null, hostMedia = null, requestID = 0, follower = null, objectURL = null;
+    const tandem = window.tandem = { events: [], notices: [], chat: [] };
+
+    function show(id, text, cls) { const el = $(id); el.textContent = text; el.className = cls || ""; }
+    function status(text, cls) { show("status", text, cls); tandem.events.push(text); }
+    function addLine(listID, text, cls) {
+      const li = document.createElement("li"); li.textContent = text; if (cls) li.className = cls;
+      const list = $(listID); list.appendChild(li); while (list.children.length > 100) list.firstChild.remove();
+      list.scrollTop = list.scrollHeight;
+    }
+    function nameOf(id) { const p = people.find((s) => s.participant.id === id); return p ? p.participant.name : id; }
+    function clockText(seconds) { if (!isFinite(seconds)) return "–"; const s = Math.max(0, Math.floor(seconds));
+      return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0"); }
+
+    if (!session || !secret) {
+      status("This link is incomplete: open the browser link tandem prints (…/join/SESSION#SECRET).", "error");
+    } else {
+      const wire = new TandemWire(session, secret, {
+        accepted() {
+          status("Authenticated; joining…");
+          wire.sendMessage({ join: { name: "browser", prerollEstimate: 500000000 } });
+        },
+        message(m) { onMessage(m); },
+        clock(offset, roundTrip) {
+          show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());
+          if (follower) follower.clockReady();
+        },
+        app(source, plaintext) { onApp(source, plaintext); },
+        closed(reason) { status("Disconnected: " + reason, "error"); tandem.closed = reason; setControls(false); },
+      });
+      tandem.wire = wire;
+      follower = new Follower(video, wire, { problem: (text) => status(text, "warn") });
+      tandem.follower = follower;
+      wire.open().catch((e) => status(e.message, "error"));
+      window.addEventListener("pagehide", () => { if (wire.state !== "closed") wire.leave(); });
+
+      function onMessage(m) {
+        const [kind] = Object.keys(m), body = m[kind];
+        switch (kind) {
+        case "welcome": {
+          const snap = body._0; me = snap.localParticipant; people = snap.participants;
+          status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
+          tandem.joined = true;
+          if (snap.activity) showActivity(snap.activity);
+          renderPeople(); setControls(true);
+          wire.sendMessage({ readiness: { _0: { loading: {} } } });
+          if (snap.timeline) timelineChanged(snap.timeline);
+          offerHostMedia();
+          break; }
+        case "timeline": timelineChanged(body._0); break;
+        case "participants": people = body._0; renderPeople(); break;
+        case "activity": showActivity(body._0); break;
+        case "notice": {
+          const n = body._0; tandem.notices.push(n.text);
+          addLine("notices", (n.kind === "app" ? nameOf(n.participant) + ": " : "") + n.text,
+                  n.kind === "differentMedia" || n.kind === "limitExceeded" ? "warn" : "");
+          break; }
+        case "rejected": addLine("notices", "Not done: " + body.reason, "warn"); break;
+        case "refused": addLine("notices", "Refused: " + body.reason, "warn"); break;
+        case "invalidated": status("The session ended for you: " + body._0.message, "error"); break;
+        default: break;  // queue, journal, clock pongs in JSON: nothing to show
+        }
+      }
+
+      function timelineChanged(t) {
+        tandem.timeline = t;
+        const kind = statusOf(t);
+        $("play").textContent = kind === "paused" ? "Play" : "Pause";
+        $("rate").value = String(t.rate);
+        if (kind === "waiting") {
+          const who = t.status.waiting.for.filter((x, i) => i % 2 === 0).map(nameOf);
+          show("mediaNote", who.length ? "Waiting for " + who.join(", ") : "Starting…");
+        } else if (follower.loaded) show("mediaNote", kind === "playing" ? "Playing with the group" : "Paused");
+        follower.apply(t);
+      }
+
+      function showActivity(envelope) {
+        activity = envelope; const meta = envelope.metadata || {};
+        try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
+        show("title", meta.title || (hostMedia && hostMedia.fileName) || "Tandem");
+        show("subtitle", meta.subtitle || "");
+        let line = "Type: " + (meta.type || "generic");
+        if (hostMedia && hostMedia.fileName) line += " · file: " + hostMedia.fileName;
+        if (hostMedia && hostMedia.duration) line += " · " + clockText(hostMedia.duration / 1e9);
+        show("meta", line);
+        const fallback = meta.fallbackURL && /^https?:\/\//i.test(meta.fallbackURL) ? meta.fallbackURL : null;
+        $("fallback").hidden = !fallback;
+        $("fallback").onclick = () => { if (fallback) load(fallback, null); };
+        tandem.activity = envelope;
+      }
+
+      /** When the host offers its file (`--web-media`), a button streams it by range requests. */
+      async function offerHostMedia() {
+        const url = "/media/" + encodeURIComponent(session) + "?t=" + await mediaToken(secret, session);
+        const answer = await fetch(url, { method: "HEAD" }).catch(() => null);
+        tandem.hostMedia = !!(answer && answer.ok);
+        $("stream").hidden = !tandem.hostMedia;
+        $("stream").onclick = () => load(url, null, hostMedia && hostMedia.contentID);
+      }
+
+      function renderPeople() {
+        const list = $("people"); list.replaceChildren();
+        for (const p of people) {
+          const readiness = Object.keys(p.readiness)[0];
+          let text = p.participant.name + (p.participant.id === (me && me.id) ? " (you)" : "") + (p.isHost ? " · host" : "")
+            + " · " + readiness;
+          if (p.suspensions && p.suspensions.length) text += " (" + p.suspensions.join(", ") + ")";
+          addLine("people", text);
+        }
+        tandem.people = people.map((p) => p.participant.name);
+      }
+
+      /** Loads a file or URL; `file` (a File) is checked against the host's fingerprint first. */
+      async function load(source, file, knownContentID) {
+        follower.setLoaded(false);
+        wire.sendMessage({ readiness: { _0: { loading: {} } } });
+        let contentID = knownContentID || null;
+        if (file) {
+          contentID = await fingerprint(file);
+          const theirs = hostMedia && hostMedia.contentID;
+          if (theirs && theirs !== contentID) {
+            show("mediaNote", "Warning: your file's content differs from the host's (" + (hostMedia.fileName || "their file")
+              + "); the group may see different pictures.", "warn");
+            tandem.mismatch = true;
+          } else { show("mediaNote", "Your file matches the host's."); tandem.mismatch = false; }
+        }
+        if (objectURL) URL.revokeObjectURL(objectURL);
+        objectURL = file ? source : null;
+        video.src = source;
+        video.addEventListener("loadedmetadata", () => {
+          const info = { isSeekable: true, hasVideo: video.videoWidth > 0, hasAudio: true };
+          if (isFinite(video.duration)) info.duration = Math.round(video.duration * 1e9);
+          if (contentID) info.contentID = contentID;
+          $("seek").max = isFinite(video.duration) ? String(video.duration) : "0";
+          wire.sendMessage({ readiness: { _0: { ready: { _0: info } } } });
+          tandem.ready = true;
+          status("Ready as " + me.name + ": the group plays when it plays.");
+          follower.setLoaded(true);
+        }, { once: true });
+        video.addEventListener("error", () => {
+          const why = "the browser cannot play this file (" + (video.error ? video.error.message || video.error.code : "?") + ")";
+          show("mediaNote", why, "error");
+          wire.sendMessage({ readiness: { _0: { failed: { _0: why } } } });
+        }, { once: true });
+      }
+      $("file").addEventListener("change", (e) => {
+        const file = e.target.files[0]; if (file) load(URL.createObjectURL(file), file);
+      });
+
+      // Controls: requests to the group; nothing plays until the group's timeline says so.
+      function request(command) {
+        const t = tandem.timeline; if (!t) return;
+        requestID += 1;
+        wire.sendMessage({ timelineRequest: { _0: { requestID, command, basedOnGeneration: t.generation,
+          requestedAtSessionTime: Math.round(wire.sessionTime() ?? 0) } } });
+      }
+      function togglePlay() {
+        const t = tandem.timeline; if (!t) return;
+        if (statusOf(t) === "paused") request({ play: {} });
+        else { video.pause(); request({ pause: { itemTime: follower.position() } }); }
+      }
+      function seekBy(seconds) {
+        const t = tandem.timeline; if (!t) return;
+        const now = statusOf(t) === "playing" ? follower.expected(wire.sessionTime()) : t.anchorItemTime;
+        request({ seek: { itemTime: Math.max(0, Math.round(now + seconds * 1e9)), play: statusOf(t) !== "paused" } });
+      }
+      function setRate(rate) { request({ rate: { _0: rate } }); }
+      tandem.controls = { togglePlay, seekBy, setRate, seekTo: (s) => { const t = tandem.timeline;
+        request({ seek: { itemTime: Math.round(s * 1e9), play: !!t && statusOf(t) !== "paused" } }); } };
+      $("play").addEventListener("click", togglePlay);
+      $("seek").addEventListener("change", (e) => tandem.controls.seekTo(Number(e.target.value)));
+      $("rate").addEventListener("change", (e) => setRate(Number(e.target.value)));
+      document.addEventListener("keydown", (e) => {
+        // Fields and buttons keep their own keys (a focused button already plays on space).
+        if (["INPUT", "SELECT", "BUTTON", "TEXTAREA"].includes(e.target.tagName)) return;
+        const rates = [0.5, 0.75, 1, 1.25, 1.5, 2], current = tandem.timeline ? tandem.timeline.rate : 1;
+        const index = rates.indexOf(current);
+        if (e.key === " ") { e.preventDefault(); togglePlay(); }
+        else if (e.key === "ArrowLeft") seekBy(-10);
+        else if (e.key === "ArrowRight") seekBy(10);
+        else if (e.key === "[" && index > 0) setRate(rates[index - 1]);
+        else if (e.key === "]" && index >= 0 && index < rates.length - 1) setRate(rates[index + 1]);
+      });
+      setInterval(() => {
+        $("clock").textContent = clockText(video.currentTime) + " / " + clockText(video.duration);
+        if (document.activeElement !== $("seek")) $("seek").value = String(video.currentTime);
+        show("sync", $("sync").textContent.replace(/ · offset.*$/, "") + syncText());
+      }, 250);
+
+      // Chat: sealed app messages of the CLI's chat type, so native peers and browsers read each other.
+      $("chatForm").addEventListener("submit", (e) => {
+        e.preventDefault();
+        const text = $("chatText").value.replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/g, " ").trim().slice(0, 500);
+        if (!text) return;
+        const body = b64(utf8.encode(JSON.stringify({ text })));
+        wire.sendApp(concat(new Uint8Array([1]), utf8.encode(JSON.stringify({ type: CHAT_TYPE, body }))));
+        addLine("chat", "you: " + text); $("chatText").value = "";
+      });
+      function onApp(source, plaintext) {
+        if (plaintext[0] !== 1) { addLine("chat", nameOf(source) + " sent " + (plaintext.length - 1) + " bytes"); return; }
+        try {
+          const wrapper = JSON.parse(fromUTF8.decode(plaintext.slice(1)));
+          if (wrapper.type === CHAT_TYPE) {
+            const line = JSON.parse(fromUTF8.decode(unb64(wrapper.body)));
+            const text = String(line.text).replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/g, " ").trim().slice(0, 500);
+            tandem.chat.push(text); addLine("chat", nameOf(source) + ": " + text);
+          } else addLine("chat", nameOf(source) + " sent a " + wrapper.type.slice(0, 80));
+        } catch (e) { /* not ours to read */ }
+      }
+      function setControls(on) {
+        for (const id of ["play", "seek", "rate", "chatText", "chatSend"]) $(id).disabled = !on;
+      }
+      function syncText() {
+        const s = follower ? follower.stats() : null;
+        if (!s || s.last === null) return "";
+        return " · offset " + (s.last / 1e6).toFixed(1) + " ms (p99 " + (s.p99 / 1e6).toFixed(1) + " ms over " + s.frames + " frames)";
+      }
+    }
+    """#
+}

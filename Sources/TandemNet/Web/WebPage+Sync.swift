@@ -1,0 +1,141 @@
+extension WebPage {
+    /// Following the group's timeline: scheduled starts at the group's session time, small errors corrected
+    /// with playbackRate nudges, large ones with a seek; the error measured per presented frame with
+    /// requestVideoFrameCallback (every 100 ms from currentTime for audio).
+    static let syncScript = #"""
+    "use strict";
+    const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.1;
+
+    class Follower {
+      constructor(video, wire, events) {
+        this.video = video; this.wire = wire; this.events = events;
+        this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
+        this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0 };
+        this.startLatency = 20e6; this.measuringStart = false;
+        this.video.addEventListener("ended", () => {
+          const t = this.timeline;
+          if (t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
+        });
+        this.watchFrames();
+      }
+
+      /** The item time (ns) the group renders at session time `session` (ns). */
+      expected(session) { const t = this.timeline; return t.anchorItemTime + (session - t.anchorSessionTime) * t.rate; }
+      position() { return Math.round(this.video.currentTime * 1e9); }
+
+      setLoaded(loaded) { this.loaded = loaded; if (loaded) this.apply(this.timeline); }
+      clockReady() { if (this.loaded && !this.applied) this.apply(this.timeline); }
+
+      apply(timeline) {
+        if (!timeline) return;
+        if (this.timeline && timeline.generation < this.timeline.generation) return;
+        const stopping = this.timeline && statusOf(this.timeline) === "playing" && !this.video.paused;
+        this.timeline = timeline;
+        if (!this.loaded || !this.wire.synchronised) { this.applied = false; return; }
+        this.applied = true;
+        this.token += 1; clearTimeout(this.timer); this.errors = [];
+        const kind = statusOf(timeline);
+        if (kind === "playing") return this.schedule(timeline);
+        // Paused or waiting: stop, say how far we got past a waiting stop, preroll at the anchor, say so.
+        if (kind === "waiting" && stopping && this.position() > timeline.anchorItemTime + 1e6) {
+          this.wire.sendMessage({ renderedPast: { generation: timeline.generation, itemTime: this.position() } });
+        }
+        this.video.pause();
+        this.video.playbackRate = timeline.rate;
+        const token = this.token;
+        this.seek(timeline.anchorItemTime, () => {
+          if (token === this.token) this.wire.sendMessage({ prepared: { generation: timeline.generation } });
+        });
+      }
+
+      /** Plays the line from where it will be a little ahead, starting at that session time exactly. */
+      schedule(timeline) {
+        const now = this.wire.sessionTime();
+        // Prerolled at the anchor (the usual start): only play() itself takes time. Elsewhere a seek comes first,
+        // so the page joins the line a little further on.
+        const atAnchor = Math.abs(this.position() - timeline.anchorItemTime) < 2e6 && this.video.readyState >= 2;
+        const startAt = Math.max(timeline.anchorSessionTime, now + (atAnchor ? this.startLatency + 10e6 : 350e6));
+        const itemTime = this.expected(startAt);
+        const token = this.token;
+        this.video.pause();
+        this.video.playbackRate = timeline.rate;
+        this.seek(itemTime, () => {
+          if (token !== this.token) return;
+          // play() takes a moment to present its first frame: start that much early (learned from past starts).
+          const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency) / 1e6;
+          this.measuringStart = true;
+          const go = () => {
+            if (token !== this.token) return;
+            this.errors = [];
+            this.video.play().catch((e) => this.events.problem("the browser would not play: " + e.message
+              + " (press Play once to allow it)"));
+          };
+          if (wait <= 0) go(); else this.timer = setTimeout(go, wait);
+        });
+      }
+
+      seek(itemTime, then) {
+        const target = Math.max(0, itemTime) / 1e9;
+        if (Math.abs(this.video.currentTime - target) < 0.001 && this.video.readyState >= 2) { then(); return; }
+        const done = () => { this.video.removeEventListener("seeked", done); then(); };
+        this.video.addEventListener("seeked", done);
+        this.video.currentTime = target;
+      }
+
+      /** Measures every presented frame against the line and corrects: nudge the rate, or seek when far off. */
+      watchFrames() {
+        const measure = (displayedAtLocal, mediaTime) => {
+          const t = this.timeline;
+          if (!t || statusOf(t) !== "playing" || this.video.paused || !this.wire.synchronised) return;
+          const session = this.wire.sessionTime(displayedAtLocal);
+          if (session < t.anchorSessionTime) return;
+          const error = mediaTime * 1e9 - this.expected(session);
+          this.frames += 1;
+          this.recent.push(Math.abs(error)); if (this.recent.length > 2000) this.recent.shift();
+          this.trace.push([displayedAtLocal, error]); if (this.trace.length > 20000) this.trace.shift();
+          this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
+          if (this.errors.length < 6) return;
+          const median = this.errors.slice().sort((a, b) => a - b)[3];
+          this.lastError = median;
+          if (this.measuringStart) {
+            // The first frames after a start: behind by e means play() needed e longer than assumed.
+            this.measuringStart = false;
+            if (Math.abs(median) < SEEK_THRESHOLD) {
+              this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - median * 0.7));
+            }
+          }
+          if (Math.abs(median) > SEEK_THRESHOLD) {
+            this.corrections.seeks += 1; this.token += 1; clearTimeout(this.timer); this.errors = [];
+            return this.schedule(t);
+          }
+          const nudge = Math.abs(median) < DEADBAND ? 0 : Math.max(-MAX_NUDGE, Math.min(MAX_NUDGE, -median / 1e9));
+          const rate = t.rate * (1 + nudge);
+          if (Math.abs(this.video.playbackRate - rate) > 1e-4) {
+            if (nudge !== 0) this.corrections.nudges += 1;
+            this.video.playbackRate = rate; this.errors = [];
+          }
+        };
+        if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+          const onFrame = (now, meta) => {
+            measure(Math.round(meta.expectedDisplayTime * 1e6), meta.mediaTime);
+            this.video.requestVideoFrameCallback(onFrame);
+          };
+          this.video.requestVideoFrameCallback(onFrame);
+        }
+        // Audio has no frames to watch: its position is read ten times a second instead.
+        setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
+      }
+
+      /** Render offsets so far (ns): p50, p99, max of |error|, and the frames measured. */
+      stats() {
+        const sorted = this.recent.slice().sort((a, b) => a - b);
+        const at = (q) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
+        return { frames: this.frames, p50: at(0.5), p99: at(0.99), max: sorted.length ? sorted[sorted.length - 1] : null,
+                 last: this.lastError ?? null, nudges: this.corrections.nudges, seeks: this.corrections.seeks };
+      }
+    }
+
+    /** "playing", "paused" or "waiting". */
+    function statusOf(timeline) { return Object.keys(timeline.status)[0]; }
+    """#
+}

@@ -1,0 +1,204 @@
+extension WebPage {
+    /// The wire: native frames in binary WebSocket messages, the challenge-response with WebCrypto, clock sync,
+    /// and sealing of app data (AES-256-GCM with the key every participant derives from the invite).
+    static let wireScript = #"""
+    "use strict";
+    const Kind = { hello: 1, challenge: 2, authProof: 3, accepted: 4, error: 5, ping: 6, pong: 7, close: 8,
+                   session: 0x10, clockPing: 0x11, clockPong: 0x12, appMessage: 0x13, journalChunk: 0x14 };
+    const PROTOCOL_VERSION = 3;
+    const utf8 = new TextEncoder(), fromUTF8 = new TextDecoder();
+
+    function b64(bytes) { let s = ""; for (const b of bytes) s += String.fromCharCode(b); return btoa(s); }
+    function unb64(text) { const s = atob(text); const out = new Uint8Array(s.length);
+      for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); return out; }
+    function concat(...parts) { const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0)); let at = 0;
+      for (const p of parts) { out.set(p, at); at += p.length; } return out; }
+    /** Monotonic now in integer nanoseconds (the page's local clock). */
+    function localNanos() { return Math.round(performance.now() * 1e6); }
+
+    /** A native frame: length u32 BE (kind + body), kind u8, body. */
+    function frame(kind, body) {
+      const out = new Uint8Array(5 + body.length);
+      new DataView(out.buffer).setUint32(0, body.length + 1); out[4] = kind; out.set(body, 5); return out;
+    }
+
+    /** One participant's connection: WebSocket, handshake, heartbeats, clock sync, session messages. */
+    class TandemWire {
+      constructor(session, secret, handlers) {
+        this.session = session; this.secret = secret; this.handlers = handlers;
+        this.pending = new Uint8Array(0); this.state = "connecting"; this.sequence = 0; this.appSequence = 0;
+        this.samples = []; this.offset = null; this.roundTrip = null; this.lastHeard = performance.now();
+      }
+
+      async open() {
+        if (!window.crypto || !crypto.subtle) throw new Error("this page needs a secure context for WebCrypto: open it over https (a host with --tls-cert) or on 127.0.0.1 / localhost (e.g. through an SSH tunnel)");
+        this.appKey = await deriveAppKey(this.secret, this.session);
+        const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+        this.ws = new WebSocket(scheme + "//" + location.host + "/ws");
+        this.ws.binaryType = "arraybuffer";
+        this.ws.onopen = () => this.sendJSON(Kind.hello, { protocolVersion: PROTOCOL_VERSION, session: this.session });
+        this.ws.onmessage = (event) => this.receive(new Uint8Array(event.data));
+        this.ws.onclose = (event) => this.closed(this.closeReason || ("connection closed (" + event.code + ")"));
+        this.ws.onerror = () => { this.closeReason = this.closeReason || "the connection failed"; };
+      }
+
+      send(kind, body) { if (this.ws && this.ws.readyState === 1) this.ws.send(frame(kind, body)); }
+      sendJSON(kind, value) { this.send(kind, utf8.encode(JSON.stringify(value))); }
+      sendMessage(message) { this.sendJSON(Kind.session, message); }
+
+      receive(bytes) {
+        this.lastHeard = performance.now();
+        this.pending = this.pending.length ? concat(this.pending, bytes) : bytes;
+        while (this.pending.length >= 5) {
+          const view = new DataView(this.pending.buffer, this.pending.byteOffset);
+          const length = view.getUint32(0);
+          if (this.pending.length < 4 + length) break;
+          const kind = this.pending[4], body = this.pending.slice(5, 4 + length);
+          this.pending = this.pending.slice(4 + length);
+          this.handleFrame(kind, body, localNanos());
+        }
+      }
+
+      async handleFrame(kind, body, receivedAt) {
+        switch (kind) {
+        case Kind.challenge: return this.answer(JSON.parse(fromUTF8.decode(body)));
+        case Kind.accepted: return this.accepted(JSON.parse(fromUTF8.decode(body)));
+        case Kind.ping: return this.send(Kind.pong, new Uint8Array(0));
+        case Kind.pong: return;
+        case Kind.error: case Kind.close: {
+          const reason = JSON.parse(fromUTF8.decode(body));
+          this.closeReason = reason.message + " (" + reason.code + ")"; return this.ws.close(); }
+        case Kind.clockPong: return this.clockPong(body, receivedAt);
+        case Kind.session: return this.handlers.message(JSON.parse(fromUTF8.decode(body)));
+        case Kind.appMessage: return this.appMessage(body);
+        default: return;  // journal chunks: the page loads no attachments
+        }
+      }
+
+      /** The proof: HMAC-SHA256(SHA-256(secret), nonce ‖ session ‖ clientNonce), as native clients compute it. */
+      async answer(challenge) {
+        const key = await crypto.subtle.importKey("raw", await crypto.subtle.digest("SHA-256", utf8.encode(this.secret)),
+                                                  { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+        const clientNonce = crypto.getRandomValues(new Uint8Array(32));
+        const proof = new Uint8Array(await crypto.subtle.sign("HMAC", key,
+                                     concat(unb64(challenge.nonce), utf8.encode(this.session), clientNonce)));
+        this.sendJSON(Kind.authProof, { clientNonce: b64(clientNonce), proof: b64(proof), host: false });
+      }
+
+      accepted(body) {
+        this.state = "accepted";
+        this.heartbeatMs = body.heartbeatIntervalMs || 500;
+        this.timeoutMs = body.heartbeatTimeoutMs || 2000;
+        this.handlers.accepted();
+        this.heartbeat = setInterval(() => {
+          if (performance.now() - this.lastHeard > this.timeoutMs * 2) { this.closeReason = "nothing heard from the server"; this.ws.close(); return; }
+          this.send(Kind.ping, new Uint8Array(0));
+        }, this.heartbeatMs);
+        this.pingClock();
+      }
+
+      /** Clock sync: one ping at a time, a quick burst and then one a second. */
+      pingClock() {
+        if (this.state === "closed") return;
+        this.sequence = (this.sequence + 1) >>> 0;
+        const body = new Uint8Array(12), view = new DataView(body.buffer);
+        view.setUint32(0, this.sequence); view.setBigInt64(4, BigInt(localNanos()));
+        this.send(Kind.clockPing, body);
+        clearTimeout(this.clockTimer);
+        this.clockTimer = setTimeout(() => this.pingClock(), this.samples.length < 8 ? 60 : 1000);
+      }
+
+      clockPong(body, t4) {
+        const view = new DataView(body.buffer, body.byteOffset);
+        if (view.getUint32(0) !== this.sequence) return;  // only the answer to the latest ping counts
+        const t1 = Number(view.getBigInt64(4)), t2 = Number(view.getBigInt64(12)), t3 = Number(view.getBigInt64(20));
+        const offset = ((t2 - t1) + (t3 - t4)) / 2, roundTrip = (t4 - t1) - (t3 - t2);
+        this.samples.push({ offset, roundTrip, at: t4 });
+        if (this.samples.length > 16) this.samples.shift();
+        // NTP-style: the samples with the lowest round trips bound the offset best; take the median of the best 4.
+        const best = this.samples.slice().sort((a, b) => a.roundTrip - b.roundTrip).slice(0, 4)
+          .sort((a, b) => a.offset - b.offset);
+        this.offset = best[Math.floor(best.length / 2)].offset;
+        this.roundTrip = best[0].roundTrip;
+        if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9)) {
+          this.lastReport = t4;
+          const half = Math.max(0, Math.round(this.roundTrip / 2));
+          this.sendMessage({ linkReport: { oneWayDelay: half, errorBound: half } });
+        }
+        if (this.handlers.clock) this.handlers.clock(this.offset, this.roundTrip);
+      }
+
+      /** Session time (ns) at local time `local` (ns), once the clock is synchronised. */
+      sessionTime(local = localNanos()) { return this.offset === null ? null : local + this.offset; }
+      localTime(session) { return session - this.offset; }
+      get synchronised() { return this.samples.length >= 4; }
+
+      /** A reliable app message to everyone: delivery u8, sequence u64, count u16 (0xFFFF: all), sealed payload. */
+      async sendApp(plaintext) {
+        const sealed = await seal(this.appKey, plaintext);
+        const head = new Uint8Array(11), view = new DataView(head.buffer);
+        this.appSequence += 1;
+        view.setUint8(0, 0); view.setBigUint64(1, BigInt(this.appSequence)); view.setUint16(9, 0xFFFF);
+        this.send(Kind.appMessage, concat(head, sealed));
+      }
+
+      async appMessage(body) {
+        const view = new DataView(body.buffer, body.byteOffset);
+        const sourceLength = view.getUint16(9);
+        const source = fromUTF8.decode(body.slice(11, 11 + sourceLength));
+        try {
+          const plaintext = await open(this.appKey, body.slice(11 + sourceLength));
+          this.handlers.app(source, plaintext);
+        } catch (e) { /* sealed with another key, or altered: dropped */ }
+      }
+
+      leave() {
+        this.sendMessage({ leave: {} });
+        this.sendJSON(Kind.close, { code: "left", message: "left the session" });
+        this.closeReason = "you left the session";
+        this.ws.close();
+      }
+
+      closed(reason) {
+        if (this.state === "closed") return;
+        this.state = "closed"; clearInterval(this.heartbeat); clearTimeout(this.clockTimer);
+        this.handlers.closed(reason);
+      }
+    }
+
+    /** HKDF-SHA256(ikm: secret, salt: session, info: "tandem app data v1") → AES-256-GCM key. */
+    async function deriveAppKey(secret, session) {
+      const ikm = await crypto.subtle.importKey("raw", utf8.encode(secret), "HKDF", false, ["deriveKey"]);
+      return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: utf8.encode(session),
+                                       info: utf8.encode("tandem app data v1") },
+                                     ikm, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+    }
+    /** box = nonce (12) ‖ ciphertext ‖ tag (16), no associated data. */
+    async function seal(key, plaintext) {
+      const nonce = crypto.getRandomValues(new Uint8Array(12));
+      return concat(nonce, new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, plaintext)));
+    }
+    async function open(key, box) {
+      if (box.length < 28) throw new Error("short box");
+      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: box.slice(0, 12) }, key, box.slice(12)));
+    }
+
+    /** The token for the host's media (`--web-media`): hex HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session). */
+    async function mediaToken(secret, session) {
+      const key = await crypto.subtle.importKey("raw", await crypto.subtle.digest("SHA-256", utf8.encode(secret)),
+                                                { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+      const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, utf8.encode("tandem web media v1" + session)));
+      return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+    }
+
+    /** The content fingerprint native peers compute: SHA-256 of "SIZE\n", the first and the last 64 KiB. */
+    async function fingerprint(file) {
+      const chunk = 64 * 1024, size = file.size;
+      const head = new Uint8Array(await file.slice(0, Math.min(chunk, size)).arrayBuffer());
+      const start = size > chunk ? size - chunk : 0;
+      const tail = new Uint8Array(await file.slice(start, Math.min(start + chunk, size)).arrayBuffer());
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", concat(utf8.encode(size + "\n"), head, tail)));
+      return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+    }
+    """#
+}

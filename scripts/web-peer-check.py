@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Drives the browser page in headless Chromium against a real `tandem host --web`.
+
+    web-peer-check.py TANDEM MEDIA SCREENSHOT
+    web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max)
+
+Starts the host on 127.0.0.1 (headless player), opens the printed browser link, picks the same file, and checks
+that the page joins, reports ready, follows the host's play / pause / seek, sends its own play, shows notices,
+and that chat crosses both ways. Writes a screenshot, prints one line per check and a closing
+'N passed, N failed'. Exits 0 when every check passed, 1 otherwise, 77 when the browser cannot start.
+Launches Debian's /usr/bin/chromium (Playwright's own browsers are never downloaded).
+"""
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CHROMIUM = os.environ.get("TANDEM_CHROMIUM", "/usr/bin/chromium")
+
+
+def video_only(media):
+    """A copy of MEDIA with its video track alone (GStreamer remux, no re-encoding). Chromium 156 fails to read
+    the bundled samples' Opus audio as GStreamer's webmmux writes it ("FFmpegDemuxer: demuxer seek failed"), so
+    the host shares, and the page loads, this copy."""
+    out = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), os.path.basename(media))
+    subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + media, "!", "matroskademux", "name=d",
+                    "d.video_0", "!", "queue", "!", "webmmux", "!", "filesink", "location=" + out],
+                   check=True, timeout=60, stdout=subprocess.DEVNULL)
+    return out
+
+
+class Host:
+    """`tandem host` with its stdout read line by line on a thread."""
+
+    def __init__(self, tandem, media):
+        self.process = subprocess.Popen(
+            [tandem, "host", media, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines = []
+        self.queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self.queue.put(line)
+
+    def send(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if predicate(line):
+                    return line
+            time.sleep(0.05)
+        return None
+
+    def stop(self):
+        try:
+            self.send("leave")
+            self.process.wait(timeout=5)
+        except Exception:
+            self.process.kill()
+
+
+def bench(tandem, media, seconds, pages):
+    """`--bench SECONDS PAGES`: PAGES pages beside the native host. For each, the time from choosing the file (the
+    host presses play at once; the group waits for every page) to the page being in sync (|error| under 20 ms for
+    10 frames in a row); then the render offset of every frame against the group's line, which the native peers
+    render to within a millisecond, for SECONDS."""
+    from playwright.sync_api import sync_playwright
+    media = video_only(media)
+    host = Host(tandem, media)
+    traces = []
+    try:
+        line = host.wait_for(lambda l: l.startswith("Browser: "), 20)
+        if line is None:
+            print(json.dumps({"error": "the host printed no browser link: " + " | ".join(host.lines[-5:])}))
+            return 1
+        link = line.split(" ", 1)[1].strip()
+        with sync_playwright() as p:
+            try:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                    "--autoplay-policy=no-user-gesture-required", "--no-sandbox", "--mute-audio"])
+            except Exception as error:
+                print(json.dumps({"error": "the browser cannot start: " + str(error).splitlines()[0]}))
+                return 77
+            opened = [browser.new_page(bypass_csp=True) for _ in range(pages)]
+            for page in opened:
+                page.goto(link)
+            for page in opened:
+                page.wait_for_function("window.tandem && tandem.joined === true && tandem.wire.synchronised",
+                                       timeout=15000)
+            chosen = []
+            for page in opened:
+                chosen.append(page.evaluate("localNanos()"))
+                page.set_input_files("#file", media)
+            host.send("play")
+            for page in opened:
+                page.wait_for_function("tandem.follower.frames > 10", timeout=20000)
+            time.sleep(seconds)
+            for page, at in zip(opened, chosen):
+                traces.append((at, page.evaluate("tandem.follower.trace")))
+            browser.close()
+    finally:
+        host.stop()
+    settled, sync_times = [], []
+    for chosen_at, trace in traces:
+        run, in_sync_at = 0, None
+        for at, error in trace:
+            run = run + 1 if abs(error) < 20e6 else 0
+            if run >= 10:
+                in_sync_at = at
+                break
+        sync_times.append(None if in_sync_at is None else (in_sync_at - chosen_at) / 1e9)
+        settled += [abs(e) for at, e in trace if in_sync_at is not None and at >= in_sync_at]
+    settled.sort()
+
+    def q(p):
+        return round(settled[min(len(settled) - 1, int(p * len(settled)))] / 1e6, 3) if settled else None
+    never = any(t is None for t in sync_times)
+    print(json.dumps({"pages": pages, "frames": len(settled), "p50Ms": q(0.5), "p99Ms": q(0.99),
+                      "maxMs": round(settled[-1] / 1e6, 3) if settled else None,
+                      "syncSecondsAfterFileChosen": None if never else round(max(sync_times), 3)}))
+    return 0
+
+
+def main():
+    if sys.argv[1] == "--bench":
+        return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]))
+    tandem, media, screenshot = sys.argv[1:4]
+    results = []
+
+    def check(name, ok, detail=""):
+        results.append(ok)
+        print(("ok   " if ok else "FAIL ") + name + (": " + detail if detail else ""), flush=True)
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("SKIP: Playwright is not installed; run `make deps`")
+        return 77
+    if not os.access(CHROMIUM, os.X_OK):
+        print("SKIP: no Chromium at " + CHROMIUM + "; run `make deps`")
+        return 77
+
+    media = video_only(media)
+    host = Host(tandem, media)
+    try:
+        line = host.wait_for(lambda l: l.startswith("Browser: "), 20)
+        check("the host prints a browser link", line is not None, line or "\n".join(host.lines[-5:]))
+        if line is None:
+            return 1
+        link = line.split(" ", 1)[1].strip()
+        check("the secret is in the fragment", "#" in link and "/join/" in link, link.split("#")[0])
+        with sync_playwright() as p:
+            try:
+                browser = p.chromium.launch(executable_path=CHROMIUM,
+                                            args=["--autoplay-policy=no-user-gesture-required", "--no-sandbox",
+                                                  "--mute-audio"])
+            except Exception as error:  # the one reason to skip: no browser to run the page in
+                print("SKIP: the browser cannot start: " + str(error).splitlines()[0])
+                return 77
+            # Playwright's polling evaluates strings in the page, which the page's own CSP forbids: the test's
+            # context lifts the CSP for its probes only.
+            page = browser.new_page(viewport={"width": 1100, "height": 760}, bypass_csp=True)
+            page.on("console", lambda m: m.type == "error" and "404" not in m.text and print("  page: " + m.text))
+            page.goto(link)
+            page.wait_for_function("window.tandem && window.tandem.joined === true", timeout=10000)
+            check("the page joins the session", True)
+            page.wait_for_function("(tandem.people || []).length === 2", timeout=5000)
+            check("the page shows both participants", True, ", ".join(page.evaluate("tandem.people")))
+            title = page.text_content("#title")
+            check("the page shows the activity", bool(title) and title != "Tandem", title or "")
+
+            page.set_input_files("#file", media)
+            page.wait_for_function("tandem.ready === true", timeout=10000)
+            check("the file is checked against the host's fingerprint",
+                  page.evaluate("tandem.mismatch") is False, page.text_content("#mediaNote") or "")
+            page.wait_for_function("tandem.wire.synchronised", timeout=5000)
+
+            host.send("play")
+            page.wait_for_function("tandem.timeline && statusOf(tandem.timeline) === 'playing' && !video.paused",
+                                   timeout=10000)
+            check("the page plays when the host plays", True)
+            time.sleep(2.5)
+            stats = page.evaluate("tandem.follower.stats()")
+            detail = "frames %d, |error| p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (
+                stats["frames"], (stats["p50"] or 0) / 1e6, (stats["p99"] or 0) / 1e6, (stats["max"] or 0) / 1e6)
+            check("frames are measured against the group's line", stats["frames"] > 0 and stats["p50"] is not None
+                  and stats["p50"] < 200e6, detail)
+
+            host.send("pause")
+            page.wait_for_function("statusOf(tandem.timeline) === 'paused' && video.paused", timeout=5000)
+            page.wait_for_function("Math.abs(video.currentTime * 1e9 - tandem.timeline.anchorItemTime) < 0.05e9",
+                                   timeout=5000)
+            check("the page pauses where the host paused", True,
+                  "%.3f s" % page.evaluate("tandem.timeline.anchorItemTime / 1e9"))
+
+            host.send("seek 3")
+            page.wait_for_function("Math.abs(tandem.timeline.anchorItemTime - 3e9) < 1e6 && "
+                                   "Math.abs(video.currentTime - 3) < 0.05", timeout=5000)
+            check("the page follows the host's seek", True)
+
+            page.click("h1")  # nothing focused: the page's keys apply
+            page.keyboard.press("Space")
+            page.wait_for_function("statusOf(tandem.timeline) === 'playing' && !video.paused", timeout=10000)
+            played = host.wait_for(lambda l: "browser played" in l, 5)
+            check("the page's own play starts the group", played is not None, played or "")
+            page.wait_for_function("tandem.notices.some((n) => n.includes('browser played'))", timeout=5000)
+            check("the page shows notices", True)
+
+            page.fill("#chatText", "hello from the browser")
+            page.click("#chatSend")
+            said = host.wait_for(lambda l: "hello from the browser" in l, 5)
+            check("chat from the page reaches the host (sealed end to end)", said is not None, said or "")
+            host.send("chat hello from the terminal")
+            page.wait_for_function("tandem.chat.includes('hello from the terminal')", timeout=5000)
+            check("chat from the host reaches the page", True)
+
+            time.sleep(1)
+            page.screenshot(path=screenshot)
+            check("screenshot written", os.path.getsize(screenshot) > 0, screenshot)
+            browser.close()
+    except Exception as error:
+        check("no step timed out", False, str(error).splitlines()[0])
+        print("  host said: " + " | ".join(host.lines[-8:]))
+    finally:
+        host.stop()
+    passed = sum(1 for r in results if r)
+    print("web peer: %d passed, %d failed" % (passed, len(results) - passed))
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
