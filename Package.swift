@@ -68,6 +68,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ]),
+        // Syncplay interop: its wire protocol, its client rules as a state machine, and a connection over SwiftNIO.
+        .target(name: "TandemSyncplay", dependencies: [
+            "TandemCore",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         // The command line: argument parsing, the terminal, wiring.
         .executableTarget(
             name: "tandem",
@@ -97,6 +103,6 @@ let package = Package(
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "TandemBenchTests", dependencies: ["TandemBench", "TandemPeer", "Tandem", "TandemTesting"]),
-        .testTarget(name: "TandemTests", dependencies: ["Tandem", "TandemPeer"]),
+        .testTarget(name: "TandemTests", dependencies: ["Tandem", "TandemPeer", "TandemSyncplay", "TandemTesting"]),
     ]
 )

@@ -20,6 +20,7 @@ struct LayerImportTests {
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
+        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "ArgumentParser", "Logging", "ServiceLifecycle",
