@@ -20,6 +20,7 @@ package enum InviteSource: Equatable, Sendable {
     package static func looksLikeInvite(_ text: String) -> Bool {
         let lower = text.lowercased()
         return text == "-" || lower.hasPrefix("tandem://") || lower.hasPrefix("tandems://")
+            || SyncplayAddress.looksLikeSyncplay(text)
     }
 
     /// Sorts the positional arguments into the invite's source and the media file: a lone positional argument that

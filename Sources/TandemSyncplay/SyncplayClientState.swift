@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import TandemCore
 
@@ -25,6 +26,11 @@ public struct SyncplayClientState: Sendable {
         public var passwordMD5: String?
         /// What this peer plays, announced after the hello.
         public var file: SyncplayFile?
+
+        /// What the hello carries for a server password: its md5, in hex (Syncplay's rule).
+        public static func passwordHash(_ password: String) -> String {
+            Insecure.MD5.hash(data: Data(password.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
 
         public init(username: String, room: String, passwordMD5: String? = nil, file: SyncplayFile? = nil) {
             self.username = username

@@ -21,6 +21,10 @@ struct JoinCommand: AsyncParsableCommand {
             (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
             `tandem join --invite-file invite.txt movie.webm`.
 
+            `tandem join syncplay://HOST[:PORT]/ROOM FILE` joins a Syncplay room instead (port 8999 by default; \
+            --room-password for a server with a password): the room's pauses, plays and seeks apply here, and yours \
+            reach the room; its users' arrivals and chat appear as notices and chat lines.
+
             \(UserCommand.keyHelp)
 
             \(TandemExit.documentation)
@@ -54,12 +58,17 @@ struct JoinCommand: AsyncParsableCommand {
         valueName: "DIR"))
     var previewDir: String?
 
+    @Option(name: .customLong("room-password"), help: ArgumentHelp(
+        "With syncplay://HOST/ROOM: the Syncplay server's password, when it has one.", valueName: "PASSWORD"))
+    var roomPassword: String?
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            if let invite, SyncplayAddress.looksLikeSyncplay(invite) { return try await joinSyncplay(invite) }
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
             let text: String

@@ -67,13 +67,6 @@ struct SyncplayTestError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A value behind a lock, shareable between closures.
-final class Shared<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<R>(_ body: (inout sending Value) -> sending R) -> sending R { mutex.withLock(body) }
-}
-
 /// One peer in the room: its connection, a play state that follows the room like a player would, and what it heard.
 final class SyncplayTestPeer: Sendable {
     let connection: SyncplayConnection
@@ -181,5 +174,72 @@ struct SyncplayServerTests {
         for _ in 0..<100 where peer.connection.endReason == nil { try await Task.sleep(for: .milliseconds(50)) }
         #expect(peer.connection.endReason?.contains("the Syncplay server said") == true)
         await peer.close()
+    }
+}
+
+/// `tandem join syncplay://…`: real tandem processes in a real syncplay-server room.
+@Suite("Syncplay rooms from the command line", .serialized)
+struct SyncplayJoinProcessTests {
+    static let sample = TandemBinary.sample("countdown.webm")
+
+    static func join(_ port: Int, room: String, name: String, extra: [String] = []) throws -> TandemProcess {
+        try TandemProcess(["join", "syncplay://127.0.0.1:\(port)/\(room)", sample, "--headless", "--json", "--name", name] + extra)
+    }
+
+    static func settled(_ process: TandemProcess) -> JSON? {
+        process.events("timeline").last { $0["state"]?.string != "waiting" }
+    }
+
+    @Test("two tandem peers in a syncplay-server room follow each other's play, seek and pause; chat and arrivals cross")
+    func twoTandemPeersInARoom() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        let ann = try Self.join(server.port, room: "movie", name: "ann")
+        defer { ann.stop() }
+        #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
+        let bob = try Self.join(server.port, room: "movie", name: "bob")
+        defer { bob.stop() }
+        #expect(await ann.event("notice", within: 20) { $0["text"]?.string == "bob joined the Syncplay room" } != nil,
+                "\(ann.stderr)")
+        #expect(await bob.event("participants", within: 20) != nil)
+
+        // ann plays: bob's session plays.
+        ann.send("play")
+        #expect(await bob.wait(for: 15) { Self.settled($0)?["state"]?.string == "playing" }, "\(bob.events("timeline"))")
+        // ann seeks to 0:30 while playing: bob plays from 0:30.
+        ann.send("seek 30")
+        #expect(await bob.wait(for: 15) { p in
+            Self.settled(p)?["state"]?.string == "playing" && abs((Self.settled(p)?["anchorItemTime"]?.number ?? 0) - 30) < 1
+        }, "\(bob.events("timeline").suffix(3))")
+        // bob pauses: ann pauses near where bob did.
+        try await Task.sleep(for: .seconds(1))
+        bob.send("pause")
+        #expect(await ann.wait(for: 15) { Self.settled($0)?["state"]?.string == "paused" }, "\(ann.events("timeline").suffix(3))")
+        let annAt = Self.settled(ann)?["anchorItemTime"]?.number ?? 0
+        let bobAt = Self.settled(bob)?["anchorItemTime"]?.number ?? 0
+        #expect(abs(annAt - bobAt) < 0.5, "ann paused at \(annAt), bob at \(bobAt)")
+        // Chat crosses the room (shown as the bridge's line, with the room member's name in it).
+        ann.send("chat popcorn?")
+        #expect(await bob.event("chat", within: 15) { $0["text"]?.string == "ann: popcorn?" } != nil)
+
+        // bob leaves: ann hears it from the room.
+        bob.send("leave")
+        #expect(await bob.exitCode(within: 20) == 0, "\(bob.stderr)")
+        #expect(await ann.event("notice", within: 20) { $0["text"]?.string == "bob left the Syncplay room" } != nil)
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
+    }
+
+    @Test("a bad room address and an unreachable server are clear errors with exit codes")
+    func badAddresses() async throws {
+        let noRoom = try TandemProcess(["join", "syncplay://127.0.0.1:1/", Self.sample, "--headless"])
+        #expect(await noRoom.exitCode(within: 20) == 6)
+        #expect(noRoom.stderr.contains("ROOM"))
+        let tls = try TandemProcess(["join", "syncplays://127.0.0.1/movie", Self.sample, "--headless"])
+        #expect(await tls.exitCode(within: 20) == 6)
+        #expect(tls.stderr.contains("not supported"))
+        let unreachable = try TandemProcess(["join", "syncplay://127.0.0.1:1/movie", Self.sample, "--headless"])
+        #expect(await unreachable.exitCode(within: 30) == 4, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("Syncplay"))
     }
 }
