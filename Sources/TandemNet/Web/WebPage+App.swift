@@ -85,7 +85,14 @@ extension WebPage {
       }
 
       function showActivity(envelope) {
+        const moved = activity && activity.itemID !== envelope.itemID;
         activity = envelope; const meta = envelope.metadata || {};
+        if (moved) {
+          // Another item of the queue: the file loaded so far is not it.
+          follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
+          wire.sendMessage({ readiness: { _0: { loading: {} } } });
+          show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
+        }
         try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         show("title", meta.title || (hostMedia && hostMedia.fileName) || "Tandem");
         show("subtitle", meta.subtitle || "");
