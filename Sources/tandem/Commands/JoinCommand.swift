@@ -23,6 +23,8 @@ struct JoinCommand: AsyncParsableCommand {
 
             \(UserCommand.keyHelp)
 
+            \(UserCommand.lineHelp)
+
             \(TandemExit.documentation)
             """
     )

@@ -175,7 +175,8 @@ final class PeerConsole: Sendable {
             }
             return true
         case .help:
-            say(UserCommand.keyHelp)
+            // Keys on a terminal (and in the video window); the line commands when reading standard input.
+            say(mode == .interactive ? UserCommand.keyHelp : UserCommand.lineHelp)
             return false
         case .queueList:
             let queue = await peer.coordinator.queue
