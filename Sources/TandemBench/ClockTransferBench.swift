@@ -23,7 +23,7 @@ package enum ClockTransferBench {
     }
 
     package struct Outcome: Sendable {
-        /// "udp" or "tcp".
+        /// "tcp", "udp" or "udp+tcp".
         package var probes: String
         /// |estimate − truth| every 10 ms after the first second (ns).
         package var errors: Distribution
@@ -39,14 +39,21 @@ package enum ClockTransferBench {
     /// Runs TCP-only probes, then datagram probes, each on a fresh server.
     package static func run(_ configuration: Configuration, progress: @Sendable (String) -> Void = { _ in }) async throws -> [Outcome] {
         var outcomes: [Outcome] = []
-        for udp in [false, true] {
-            progress(udp ? "probes over UDP" : "probes over TCP only")
-            outcomes.append(try await measure(configuration, udpProbes: udp))
+        for mode in ProbeMode.allCases {
+            progress("probes: \(mode.rawValue)")
+            outcomes.append(try await measure(configuration, mode: mode))
         }
         return outcomes
     }
 
-    static func measure(_ configuration: Configuration, udpProbes: Bool) async throws -> Outcome {
+    /// Which paths the measured peer's clock probes take.
+    package enum ProbeMode: String, CaseIterable, Sendable {
+        case tcp
+        case udp
+        case both = "udp+tcp"
+    }
+
+    static func measure(_ configuration: Configuration, mode: ProbeMode) async throws -> Outcome {
         var authority = AuthorityConfiguration()
         authority.endsWhenHostLeaves = false
         var server = ServerConfiguration(authority: authority)
@@ -69,7 +76,8 @@ package enum ClockTransferBench {
         let skewed = SkewedClock(base: truth, offset: configuration.offset, driftPPM: configuration.driftPPM)
         var options = TandemClient.Options()
         options.clock = skewed
-        options.clockProbesOverDatagrams = udpProbes
+        options.clockProbesOverDatagrams = mode != .tcp
+        options.clockProbesAlsoOverTCP = mode == .both
         let peer = try await TandemClient.connect(invite: invite, name: "measured", options: options)
         let joined = truth.now
         let drained = Task {
@@ -112,7 +120,7 @@ package enum ClockTransferBench {
         drained.cancel()
         let collected = await sampleTask.value
         await sessionServer.shutdown()
-        return Outcome(probes: udpProbes ? "udp" : "tcp", errors: Distribution(errors), samples: collected.count,
+        return Outcome(probes: mode.rawValue, errors: Distribution(errors), samples: collected.count,
                        roundTrips: Distribution(collected.map(\.roundTrip.nanoseconds)), datagramSamples: datagramSamples,
                        megabytesUp: Double(upBytes) / 1e6, megabytesDown: Double(downBytes) / 1e6)
     }
@@ -148,11 +156,11 @@ package enum ClockTransferBench {
             "(real server and client; the peer's clock \(String(format: "%+.0f", configuration.offset.seconds * 1000)) ms and "
                 + "\(String(format: "%+.0f", configuration.driftPPM)) ppm off; error = |estimate − true session time| every 10 ms)",
             "",
-            "probes  error p50    error p99    error max    samples (udp)  sample rtt p50  rtt p99      MB up/down",
-            "------  -----------  -----------  -----------  -------------  --------------  -----------  ----------",
+            "probes   error p50    error p99    error max    samples (udp)  sample rtt p50  rtt p99      MB up/down",
+            "-------  -----------  -----------  -----------  -------------  --------------  -----------  ----------",
         ]
         for o in outcomes {
-            lines.append(o.probes.padding(toLength: 8, withPad: " ", startingAt: 0)
+            lines.append(o.probes.padding(toLength: 9, withPad: " ", startingAt: 0)
                 + [ms(o.errors.p50), ms(o.errors.p99), ms(o.errors.max)].map { $0.padding(toLength: 13, withPad: " ", startingAt: 0) }.joined()
                 + "\(o.samples) (\(o.datagramSamples))".padding(toLength: 15, withPad: " ", startingAt: 0)
                 + ms(o.roundTrips.p50).padding(toLength: 16, withPad: " ", startingAt: 0)

@@ -290,7 +290,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         if options.clockProbesOverDatagrams, let link = datagramLink, link.sendClockPing(sequence: pingSequence) {
             let since = unansweredDatagramPingSince ?? now
             unansweredDatagramPingSince = since
-            overTCP = now - since > options.datagramAckTimeout
+            overTCP = options.clockProbesAlsoOverTCP || now - since > options.datagramAckTimeout
         }
         var t1 = now
         if overTCP {

@@ -62,6 +62,9 @@ public enum TandemClient {
         /// busy TCP stream (a large attachment); over TCP otherwise, and over both while datagram probes go
         /// unanswered for `datagramAckTimeout`. The same estimator takes the samples of either path.
         public var clockProbesOverDatagrams = true
+        /// With `clockProbesOverDatagrams`: send every probe over TCP as well while the UDP path works, so that the
+        /// estimator also has the TCP path's samples (the better ones while that connection is quiet).
+        public var clockProbesAlsoOverTCP = false
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.
