@@ -202,7 +202,6 @@ struct HostCommand: AsyncParsableCommand {
                     throw error
                 }
             }
-            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
             var hosting = "Hosting \(activity.summary)"
             var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
             if !following.isEmpty {
@@ -212,30 +211,17 @@ struct HostCommand: AsyncParsableCommand {
             }
             let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
             // The embedded server runs beside the peer and ends with it ("the host left").
-            try await console.run(header: header, invite: invite, server: embedded)
+            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(participant, header: header, invite: invite,
+                                                                              server: embedded)
         }
     }
+}
 
-    /// The paths a playlist names: one a line, relative to the playlist's directory; blank lines and `#` comments
-    /// skipped. Bounded like the session's queue.
+extension HostCommand {
+    /// The paths a playlist names (see `Playlist.read`).
     static func readPlaylist(_ path: String) throws(CLIError) -> [String] {
-        let limit = AuthorityConfiguration().queue.maxEntries
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CLIError(.usage, "cannot read the playlist \(path) — check the path and its permissions")
+        do { return try Playlist.read(path, limit: AuthorityConfiguration().queue.maxEntries) } catch {
+            throw CLIError(.usage, error.description)
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
-        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
-        let paths = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            .map { line in
-                line.hasPrefix("/") || line.contains("://") ? line : base.appendingPathComponent(line).path
-            }
-        guard !paths.isEmpty else { throw CLIError(.usage, "the playlist \(path) names no media — one path per line") }
-        guard paths.count <= limit else {
-            throw CLIError(.usage, "the playlist \(path) names \(paths.count) items; a queue holds at most \(limit)")
-        }
-        return paths
     }
 }
