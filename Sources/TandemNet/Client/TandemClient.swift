@@ -59,12 +59,13 @@ public enum TandemClient {
         /// back to TCP while UDP gets no answer).
         public var datagrams = true
         /// Send clock-sync probes as UDP datagrams while the UDP path works, so that they do not wait behind a
-        /// busy TCP stream (a large attachment); over TCP otherwise, and over both while datagram probes go
+        /// busy TCP stream (a large attachment); over TCP otherwise, and over TCP too while datagram probes go
         /// unanswered for `datagramAckTimeout`. The same estimator takes the samples of either path.
         public var clockProbesOverDatagrams = true
         /// With `clockProbesOverDatagrams`: send every probe over TCP as well while the UDP path works, so that the
-        /// estimator also has the TCP path's samples (the better ones while that connection is quiet).
-        public var clockProbesAlsoOverTCP = false
+        /// estimator also has the TCP path's samples (often the best ones while that connection is quiet). Measured
+        /// with `tandem bench clock --transfer` (README): both paths gave the lowest median error.
+        public var clockProbesAlsoOverTCP = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.
