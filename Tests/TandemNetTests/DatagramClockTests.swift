@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import TandemCore
 import Testing
 @_spi(Testing) @testable import TandemNet
@@ -78,6 +79,42 @@ import Testing
         let fresh = await Self.freshSamples(later, after: blockedAt, for: 5)
         #expect(fresh.count >= 2, "\(fresh.count) samples after UDP was blocked")
         #expect(ann.datagramStatus.clockPongsReceived <= pongsBefore + 1)
+        await ann.close()
+        await server.shutdown()
+    }
+
+    @Test func badClockDatagramsAreDroppedAndCountedAndChangeNothing() async throws {
+        let server = try await DatagramTests.server()
+        let invite = try server.createSession(id: "bad-clock")
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: DatagramTests.options())
+        #expect(await waitUntil(10) { ann.unreliablePath == .udp })
+        let link = try #require(ann.shared.datagramLink)
+        let raw = try await RawDatagramSocket.open()
+        let target = try SocketAddress(ipAddress: "127.0.0.1", port: server.port)
+        let before = server.datagramStatistics!
+
+        // Authentic but malformed: a ping body of the wrong length, and a pong, which a client never sends.
+        var short = ByteBuffer()
+        short.writeInteger(UInt32(1))
+        try await raw.send(try #require(link.seal(.clockPing, body: short)), to: target)
+        try await raw.send(try #require(link.seal(.clockPong, body: ByteBuffer(repeating: 0, count: 28))), to: target)
+        // A genuine ping, sent twice: answered once, the copy is a replay.
+        var ping = ByteBuffer()
+        ping.writeInteger(UInt32(7))
+        ping.writeInteger(Int64(42))
+        let captured = try #require(link.seal(.clockPing, body: ping))
+        try await raw.send(captured, to: target)
+        try await raw.send(captured, to: target)
+        #expect(await waitUntil(10) {
+            let s = server.datagramStatistics!
+            return s.malformed - before.malformed == 2 && s.replayed - before.replayed == 1
+        })
+
+        // Ann's own probes go on being answered, and her session is untouched.
+        let pongs = ann.datagramStatus.clockPongsReceived
+        #expect(await waitUntil(10) { ann.datagramStatus.clockPongsReceived > pongs })
+        #expect(ann.closedReason == nil)
+        await raw.close()
         await ann.close()
         await server.shutdown()
     }

@@ -181,7 +181,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         if let datagram = seal(type, body: body) { write(datagram) }
     }
 
-    private func seal(_ type: DatagramType, body: ByteBuffer) -> ByteBuffer? {
+    func seal(_ type: DatagramType, body: ByteBuffer) -> ByteBuffer? {
         let sequence = state.withLock { state -> UInt64 in
             state.sendSequence += 1
             return state.sendSequence
