@@ -29,3 +29,16 @@ package enum Playlist {
         return paths
     }
 }
+
+/// A relay's session-creation token, kept in a file (`--create-token-file`).
+package enum CreateToken {
+    /// The file's content, trimmed; an unreadable or empty file is a problem that says so.
+    package static func read(_ path: String) throws(Playlist.Problem) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw Playlist.Problem(description: "cannot read \(path)")
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty else { throw Playlist.Problem(description: "\(path) is empty") }
+        return token
+    }
+}

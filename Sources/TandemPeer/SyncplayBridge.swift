@@ -68,6 +68,8 @@ package final class SyncplayBridge: Sendable {
     private let pendingOriginator = Mutex<ParticipantID?>(nil)
     private let nextRequest = Mutex<UInt64>(1)
     private let readyToldRoom = Mutex<Bool?>(nil)
+    /// The session's messages, subscribed to from the start so that none is missed before `run`.
+    private let messages: AsyncStream<ServerMessage>
 
     /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
     package static func connect(room address: SyncplayAddress, passwordMD5: String?, name: String, invite: Invite,
@@ -94,7 +96,11 @@ package final class SyncplayBridge: Sendable {
         let bridge = SyncplayBridge(room: room, link: link, latest: latest)
         let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
                              hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
-        try await link.send(.readiness(.ready(info)))
+        do { try await link.send(.readiness(.ready(info))) } catch {
+            await room.close()
+            await link.close()
+            throw error
+        }
         return bridge
     }
 
@@ -102,6 +108,7 @@ package final class SyncplayBridge: Sendable {
         self.room = room
         self.link = link
         self.timeline = latest
+        self.messages = link.serverMessages()
         // The timeline at connecting came in the welcome; later ones arrive as messages.
         latest.withLock { $0 = link.welcome.timeline }
         settled.withLock { $0 = link.welcome.timeline }
@@ -131,7 +138,7 @@ package final class SyncplayBridge: Sendable {
     // MARK: Session → room
 
     private func followSession() async {
-        for await message in link.serverMessages() {
+        for await message in messages {
             switch message {
             case .timeline(let new):
                 timeline.withLock { $0 = new }

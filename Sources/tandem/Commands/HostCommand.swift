@@ -116,23 +116,15 @@ struct HostCommand: AsyncParsableCommand {
             }
             let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
             let file = paths[0]
-            let probe = try await probeMedia(file)
-            let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: subtitle,
-                                         type: type.map { ActivityType(rawValue: $0) },
-                                         fallbackURL: fallbackURL.flatMap(URL.init(string:)))
-            let media = QueueMedia(directory: nil)
-            media.register(itemID: activity.itemID, location: file)
-            var following: [QueueEntry] = []
-            for path in paths.dropFirst() {
-                let probe = try await probeMedia(path)
-                let item = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
-                media.register(itemID: item.itemID, location: path)
-                do { following.append(QueueEntry(activity: try item.envelope, contentID: probe.contentID)) } catch {
-                    throw CLIError(.failure, "cannot encode the activity for \(path): \(error)")
-                }
+            let items: HostedItems
+            do {
+                items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
+                                                   type: type.map { ActivityType(rawValue: $0) },
+                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await probeMedia($0) }
+            } catch let error as CLIError { throw error } catch {
+                throw CLIError(.failure, "cannot encode the activity: \(error)")
             }
-            let envelope: ActivityEnvelope
-            do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
+            let (activity, envelope, following, media) = (items.activity, items.envelope, items.following, items.media)
             let player = try peer.makePeerPlayer()
 
             var options = peer.applying(to: TandemClient.Options())

@@ -87,3 +87,8 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         throw error.exit.code
     }
 }
+
+/// The creation token in `path` (see `CreateToken.read`).
+func readCreateToken(_ path: String) throws(CLIError) -> String {
+    do { return try CreateToken.read(path) } catch { throw CLIError(.usage, "--create-token-file: \(error)") }
+}
