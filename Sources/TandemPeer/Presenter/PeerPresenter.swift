@@ -104,7 +104,8 @@ package final class PeerPresenter: Sendable {
             }
             return true
         case .help:
-            say(UserCommand.keyHelp)
+            // Keys on a terminal (and in the video window); the line commands when reading standard input.
+            say(output.takesKeys ? UserCommand.keyHelp : UserCommand.lineHelp)
             return false
         case .queueList:
             let queue = await peer.coordinator.queue

@@ -17,12 +17,15 @@ struct HostCommand: AsyncParsableCommand {
             until everyone's player has loaded; space (or `play` on stdin) starts the group.
 
             Several files (or --playlist FILE, one path per line, # comments) make a queue: the group moves on \
-            together at the end of each item, and n/p (or `next`/`prev` on stdin) skip; joiners find each item \
+            together at the end of each item, n/p (or `next`/`prev` on stdin) skip, `jump K` goes to item K, and \
+            `queue add PATH`, `queue remove K` and `queue move K TO` edit the queue; joiners find each item \
             by its file name in their --media-dir.
 
             The session ends for everyone when the host leaves.
 
             \(UserCommand.keyHelp)
+
+            \(UserCommand.lineHelp)
 
             \(TandemExit.documentation)
             """

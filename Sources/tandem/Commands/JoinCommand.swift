@@ -27,6 +27,8 @@ struct JoinCommand: AsyncParsableCommand {
 
             \(UserCommand.keyHelp)
 
+            \(UserCommand.lineHelp)
+
             \(TandemExit.documentation)
             """
     )

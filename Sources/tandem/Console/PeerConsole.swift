@@ -14,6 +14,9 @@ final class PeerConsole: PeerOutput {
         case scripted(json: Bool)
     }
 
+    /// Keys on a terminal; lines otherwise.
+    var takesKeys: Bool { mode == .interactive }
+
     let mode: Mode
     /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
     private let chatPrompt = Mutex<String?>(nil)
