@@ -1,7 +1,7 @@
 # Tandem — set-up, build, test and demo. `make demo` and `make test` work on a fresh Debian machine.
 SHELL := /bin/bash
 DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base \
-                gstreamer1.0-plugins-good gstreamer1.0-tools pkg-config
+                gstreamer1.0-plugins-good gstreamer1.0-tools gstreamer1.0-x pkg-config libx11-dev xvfb
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 TANDEM := .build/debug/tandem

@@ -51,7 +51,8 @@ package enum UserCommand: Equatable, Sendable {
     package static let offsetStepMilliseconds = 10.0
 
     /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `next`, `prev`, `queue`,
-    /// `queue add PATH`, `volume PERCENT`, `mute`, `sub N|off`, `audio N`, `offset MS`, `status`, `leave`, `end`.
+    /// `queue add PATH`, `volume PERCENT`, `mute`, `sub N|off`, `audio N`, `offset MS`, `status`, `fullscreen`, `leave`,
+    /// `end`.
     /// Throws a message that says what is accepted.
     package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
@@ -95,6 +96,7 @@ package enum UserCommand: Equatable, Sendable {
         case "audio": return .audio(try track("audio"))
         case "offset": return .offset(try number("milliseconds, positive is later", example: "-120"))
         case "status": return .showStatus
+        case "fullscreen", "fs": return .toggleFullscreen
         case "chat", "say":
             let text = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count)
             guard let clean = Chat.clean(String(text)) else {
@@ -112,7 +114,7 @@ package enum UserCommand: Equatable, Sendable {
         default:
             throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, next, prev, queue, "
                                    + "queue add PATH, volume PERCENT, mute, sub N|off, audio N, offset MS, status, "
-                                   + "chat TEXT, leave or end")
+                                   + "fullscreen, chat TEXT, leave or end")
         }
     }
 

@@ -20,6 +20,13 @@ struct HostCommand: AsyncParsableCommand {
             together at the end of each item, and n/p (or `next`/`prev` on stdin) skip; joiners find each item \
             by its file name in their --media-dir.
 
+            Audio and subtitle track choices stay personal; with --share-tracks, yours (--audio-track, \
+            --sub-track, and the a and s keys) are proposed to everyone, and each joiner plays the same track \
+            (by language when their file numbers tracks differently) unless they chose their own on the command \
+            line.
+
+            The video window (on an X display) is titled with the activity's title; f switches it to full screen.
+
             The session ends for everyone when the host leaves.
 
             \(UserCommand.keyHelp)
@@ -74,6 +81,14 @@ struct HostCommand: AsyncParsableCommand {
             help: ArgumentHelp("With --server: a file holding the server's creation token (for servers started with --create-token-file).",
                                valueName: "FILE"))
     var createTokenFile: String?
+
+    @Flag(name: .customLong("share-tracks"), help: """
+        Propose your audio and subtitle track choices (--audio-track, --sub-track, and the a and s keys) to \
+        everyone: each joiner is told, and plays the same track (matched by language when their file numbers \
+        tracks differently) unless they chose their own on the command line. Without it, track choices stay \
+        personal.
+        """)
+    var shareTracks = false
 
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
@@ -130,7 +145,7 @@ struct HostCommand: AsyncParsableCommand {
             }
             let envelope: ActivityEnvelope
             do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
-            let player = try peer.makePeerPlayer()
+            let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
 
             var options = peer.applying(to: TandemClient.Options())
             options.asHost = true
@@ -199,7 +214,8 @@ struct HostCommand: AsyncParsableCommand {
                     throw error
                 }
             }
-            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json))
+            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json),
+                                      tracks: TrackSharing(share: shareTracks, options: peer))
             var hosting = "Hosting \(activity.summary)"
             var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
             if !following.isEmpty {

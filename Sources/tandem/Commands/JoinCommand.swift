@@ -16,6 +16,11 @@ struct JoinCommand: AsyncParsableCommand {
             fingerprint (a different file plays, with a warning); a missing one plays from its fallback URL when \
             the host gave one.
 
+            A host started with --share-tracks proposes its audio and subtitle tracks: you are told, and they play \
+            here (matched by language when your file numbers its tracks differently) unless you chose your own \
+            with --audio-track, --sub-track or --sub; your keys still change them. The video window (on an X \
+            display) is titled with the activity's title; f switches it to full screen.
+
             The invite holds the session's secret. Keep it off the command line, where other users of this machine \
             can read it: give it with --invite-file FILE, as - to read it from the first line of standard input \
             (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
@@ -108,19 +113,22 @@ struct JoinCommand: AsyncParsableCommand {
                 throw CLIError(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity, problem: CLIError(error).description, given: file))
             }
             let player: GStreamerPlayer
-            do { player = try peer.makePeerPlayer() } catch {
+            let title = activity.map { $0.metadata.title ?? $0.fileName } ?? connection.welcome.activity?.metadata.title
+            do { player = try peer.makePeerPlayer(title: title) } catch {
                 await connection.close()
                 throw error
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
                                         media: QueueMedia(directory: directory))
+            let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? FileManager.default.temporaryDirectory
+            // Made before joining: it listens for the host's track proposals from then on.
+            let console = PeerConsole(peer: participant, mode: mode, previewDirectory: previewDirectory,
+                                      tracks: TrackSharing(options: peer))
             do { try await connection.send(.takePart) } catch {
                 await connection.close()
                 throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")
             }
-            let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
-                ?? FileManager.default.temporaryDirectory
-            let console = PeerConsole(peer: participant, mode: mode, previewDirectory: previewDirectory)
             if let activity, let difference = activity.difference(from: probe) {
                 console.warn("\(difference) — you may not be watching the same thing")
             }

@@ -88,9 +88,11 @@ struct PeerOptions: ParsableArguments {
         return options
     }
 
-    /// The player these options describe, with the personal offset applied.
-    func makePeerPlayer() throws(CLIError) -> GStreamerPlayer {
-        let player = try makePlayer(playerConfiguration)
+    /// The player these options describe, with the personal offset applied; its video window is titled `title`.
+    func makePeerPlayer(title: String? = nil) throws(CLIError) -> GStreamerPlayer {
+        var configuration = playerConfiguration
+        configuration.windowTitle = title
+        let player = try makePlayer(configuration)
         if let offset { player.setOutputOffset(.milliseconds(offset)) }
         return player
     }

@@ -36,11 +36,25 @@ final class PeerConsole: Sendable {
     let osd = Mutex(OnScreenDisplay())
     /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
     let chatPrompt = Mutex<String?>(nil)
+    /// Track choices between participants (see `PeerConsole+Tracks`).
+    let trackSharing: TrackSharing
+    let trackState = Mutex(TrackSharingState())
+    /// Proposals the sharing host is to send: which kinds, to whom.
+    let trackRequests: AsyncStream<(Set<TrackProposal.Kind>, Recipients)>.Continuation
+    private let trackRequestStream: AsyncStream<(Set<TrackProposal.Kind>, Recipients)>
+    /// A joiner's proposals from the others, subscribed before it joins.
+    private let proposals: AsyncStream<(TrackProposal, ParticipantID)>?
 
-    init(peer: LocalPeer, mode: Mode, previewDirectory: URL? = nil) {
+    /// Make it before the peer joins: a joiner listens for track proposals from then on.
+    init(peer: LocalPeer, mode: Mode, previewDirectory: URL? = nil, tracks: TrackSharing = TrackSharing()) {
         self.peer = peer
         self.mode = mode
         self.previewDirectory = previewDirectory
+        trackSharing = tracks
+        (trackRequestStream, trackRequests) = AsyncStream.makeStream(of: (Set<TrackProposal.Kind>, Recipients).self,
+                                                                     bufferingPolicy: .bufferingNewest(16))
+        proposals = tracks.share ? nil : peer.trackProposals()
+        if tracks.share { trackState.withLock { $0.shared = tracks.chosen } }
         names.withLock { $0[peer.id] = peer.name }
         if let queue = peer.connection.welcome.queue { currentEntry.withLock { $0 = (true, queue.current?.id) } }
         peer.media.onWarning { [weak self] text in self?.warn(text) }
@@ -199,7 +213,11 @@ final class PeerConsole: Sendable {
             }
             return false
         default:
-            if let problem = await peer.perform(command, feedback: { self.said($0) }) { warn(problem) }
+            if let problem = await peer.perform(command, feedback: { self.said($0) }) {
+                warn(problem)
+            } else {
+                proposeAfter(command)
+            }
             return false
         }
     }
@@ -256,6 +274,14 @@ final class PeerConsole: Sendable {
             group.addTask { await self.readWindowKeys() }
             group.addTask { for await (text, from) in self.peer.chatLines { self.showChat(text, from: from) } }
             group.addTask { await self.drawOverlay() }
+            if self.trackSharing.share {
+                group.addTask { await self.sendTrackProposals(self.trackRequestStream) }
+            }
+            if let proposals = self.proposals {
+                let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                group.addTask { await self.receiveTrackProposals(proposals, wake: wake) }
+                group.addTask { await self.applyTrackProposals(wakes) }
+            }
         }
     }
 
@@ -291,10 +317,12 @@ final class PeerConsole: Sendable {
         case .otherParticipantsChanged(let others):
             names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
             emit(ParticipantsEvent(others))
+            proposeToNewcomers(others)
         case .waiting:
             break  // the timeline event and the authority's notice say it
         case .activityChanged(let envelope):
             emit(ActivityEvent(envelope))
+            if let title = envelope.metadata.title { peer.player.setWindowTitle(title) }
         case .queueChanged(let queue):
             emit(QueueEvent(queue))
             let current = queue.current?.id
