@@ -15,6 +15,7 @@ struct tdm_gst_window {
     GMutex lock;
     GstBus *bus;
     gulong handler;
+    GstElement *video_sink;   // the player's video sink (an element or a bin): its display and size
     Display *display;     // our own connection, opened when a sink first asks for a window
     Window window;        // 0 until then
     char *title;          // UTF-8
@@ -60,29 +61,51 @@ static void apply_title(tdm_gst_window *w) {
                     (const unsigned char *)w->title, length);
 }
 
+/// The GstVideoSink inside `sink` (itself, or the first one in a bin such as autovideosink), a new reference.
+static GstElement *find_video_sink(GstElement *sink) {
+    if (GST_IS_VIDEO_SINK(sink)) return gst_object_ref(sink);
+    if (!GST_IS_BIN(sink)) return NULL;
+    GstElement *found = NULL;
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(sink));
+    GValue item = G_VALUE_INIT;
+    while (!found && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+        GstElement *element = g_value_get_object(&item);
+        if (GST_IS_VIDEO_SINK(element)) found = gst_object_ref(element);
+        g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+    return found;
+}
+
 /// The display the sink draws on: its "display" property when it has one (ximagesink, xvimagesink), else $DISPLAY.
 static char *sink_display_name(GstElement *sink) {
-    GParamSpec *spec = tdm_shim_find_property(sink, "display");
+    GParamSpec *spec = sink ? tdm_shim_find_property(sink, "display") : NULL;
     if (!spec || spec->value_type != G_TYPE_STRING) return NULL;
     char *name = NULL;
     g_object_get(sink, "display", &name, NULL);
     return name;
 }
 
-static void create_window(tdm_gst_window *w, GstElement *sink) {
+static void create_window(tdm_gst_window *w) {
     install_error_handler();
+    // The message may come from playbin's playsink (which passes the handle on); the sink itself says where and
+    // how large.
+    GstElement *sink = w->video_sink ? find_video_sink(w->video_sink) : NULL;
     char *name = sink_display_name(sink);
     Display *d = XOpenDisplay(name);
     g_free(name);
     if (!d) {
+        if (sink) gst_object_unref(sink);
         w->failed = 1;
         return;
     }
     int width = 640, height = 480;
-    if (GST_IS_VIDEO_SINK(sink) && GST_VIDEO_SINK_WIDTH(sink) > 0 && GST_VIDEO_SINK_HEIGHT(sink) > 0) {
+    if (sink && GST_VIDEO_SINK_WIDTH(sink) > 0 && GST_VIDEO_SINK_HEIGHT(sink) > 0) {
         width = GST_VIDEO_SINK_WIDTH(sink);
         height = GST_VIDEO_SINK_HEIGHT(sink);
     }
+    if (sink) gst_object_unref(sink);
     int screen = DefaultScreen(d);
     Window window = XCreateSimpleWindow(d, RootWindow(d, screen), 0, 0, (unsigned)width, (unsigned)height, 0,
                                         BlackPixel(d, screen), BlackPixel(d, screen));
@@ -103,17 +126,17 @@ static void on_sync_message(GstBus *bus, GstMessage *message, gpointer data) {
     (void)bus;
     if (!gst_is_video_overlay_prepare_window_handle_message(message)) return;
     tdm_gst_window *w = data;
-    GstElement *sink = GST_ELEMENT(GST_MESSAGE_SRC(message));
     g_mutex_lock(&w->lock);
-    if (!w->window && !w->failed) create_window(w, sink);
+    if (!w->window && !w->failed) create_window(w);
     Window window = w->window;
     g_mutex_unlock(&w->lock);
-    if (window) gst_video_overlay_set_window_handle(GST_VIDEO_OVERLAY(sink), (guintptr)window);
+    if (window) gst_video_overlay_set_window_handle(GST_VIDEO_OVERLAY(GST_MESSAGE_SRC(message)), (guintptr)window);
 }
 
-tdm_gst_window *tdm_gst_window_new(GstElement *pipeline, const char *title) {
+tdm_gst_window *tdm_gst_window_new(GstElement *pipeline, GstElement *video_sink, const char *title) {
     tdm_gst_window *w = g_new0(tdm_gst_window, 1);
     g_mutex_init(&w->lock);
+    w->video_sink = video_sink ? gst_object_ref(video_sink) : NULL;
     w->title = g_strdup(title ? title : "Tandem");
     w->bus = gst_element_get_bus(pipeline);
     gst_bus_enable_sync_message_emission(w->bus);
@@ -132,6 +155,7 @@ void tdm_gst_window_free(tdm_gst_window *w) {
         if (w->window) XDestroyWindow(w->display, w->window);
         XCloseDisplay(w->display);
     }
+    if (w->video_sink) gst_object_unref(w->video_sink);
     g_free(w->title);
     g_mutex_clear(&w->lock);
     g_free(w);

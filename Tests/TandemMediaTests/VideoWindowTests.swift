@@ -1,5 +1,8 @@
 import CTandemGStreamerShim
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 import TandemCore
 import TandemPeer
@@ -35,7 +38,11 @@ final class VirtualDisplay {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: xvfb)
             process.arguments = [":\(number)", "-nolisten", "tcp", "-screen", "0", "800x600x24"]
-            let errors = Pipe()
+            // Its messages go to a file: a pipe nobody reads would fill and stop the server mid-test.
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-xvfb-\(UUID().uuidString).log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let errors = try FileHandle(forWritingTo: log)
+            defer { try? errors.close() }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = errors
             try process.run()
@@ -45,11 +52,13 @@ final class VirtualDisplay {
                 Thread.sleep(forTimeInterval: 0.05)
             }
             if process.isRunning, tdm_gst_x_display_opens(":\(number)") == 1 {
+                try? FileManager.default.removeItem(at: log)
                 return VirtualDisplay(name: ":\(number)", process: process)
             }
-            if process.isRunning { process.terminate() }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
-            let text = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(at: log)
             tried.append(":\(number): \(text.split(separator: "\n").suffix(3).joined(separator: " / "))")
             if tried.count >= 3 { break }
         }
@@ -63,9 +72,14 @@ final class VirtualDisplay {
         return info
     }
 
+    /// Ends the server with SIGKILL (it inherits this process's ignored SIGTERM, which the service tests set up)
+    /// and removes the socket and lock it leaves.
     func stop() {
-        if process.isRunning { process.terminate() }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        let number = name.dropFirst()
+        try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
+        try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")
     }
 }
 

@@ -219,9 +219,10 @@ char *tdm_gst_language_normalized(const char *code);
 /// never when none does (fakesink, appsink) or the display cannot be opened (the sink then makes its own).
 typedef struct tdm_gst_window tdm_gst_window;
 
-/// Starts watching `pipeline`'s bus; the window is titled `title` (UTF-8). Free with tdm_gst_window_free once the
+/// Starts watching `pipeline`'s bus for a window request from `video_sink` (an element or a bin: its video sink
+/// gives the display and the size); the window is titled `title` (UTF-8). Free with tdm_gst_window_free once the
 /// pipeline is in the NULL state.
-tdm_gst_window *tdm_gst_window_new(GstElement *pipeline, const char *title);
+tdm_gst_window *tdm_gst_window_new(GstElement *pipeline, GstElement *video_sink, const char *title);
 void tdm_gst_window_free(tdm_gst_window *window);
 /// Sets the title (WM_NAME and _NET_WM_NAME, UTF-8), now or when the window is made.
 void tdm_gst_window_set_title(tdm_gst_window *window, const char *title);

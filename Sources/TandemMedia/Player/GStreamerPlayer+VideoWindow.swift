@@ -1,5 +1,6 @@
 import CTandemGStreamer
 import CTandemGStreamerShim
+import Synchronization
 import TandemCore
 
 // The video window the player owns on an X display: its title and full screen. GStreamer's X sinks have no
@@ -13,23 +14,23 @@ extension GStreamerPlayer {
         let clean = String(title.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200))
         let shown = clean.isEmpty ? "Tandem" : clean
         videoWindow.title.withLock { $0 = shown }
-        tdm_gst_window_set_title(videoWindow.pointer, shown)
+        videoWindow.use { tdm_gst_window_set_title($0, shown) }
     }
 
     /// The X window the video is drawn in (its id), nil while there is none: before the first video frame, and
     /// always with a sink that draws into no window (headless) or an output that is not X.
     public var videoWindowID: UInt? {
-        let xid = tdm_gst_window_xid(videoWindow.pointer)
+        let xid = videoWindow.use { tdm_gst_window_xid($0) } ?? 0
         return xid == 0 ? nil : UInt(xid)
     }
 
-    public var isFullScreen: Bool { tdm_gst_window_is_fullscreen(videoWindow.pointer) != 0 }
+    public var isFullScreen: Bool { (videoWindow.use { tdm_gst_window_is_fullscreen($0) } ?? 0) != 0 }
 
     /// Switches the video window to full screen or back; returns the new state, nil when there is no window of
     /// the player's to switch (`fullScreenUnavailableReason` says why).
     @discardableResult
     public func setFullScreen(_ on: Bool) -> Bool? {
-        let state = tdm_gst_window_set_fullscreen(videoWindow.pointer, on ? 1 : 0)
+        let state = videoWindow.use { tdm_gst_window_set_fullscreen($0, on ? 1 : 0) } ?? -1
         return state < 0 ? nil : state == 1
     }
 
@@ -46,18 +47,30 @@ extension GStreamerPlayer {
     }
 }
 
-/// The player's side of the C shim's video window.
+/// The player's side of the C shim's video window, until the player closes.
 ///
-/// `@unchecked Sendable`: the shim's window is behind its own mutex; `title` is behind a lock.
+/// `@unchecked Sendable`: the shim's window is only used under `lock`, and freed under it.
 final class VideoWindow: @unchecked Sendable {
-    let pointer: OpaquePointer
+    /// The shim's window as its address (0 once freed).
+    private let address: Mutex<UInt>
     let title: Locked<String>
 
-    init(pipeline: UnsafeMutablePointer<GstElement>, title: String) {
-        pointer = tdm_gst_window_new(pipeline, title)
+    init(pipeline: UnsafeMutablePointer<GstElement>, videoSink: UnsafeMutablePointer<GstElement>, title: String) {
+        address = Mutex(UInt(bitPattern: tdm_gst_window_new(pipeline, videoSink, title)))
         self.title = Locked(title)
     }
 
-    /// Only once the pipeline is in the NULL state (no sink holds the window any more).
-    func free() { tdm_gst_window_free(pointer) }
+    /// Runs `body` with the shim's window; nil once it is freed.
+    func use<T: Sendable>(_ body: (OpaquePointer) -> T) -> T? {
+        address.withLock { address in OpaquePointer(bitPattern: address).map(body) }
+    }
+
+    /// Destroys the X window and closes its connection; only once the pipeline is in the NULL state (no sink holds
+    /// the window any more). Later calls do nothing.
+    func free() {
+        address.withLock { address in
+            if let window = OpaquePointer(bitPattern: address) { tdm_gst_window_free(window) }
+            address = 0
+        }
+    }
 }

@@ -82,7 +82,7 @@ public final class GStreamerPlayer: PlaybackEngine {
         Self.apply(calibration, lead: .zero, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
-        videoWindow = VideoWindow(pipeline: playbin, title: configuration.windowTitle ?? "Tandem")
+        videoWindow = VideoWindow(pipeline: playbin, videoSink: videoSink, title: configuration.windowTitle ?? "Tandem")
         window = PlayerWindow(playbin: playbin, overlay: configuration.overlay,
                               subtitleFont: configuration.subtitleFile == nil ? nil : configuration.subtitleFont)
 
@@ -142,6 +142,7 @@ public final class GStreamerPlayer: PlaybackEngine {
                 self.bus.stop()
                 self.state.withLock { $0.isClosed = true }
                 self.handles.pipeline.setState(GST_STATE_NULL)
+                self.videoWindow.free()   // the window goes with the player
                 continuation.resume()
             }
         }
