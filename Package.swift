@@ -56,7 +56,7 @@ let package = Package(
         // A participant's session driver: player, connection and coordinator wired together, user commands, the
         // shared media activity. No terminal, no argument parsing.
         .target(name: "TandemPeer", dependencies: [
-            "Tandem",
+            "Tandem", "TandemSyncplay",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -68,11 +68,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ]),
+        // Syncplay interop: its wire protocol, its client rules as a state machine, and a connection over SwiftNIO.
+        .target(name: "TandemSyncplay", dependencies: [
+            "TandemCore", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         // The command line: argument parsing, the terminal, wiring.
         .executableTarget(
             name: "tandem",
             dependencies: [
-                "Tandem", "TandemPeer", "TandemBench",
+                "Tandem", "TandemPeer", "TandemBench", "TandemSyncplay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -92,11 +98,11 @@ let package = Package(
             "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer"]),
+        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "TandemBenchTests", dependencies: ["TandemBench", "TandemPeer", "Tandem", "TandemTesting"]),
-        .testTarget(name: "TandemTests", dependencies: ["Tandem", "TandemPeer"]),
+        .testTarget(name: "TandemTests", dependencies: ["Tandem", "TandemPeer", "TandemSyncplay"]),
     ]
 )

@@ -110,7 +110,8 @@ package final class LocalPeer: Sendable {
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
             clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
             roundTrip: quality?.roundTrip.nanoseconds,
-            reconnecting: connection.isReconnecting, queue: await coordinator.queue)
+            reconnecting: connection.isReconnecting, queue: await coordinator.queue,
+            unreliablePath: connection.unreliablePath)
     }
 
     // MARK: User requests
@@ -192,11 +193,14 @@ package struct PeerStatus: Sendable {
     package var reconnecting = false
     /// The session's queue.
     package var queue: SessionQueue?
+    /// Which path unreliable app messages take: UDP datagrams, or the TCP connection (and why).
+    package var unreliablePath: UnreliablePath?
 
     package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
                  clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false,
-                 queue: SessionQueue? = nil) {
+                 queue: SessionQueue? = nil, unreliablePath: UnreliablePath? = nil) {
         self.queue = queue
+        self.unreliablePath = unreliablePath
         self.timeline = timeline
         self.position = position
         self.expected = expected

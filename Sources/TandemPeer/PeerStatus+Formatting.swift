@@ -53,6 +53,8 @@ extension PeerStatus {
         } else if let bound = errorBound, let offset = clockOffset {
             var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", Double(bound) / 1e6, Double(offset) / 1e6)
             if let rtt = roundTrip { clock += String(format: ", rtt %.1f ms", Double(rtt) / 1e6) }
+            // Where unreliable app messages go: `udp`, or `tcp` when the datagram path is not working.
+            if let path = unreliablePath { clock += path == .udp ? " │ udp" : " │ tcp" }
             parts.append(clock)
         } else {
             parts.append("clock syncing…")

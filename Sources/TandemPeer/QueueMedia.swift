@@ -61,3 +61,33 @@ package final class QueueMedia: Sendable {
         return candidate
     }
 }
+
+/// What a host shares: the first item as the session's activity, the others as the queue after it, each registered
+/// where it plays from.
+package struct HostedItems: Sendable {
+    package let activity: MediaActivity
+    package let envelope: ActivityEnvelope
+    package let following: [QueueEntry]
+    package let media: QueueMedia
+
+    /// Probes every path (`probe` turns a failure into the caller's error) and builds the activity of the first with
+    /// the host's `title`, `subtitle`, `type` and `fallbackURL`.
+    package static func make(paths: [String], title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?,
+                             probe: (String) async throws -> MediaProbe) async throws -> HostedItems {
+        let media = QueueMedia(directory: nil)
+        var activity: MediaActivity?
+        var following: [QueueEntry] = []
+        for (index, path) in paths.enumerated() {
+            let probed = try await probe(path)
+            let item = index == 0
+                ? MediaActivity(probe: probed, path: path, title: title, subtitle: subtitle, type: type, fallbackURL: fallbackURL)
+                : MediaActivity(probe: probed, path: path, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
+            media.register(itemID: item.itemID, location: path)
+            if index == 0 { activity = item } else {
+                following.append(QueueEntry(activity: try item.envelope, contentID: probed.contentID))
+            }
+        }
+        guard let activity else { throw Playlist.Problem(description: "no media to host") }
+        return HostedItems(activity: activity, envelope: try activity.envelope, following: following, media: media)
+    }
+}

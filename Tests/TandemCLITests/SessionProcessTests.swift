@@ -68,6 +68,8 @@ struct SessionProcessTests {
         for peer in [host, bob] {
             let errors = peer.events("position").suffix(2).compactMap { $0["positionErrorMs"]?.number }
             #expect(!errors.isEmpty && errors.allSatisfy { abs($0) < 30 }, "position errors \(errors)")
+            // On loopback the datagram path works: unreliable messages go over UDP.
+            #expect(peer.events("position").last?["unreliablePath"]?.string == "udp")
         }
 
         // A late joiner catches up without pausing anyone.

@@ -47,6 +47,25 @@ struct AuthorityMessagingTests {
         #expect(h.send(message(.all, exact), from: a).messages(to: b).count == 1)
     }
 
+    @Test("an unreliable message over TCP is held to one datagram's size; a reliable one of that size passes")
+    func unreliableMessagesOverTCPKeepTheDatagramLimit() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        let limit = MessageDelivery.maxUnreliableSize + PayloadSealing.allowance
+        let fits = String(repeating: "x", count: limit)
+        #expect(h.send(message(.all, fits, delivery: .unreliable), from: a).messages(to: b).count == 1)
+        let over = String(repeating: "x", count: limit + 1)
+        let actions = h.send(message(.all, over, sequence: 2, delivery: .unreliable), from: a)
+        #expect(actions.messages(to: b).isEmpty)
+        guard case .refused(let reason)? = actions.messages(to: a).first else {
+            Issue.record("not refused: \(actions)")
+            return
+        }
+        #expect(reason.contains("send it reliably"))
+        #expect(h.send(message(.all, over, sequence: 3), from: a).messages(to: b).count == 1)
+    }
+
     @Test func thePerSenderRateLimitAllowsABurstAndRefills() {
         var config = AuthorityConfiguration()
         config.appMessagesPerSecond = 10

@@ -65,5 +65,12 @@ struct QueueMediaTests {
         status.queue = SessionQueue(entries: [QueueEntry(id: "q1", activity: envelope), QueueEntry(id: "q2", activity: envelope),
                                               QueueEntry(id: "q3", activity: envelope)], currentIndex: 1)
         #expect(status.line(names: [:]).contains("item 2 of 3"))
+        // Where unreliable messages go shows beside the clock once the clock is known.
+        status.errorBound = 50_000
+        status.clockOffset = 0
+        status.unreliablePath = .udp
+        #expect(status.line(names: [:]).hasSuffix("│ udp"))
+        status.unreliablePath = .tcp(reason: "no answer over UDP")
+        #expect(status.line(names: [:]).hasSuffix("│ tcp"))
     }
 }

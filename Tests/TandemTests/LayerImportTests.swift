@@ -18,11 +18,12 @@ struct LayerImportTests {
         "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOSSL",
                       "Crypto", "Logging"],
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
-        "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "Logging", "ServiceLifecycle"],
+        "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
+        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram"],
-        "tandem": ["Tandem", "TandemPeer", "TandemBench", "ArgumentParser", "Logging", "ServiceLifecycle",
+        "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "ArgumentParser", "Logging", "ServiceLifecycle",
                    "UnixSignals"],
     ]
 

@@ -12,6 +12,14 @@ extension SessionAuthority {
                                     + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
                                     + "send it as a journal attachment instead"), to: id)]
         }
+        // Over TCP (the fallback when UDP is blocked) an unreliable message is still held to what one datagram
+        // carries, so an app cannot come to rely on more than the datagram path delivers.
+        let unreliableLimit = MessageDelivery.maxUnreliableSize + PayloadSealing.allowance
+        guard message.delivery != .unreliable || message.payload.count <= unreliableLimit else {
+            return [.send(.refused(reason: "an unreliable message of \(AuthorityText.bytes(Int64(message.payload.count))) "
+                                    + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
+                                    + "before sealing) — send it reliably"), to: id)]
+        }
         guard takeMessageToken(for: id, now: now) else {
             return [.send(.refused(reason: "too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
                                     + "(bursts of \(configuration.appMessageBurst)) — send less often"), to: id)]

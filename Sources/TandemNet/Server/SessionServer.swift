@@ -19,6 +19,12 @@ public final class SessionServer: Sendable {
     public let usesTLS: Bool
     /// SHA-256 of the server certificate (DER) when TLS is on, for pinning in invites.
     public let certificateSHA256: [UInt8]?
+
+    /// The address hosts give `tandem host --server`: tandem(s)://HOST:PORT, with the certificate's pin under TLS.
+    public func address(advertising host: String) -> String {
+        let url = "\(usesTLS ? "tandems" : "tandem")://\(host):\(port)"
+        return certificateSHA256.map { url + "?pin=" + SHA256Hex.hex($0) } ?? url
+    }
     public let configuration: ServerConfiguration
 
     private let group: MultiThreadedEventLoopGroup

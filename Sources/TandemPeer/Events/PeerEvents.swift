@@ -340,9 +340,13 @@ package struct PositionEvent: PeerEvent, Equatable {
     @Nullable package var clockOffsetMs: Double?
     @Nullable package var errorBoundMs: Double?
     @Nullable package var roundTripMs: Double?
+    /// `udp` or `tcp`: the path this peer's unreliable app messages take (`TandemClientConnection.unreliablePath`).
+    @Nullable package var unreliablePath: String?
 
     package init(state: String, position: Double?, expected: Double?, positionErrorMs: Double?, rate: Double?,
-                 generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?) {
+                 generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?,
+                 unreliablePath: String? = nil) {
+        self.unreliablePath = unreliablePath
         self.state = state
         self.position = position
         self.expected = expected
@@ -360,7 +364,8 @@ package struct PositionEvent: PeerEvent, Equatable {
                   positionErrorMs: EventUnits.milliseconds(status.positionError), rate: status.timeline?.rate,
                   generation: status.timeline?.generation, clockOffsetMs: EventUnits.milliseconds(status.clockOffset),
                   errorBoundMs: EventUnits.milliseconds(status.errorBound),
-                  roundTripMs: EventUnits.milliseconds(status.roundTrip))
+                  roundTripMs: EventUnits.milliseconds(status.roundTrip),
+                  unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } })
     }
 }
 

@@ -128,23 +128,15 @@ struct HostCommand: AsyncParsableCommand {
             }
             let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
             let file = paths[0]
-            let probe = try await probeMedia(file)
-            let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: subtitle,
-                                         type: type.map { ActivityType(rawValue: $0) },
-                                         fallbackURL: fallbackURL.flatMap(URL.init(string:)))
-            let media = QueueMedia(directory: nil)
-            media.register(itemID: activity.itemID, location: file)
-            var following: [QueueEntry] = []
-            for path in paths.dropFirst() {
-                let probe = try await probeMedia(path)
-                let item = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
-                media.register(itemID: item.itemID, location: path)
-                do { following.append(QueueEntry(activity: try item.envelope, contentID: probe.contentID)) } catch {
-                    throw CLIError(.failure, "cannot encode the activity for \(path): \(error)")
-                }
+            let items: HostedItems
+            do {
+                items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
+                                                   type: type.map { ActivityType(rawValue: $0) },
+                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await probeMedia($0) }
+            } catch let error as CLIError { throw error } catch {
+                throw CLIError(.failure, "cannot encode the activity: \(error)")
             }
-            let envelope: ActivityEnvelope
-            do { envelope = try activity.envelope } catch { throw CLIError(.failure, "cannot encode the activity: \(error)") }
+            let (activity, envelope, following, media) = (items.activity, items.envelope, items.following, items.media)
             let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
 
             var options = peer.applying(to: TandemClient.Options())
@@ -214,8 +206,6 @@ struct HostCommand: AsyncParsableCommand {
                     throw error
                 }
             }
-            let console = PeerConsole(peer: participant, mode: PeerConsole.mode(json: peer.json),
-                                      tracks: TrackSharing(share: shareTracks, options: peer))
             var hosting = "Hosting \(activity.summary)"
             var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
             if !following.isEmpty {
@@ -225,30 +215,18 @@ struct HostCommand: AsyncParsableCommand {
             }
             let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
             // The embedded server runs beside the peer and ends with it ("the host left").
-            try await console.run(header: header, invite: invite, server: embedded)
+            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
+                participant, header: header, invite: invite, server: embedded,
+                tracks: TrackSharing(share: shareTracks, options: peer))
         }
     }
+}
 
-    /// The paths a playlist names: one a line, relative to the playlist's directory; blank lines and `#` comments
-    /// skipped. Bounded like the session's queue.
+extension HostCommand {
+    /// The paths a playlist names (see `Playlist.read`).
     static func readPlaylist(_ path: String) throws(CLIError) -> [String] {
-        let limit = AuthorityConfiguration().queue.maxEntries
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CLIError(.usage, "cannot read the playlist \(path) — check the path and its permissions")
+        do { return try Playlist.read(path, limit: AuthorityConfiguration().queue.maxEntries) } catch {
+            throw CLIError(.usage, error.description)
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
-        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
-        let paths = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-            .map { line in
-                line.hasPrefix("/") || line.contains("://") ? line : base.appendingPathComponent(line).path
-            }
-        guard !paths.isEmpty else { throw CLIError(.usage, "the playlist \(path) names no media — one path per line") }
-        guard paths.count <= limit else {
-            throw CLIError(.usage, "the playlist \(path) names \(paths.count) items; a queue holds at most \(limit)")
-        }
-        return paths
     }
 }

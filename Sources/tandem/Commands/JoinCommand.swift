@@ -26,6 +26,10 @@ struct JoinCommand: AsyncParsableCommand {
             (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
             `tandem join --invite-file invite.txt movie.webm`.
 
+            `tandem join syncplay://HOST[:PORT]/ROOM FILE` joins a Syncplay room instead (port 8999 by default; \
+            --room-password for a server with a password): the room's pauses, plays and seeks apply here, and yours \
+            reach the room; its users' arrivals and chat appear as notices and chat lines.
+
             \(UserCommand.keyHelp)
 
             \(TandemExit.documentation)
@@ -59,16 +63,23 @@ struct JoinCommand: AsyncParsableCommand {
         valueName: "DIR"))
     var previewDir: String?
 
+    @Option(name: .customLong("room-password"), help: ArgumentHelp(
+        "With syncplay://HOST/ROOM: the Syncplay server's password, when it has one.", valueName: "PASSWORD"))
+    var roomPassword: String?
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            if let invite, SyncplayAddress.looksLikeSyncplay(invite) { return try await joinSyncplay(invite) }
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
+            let text: String
+            do { text = try source.read() } catch { throw CLIError(error) }
             let parsed: Invite
-            do { parsed = try Invite(parsing: try Self.read(source)) } catch let error as InviteError { throw CLIError(error) }
+            do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw CLIError(error) }
             var options = peer.applying(to: TandemClient.Options())
             options.trustRootsPath = trustRoots
             let connection: TandemClientConnection
@@ -85,16 +96,7 @@ struct JoinCommand: AsyncParsableCommand {
                 try? JSONDecoder().decode(MediaActivity.self, from: $0.payload)
             }
             let mode = PeerConsole.mode(json: peer.json)
-            let host = connection.welcome.participants.first(where: \.isHost)?.participant.name
-            var header: [String] = []
-            if let activity {
-                header.append("Joining \(activity.summary)" + (host.map { " hosted by \($0)" } ?? ""))
-            } else if let envelope = connection.welcome.activity {
-                header.append("Joining \"\(envelope.metadata.title ?? envelope.itemID)\"" + (host.map { " hosted by \($0)" } ?? ""))
-            }
-            if let metadata = connection.welcome.activity?.metadata { header += MediaActivity.metadataLines(metadata) }
-            let others = connection.welcome.participants.filter { $0.participant.id != connection.localParticipantID }
-            header.append("With: " + (others.isEmpty ? "nobody yet" : others.map(\.participant.name).joined(separator: ", ")))
+            let header = MediaActivity.joinHeader(welcome: connection.welcome, me: connection.localParticipantID)
 
             // The file: the one given, or the host's file name here.
             let directory = mediaDir ?? FileManager.default.currentDirectoryPath
@@ -120,78 +122,27 @@ struct JoinCommand: AsyncParsableCommand {
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
                                         media: QueueMedia(directory: directory))
-            let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
-                ?? FileManager.default.temporaryDirectory
-            // Made before joining: it listens for the host's track proposals from then on.
-            let console = PeerConsole(peer: participant, mode: mode, previewDirectory: previewDirectory,
-                                      tracks: TrackSharing(options: peer))
+            // Subscribed before joining: a track proposal the host sends this newcomer at once is not missed.
+            let proposals = participant.trackProposals()
             do { try await connection.send(.takePart) } catch {
                 await connection.close()
                 throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")
             }
-            if let activity, let difference = activity.difference(from: probe) {
-                console.warn("\(difference) — you may not be watching the same thing")
-            }
-            try await console.run(header: header)
+            let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? FileManager.default.temporaryDirectory
+            let warnings = activity.flatMap { $0.difference(from: probe) }
+                .map { ["\($0) — you may not be watching the same thing"] } ?? []
+            try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: header,
+                                                  warnings: warnings, tracks: TrackSharing(options: peer),
+                                                  proposals: proposals)
         }
     }
 
-    /// Where the invite comes from.
-    enum InviteSource: Equatable {
-        case argument(String)
-        case file(String)
-        case standardInput
-        case environment(String)
-    }
-
-    /// Whether a positional argument is meant as the invite rather than the media file.
-    static func looksLikeInvite(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        return text == "-" || lower.hasPrefix("tandem://") || lower.hasPrefix("tandems://")
-    }
-
-    /// Sorts the positional arguments into the invite's source and the media file: a lone positional argument that
-    /// does not look like an invite (tandem://, tandems:// or -) is the file.
+    /// Sorts the positional arguments into the invite's source and the media file (see `InviteSource.sort`).
     static func inviteSource(argument: String?, file: String?, inviteFile: String?,
                              environment: String?) throws(CLIError) -> (source: InviteSource, file: String?) {
-        let environment = environment.flatMap { $0.isEmpty ? nil : $0 }
-        var argument = argument
-        var file = file
-        if let lone = argument, file == nil, !looksLikeInvite(lone) {
-            file = lone
-            argument = nil
-        }
-        if let inviteFile {
-            guard argument == nil else {
-                throw CLIError(.usage, "give the invite one way: with --invite-file or as an argument, not both")
-            }
-            return (.file(inviteFile), file)
-        }
-        if let argument { return (argument == "-" ? .standardInput : .argument(argument), file) }
-        if let environment { return (.environment(environment), file) }
-        throw CLIError(.usage, "no invite given — use --invite-file FILE, - to read it from standard input, or the "
-            + "TANDEM_INVITE environment variable")
-    }
-
-    /// The invite's text from its source (a file's or standard input's first line).
-    static func read(_ source: InviteSource) throws(CLIError) -> String {
-        switch source {
-        case .argument(let text), .environment(let text):
-            return text.trimmingCharacters(in: .whitespacesAndNewlines)
-        case .file(let path):
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw CLIError(.badInvite, "cannot read the invite file \(path) — check the path and its permissions")
-            }
-            let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            let text = line.trimmingCharacters(in: .whitespaces)
-            guard !text.isEmpty else { throw CLIError(.badInvite, "the invite file \(path) is empty") }
-            return text
-        case .standardInput:
-            // Read through the same buffered stdin as the scripted commands that follow it.
-            guard let line = readLine(strippingNewline: true), !line.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw CLIError(.badInvite, "no invite on the first line of standard input")
-            }
-            return line.trimmingCharacters(in: .whitespaces)
+        do { return try InviteSource.sort(argument: argument, file: file, inviteFile: inviteFile, environment: environment) } catch {
+            throw CLIError(error)
         }
     }
 }

@@ -74,9 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxUnauthenticatedConnections = maxUnauthenticated
             configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
             configuration.sessionCreationsPerMinute = creationsPerMinute
-            if let createTokenFile {
-                configuration.createToken = try readCreateToken(createTokenFile)
-            }
+            configuration.createToken = try createTokenFile.map(readCreateToken)
             let server: SessionServer
             do {
                 server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
@@ -86,10 +84,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let everywhere = listen.bind == "0.0.0.0" || listen.bind == "::"
             let address = everywhere ? primaryIPv4Address() : listen.bind
-            var url = "\(server.usesTLS ? "tandems" : "tandem")://\(address):\(server.port)"
-            if let pin = server.certificateSHA256 {
-                url += "?pin=" + SHA256Hex.hex(pin)
-            }
+            let url = server.address(advertising: address)
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")
             let group = ServiceGroup(configuration: .init(
@@ -103,14 +98,4 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// The creation token in `path`: its content, trimmed; an empty file is an error.
-func readCreateToken(_ path: String) throws(CLIError) -> String {
-    guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-        throw CLIError(.usage, "--create-token-file: cannot read \(path)")
-    }
-    let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
-    guard !token.isEmpty else { throw CLIError(.usage, "--create-token-file: \(path) is empty") }
-    return token
 }

@@ -32,6 +32,10 @@ extension CLIError {
         }
     }
 
+    init(_ problem: InviteSource.Problem) {
+        self.init(problem.kind == .usage ? .usage : .badInvite, problem.description)
+    }
+
     init(_ error: InviteError) {
         self.init(.badInvite, error.description)
     }
@@ -55,6 +59,7 @@ extension CLIError {
         case let error as PlaybackError: self.init(error)
         case let error as TandemClientError: self.init(error)
         case let error as InviteError: self.init(error)
+        case let problem as InviteSource.Problem: self.init(problem)
         case let error as SessionServerError: self.init(error)
         case let error as MissingSample: self.init(.badMedia, error.description)
         case let error as BenchError: self.init(.failure, error.description)
@@ -81,4 +86,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         printError("tandem: \(error.description)")
         throw error.exit.code
     }
+}
+
+/// The creation token in `path` (see `CreateToken.read`).
+func readCreateToken(_ path: String) throws(CLIError) -> String {
+    do { return try CreateToken.read(path) } catch { throw CLIError(.usage, "--create-token-file: \(error)") }
 }

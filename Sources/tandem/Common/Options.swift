@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tandem
+import TandemPeer
 
 /// Options every participating peer takes (`host`, `join`).
 struct PeerOptions: ParsableArguments {
@@ -145,5 +146,15 @@ struct ListenOptions: ParsableArguments {
     var tls: ServerTLSFiles? {
         guard let tlsCert, let tlsKey else { return nil }
         return ServerTLSFiles(certificateChainPath: tlsCert, privateKeyPath: tlsKey)
+    }
+}
+
+extension TrackSharing {
+    /// What a participant's options chose: a sharing host proposes the kinds it chose; a joiner keeps them.
+    init(share: Bool = false, options: PeerOptions) {
+        var chosen = Set<TrackProposal.Kind>()
+        if options.audioTrack != nil { chosen.insert(.audio) }
+        if options.subtitleTrack != nil || (!share && options.subtitleFile != nil) { chosen.insert(.subtitle) }
+        self.init(share: share, chosen: chosen)
     }
 }

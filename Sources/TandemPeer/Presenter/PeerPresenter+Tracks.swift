@@ -1,28 +1,23 @@
 import Foundation
-import Synchronization
 import Tandem
-import TandemPeer
 
 /// Track choices between participants (`host --share-tracks`): personal by default; a sharing host proposes its
 /// audio and subtitle tracks (its start-up options and later `a`/`s` keys) to everyone, each joiner is told and
 /// applies them unless it chose that kind of track on its own command line.
-struct TrackSharing: Sendable {
+package struct TrackSharing: Sendable {
     /// This participant is a host that proposes its choices.
-    var share = false
+    package var share: Bool
     /// The kinds chosen on this participant's command line: a host proposes them from the start; a joiner keeps
     /// them rather than apply a proposal.
-    var chosen: Set<TrackProposal.Kind> = []
+    package var chosen: Set<TrackProposal.Kind>
 
-    /// What the participant options chose.
-    init(share: Bool = false, options: PeerOptions? = nil) {
+    package init(share: Bool = false, chosen: Set<TrackProposal.Kind> = []) {
         self.share = share
-        guard let options else { return }
-        if options.audioTrack != nil { chosen.insert(.audio) }
-        if options.subtitleTrack != nil || (!share && options.subtitleFile != nil) { chosen.insert(.subtitle) }
+        self.chosen = chosen
     }
 }
 
-/// The console's mutable track-sharing state.
+/// The presenter's mutable track-sharing state.
 struct TrackSharingState: Sendable {
     /// The kinds the host proposes (it chose them by option or key).
     var shared: Set<TrackProposal.Kind> = []
@@ -32,7 +27,7 @@ struct TrackSharingState: Sendable {
     var pending: [TrackProposal.Kind: (TrackProposal, ParticipantID)] = [:]
 }
 
-extension PeerConsole {
+extension PeerPresenter {
     /// The host: a newcomer gets the current proposals; nothing is sent before anything is chosen.
     func proposeToNewcomers(_ others: [ParticipantState]) {
         guard trackSharing.share else { return }

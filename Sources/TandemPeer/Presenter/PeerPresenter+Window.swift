@@ -1,27 +1,26 @@
 import Foundation
 import Tandem
-import TandemPeer
 
-// The video window's side of the console: keys pressed in it, and the on-screen display drawn over the picture.
-extension PeerConsole {
+// The video window's side of the presenter: keys pressed in it, and the on-screen display drawn over the picture.
+extension PeerPresenter {
     /// Seconds on this process's monotonic clock, for the display's timing.
     var displayNow: Double { Double(SystemMonotonicClock().now.nanoseconds) / 1e9 }
 
     /// Puts `text` on the video for a few seconds (when the player draws an overlay).
-    func display(_ text: String) {
+    package func display(_ text: String) {
         guard peer.player.hasOverlay else { return }
         let now = displayNow
         osd.withLock { $0.post(text, now: now) }
     }
 
     /// A setting changed here (volume, tracks, offset): said in the terminal and on the video.
-    func said(_ text: String) {
+    package func said(_ text: String) {
         say(text)
         display(text)
     }
 
     /// The position and state line on the video for a few seconds (`o`, `status`).
-    func showStatusOnVideo() {
+    package func showStatusOnVideo() {
         guard peer.player.hasOverlay else {
             warn("there is no on-screen display here (audio only, or --no-osd)")
             return
@@ -56,9 +55,9 @@ extension PeerConsole {
     }
 }
 
-extension PeerConsole {
+extension PeerPresenter {
     /// A chat line (ours or someone else's): above the status line, on the video, and as a `chat` event.
-    func showChat(_ text: String, from participant: ParticipantID) {
+    package func showChat(_ text: String, from participant: ParticipantID) {
         let name = participant == peer.id ? peer.name : (nameOf(participant) ?? participant.rawValue)
         say("\(name): \(text)")
         display("\(name): \(text)")

@@ -1,0 +1,44 @@
+import Foundation
+
+/// A host's playlist file: one media path or URL a line.
+package enum Playlist {
+    /// Why a playlist cannot be used.
+    package struct Problem: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The paths `path` names, relative to the playlist's directory; blank lines and `#` comments skipped; at most
+    /// `limit` (the session queue's bound) and the first MiB read.
+    package static func read(_ path: String, limit: Int) throws(Problem) -> [String] {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw Problem(description: "cannot read the playlist \(path) — check the path and its permissions")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let paths = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            .map { line in
+                line.hasPrefix("/") || line.contains("://") ? line : base.appendingPathComponent(line).path
+            }
+        guard !paths.isEmpty else { throw Problem(description: "the playlist \(path) names no media — one path per line") }
+        guard paths.count <= limit else {
+            throw Problem(description: "the playlist \(path) names \(paths.count) items; a queue holds at most \(limit)")
+        }
+        return paths
+    }
+}
+
+/// A relay's session-creation token, kept in a file (`--create-token-file`).
+package enum CreateToken {
+    /// The file's content, trimmed; an unreadable or empty file is a problem that says so.
+    package static func read(_ path: String) throws(Playlist.Problem) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw Playlist.Problem(description: "cannot read \(path)")
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty else { throw Playlist.Problem(description: "\(path) is empty") }
+        return token
+    }
+}

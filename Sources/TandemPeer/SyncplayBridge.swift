@@ -1,0 +1,230 @@
+import Foundation
+import Synchronization
+import Tandem
+import TandemSyncplay
+
+/// Where a Syncplay room is: `syncplay://HOST[:PORT]/ROOM` (`syncplays://` asks for TLS, not supported yet).
+package struct SyncplayAddress: Sendable, Equatable {
+    package var host: String
+    package var port: Int
+    package var room: String
+
+    package static let defaultPort = 8999
+
+    /// Whether `text` names a Syncplay room rather than a Tandem invite.
+    package static func looksLikeSyncplay(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return lower.hasPrefix("syncplay://") || lower.hasPrefix("syncplays://")
+    }
+
+    package init(host: String, port: Int = Self.defaultPort, room: String) {
+        self.host = host
+        self.port = port
+        self.room = room
+    }
+
+    package init(parsing text: String) throws(InviteSource.Problem) {
+        let lower = text.lowercased()
+        if lower.hasPrefix("syncplays://") {
+            throw InviteSource.Problem(kind: .unreadable, description: "syncplays:// (Syncplay over TLS) is not supported "
+                + "yet — use syncplay:// with a server that allows plain connections")
+        }
+        guard lower.hasPrefix("syncplay://"), let url = URLComponents(string: text), let host = url.host, !host.isEmpty else {
+            throw InviteSource.Problem(kind: .unreadable, description: "'\(text)' is not a Syncplay room — write it as "
+                + "syncplay://HOST[:PORT]/ROOM, e.g. syncplay://syncplay.pl:8999/movienight")
+        }
+        let room = url.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        guard !room.isEmpty, room.count <= 35 else {
+            throw InviteSource.Problem(kind: .unreadable, description: "a Syncplay room needs a name of 1 to 35 characters "
+                + "after the host: syncplay://HOST[:PORT]/ROOM")
+        }
+        self.init(host: host, port: url.port ?? Self.defaultPort, room: room)
+    }
+}
+
+/// Joins a Syncplay room on behalf of a local Tandem session: a participant of that session (named `syncplay`)
+/// that follows the room and tells the room what the session's own participants do.
+///
+/// Room → session, with Syncplay's own semantics: a pause, play or seek by someone in the room (a forced state, or a
+/// heartbeat whose play state differs from the session's) becomes a timeline request; while both play, the
+/// session is moved only when it is more than `SyncplayBridge.rewindThreshold` ahead of the room or
+/// `fastForwardThreshold` behind it (Syncplay's defaults, 4 s and 5 s). Session → room: a timeline change made by
+/// a participant of the session (not by the bridge) is sent as Syncplay's state change. Room users joining and
+/// leaving are notices; chat crosses both ways. The bridge is always prepared: it has no player of its own.
+package final class SyncplayBridge: Sendable {
+    package static let rewindThreshold = 4.0
+    package static let fastForwardThreshold = 5.0
+
+    package let room: SyncplayConnection
+    private let link: TandemClientConnection
+    private let session: GroupSession<MediaActivity>
+    private let chat: GroupSessionMessenger
+    private let clock = SystemMonotonicClock()
+    /// The session's latest timeline (also read by the room's heartbeat).
+    private let timeline: Locked<Timeline?>
+    /// The latest timeline that was playing or paused (not waiting): what the room was last told about.
+    private let settled = Mutex<Timeline?>(nil)
+    /// Who asked for the change the group is waiting on.
+    private let pendingOriginator = Mutex<ParticipantID?>(nil)
+    private let nextRequest = Mutex<UInt64>(1)
+    private let readyToldRoom = Mutex<Bool?>(nil)
+    /// The session's messages, subscribed to from the start so that none is missed before `run`.
+    private let messages: AsyncStream<ServerMessage>
+
+    /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
+    package static func connect(room address: SyncplayAddress, passwordMD5: String?, name: String, invite: Invite,
+                                probe: MediaProbe, fileName: String) async throws -> SyncplayBridge {
+        var options = TandemClient.Options()
+        options.prerollEstimate = .zero
+        options.datagrams = false
+        let link = try await TandemClient.connect(invite: invite, name: "syncplay", options: options)
+        let size = (try? FileManager.default.attributesOfItem(atPath: probe.location)[.size] as? Int) ?? 0
+        let file = SyncplayFile(name: fileName, duration: probe.duration?.seconds ?? 0, size: .number(Double(size)))
+        let latest = Locked<Timeline?>(nil)
+        let clock = SystemMonotonicClock()
+        let room: SyncplayConnection
+        do {
+            room = try await SyncplayConnection.connect(
+                host: address.host, port: address.port,
+                configuration: .init(username: name, room: address.room, passwordMD5: passwordMD5, file: file)) {
+                    Self.playstate(latest.value, mapping: link.clockMapping(), now: clock.now)
+                }
+        } catch {
+            await link.close()
+            throw error
+        }
+        let bridge = SyncplayBridge(room: room, link: link, latest: latest)
+        let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
+                             hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
+        do { try await link.send(.readiness(.ready(info))) } catch {
+            await room.close()
+            await link.close()
+            throw error
+        }
+        return bridge
+    }
+
+    private init(room: SyncplayConnection, link: TandemClientConnection, latest: Locked<Timeline?>) {
+        self.room = room
+        self.link = link
+        self.timeline = latest
+        self.messages = link.serverMessages()
+        // The timeline at connecting came in the welcome; later ones arrive as messages.
+        latest.withLock { $0 = link.welcome.timeline }
+        settled.withLock { $0 = link.welcome.timeline }
+        self.session = GroupSession(link: link)
+        self.chat = GroupSessionMessenger(session: session)
+        session.join()
+    }
+
+    /// Runs until the room or the session ends; then closes both.
+    package func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.session.run() }
+            group.addTask { await self.followSession() }
+            group.addTask { await self.followRoom() }
+            group.addTask {
+                for await (line, _) in self.chat.messages(of: ChatLine.self) {
+                    if let text = Chat.clean(line.text) { self.room.chat(text) }
+                }
+            }
+            _ = await group.next()
+            group.cancelAll()
+        }
+        await room.close()
+        await link.close()
+    }
+
+    // MARK: Session → room
+
+    private func followSession() async {
+        for await message in messages {
+            switch message {
+            case .timeline(let new):
+                timeline.withLock { $0 = new }
+                // No player here: prepared at once, so the group never waits for the bridge. A change that waits
+                // for everyone (a seek, a start) settles later under no one's name: it stays its requester's.
+                if case .waiting = new.status {
+                    try? await link.send(.prepared(generation: new.generation))
+                    if let originator = new.originator { pendingOriginator.withLock { $0 = originator } }
+                    continue
+                }
+                let origin = new.originator ?? pendingOriginator.withLock { $0 }
+                pendingOriginator.withLock { $0 = nil }
+                let old = settled.withLock { t in defer { t = new }; return t }
+                guard let old, let origin, origin != link.localParticipantID else { continue }
+                let position = new.anchorItemTime.seconds
+                let continued = old.expectedItemTime(atSessionTime: new.anchorSessionTime).seconds
+                let seek = abs(continued - position) > 1
+                if new.isPlaying != old.isPlaying || seek {
+                    room.localChange(SyncplayLocalPlaystate(position: position, paused: !new.isPlaying), seek: seek)
+                }
+            case .participants(let states):
+                let others = states.filter { $0.participant.id != link.localParticipantID && $0.hasJoined }
+                let ready = !others.isEmpty && others.allSatisfy { if case .ready = $0.readiness { true } else { false } }
+                let changed = readyToldRoom.withLock { told in defer { told = ready }; return told != ready }
+                if changed { room.setReady(ready) }
+            default:
+                continue
+            }
+        }
+    }
+
+    // MARK: Room → session
+
+    private func followRoom() async {
+        for await event in room.events {
+            switch event {
+            case .roomState(let paused, let position, let doSeek, let setBy):
+                // Our own changes come back from the server set by us: the session made them already.
+                guard setBy != room.username else { continue }
+                await follow(paused: paused, position: position, seek: doSeek)
+            case .userJoined(let name, _):
+                try? await session.showNotice("\(name) joined the Syncplay room")
+            case .userLeft(let name):
+                try? await session.showNotice("\(name) left the Syncplay room")
+            case .chat(let from, let message):
+                guard from != room.username else { continue }
+                try? await chat.send(ChatLine(text: "\(from): \(message)"))
+            case .ready(let name, let isReady):
+                try? await session.showNotice("\(name) is \(isReady ? "ready" : "not ready") in the Syncplay room")
+            case .serverError(let message):
+                try? await session.showNotice("the Syncplay server: \(message)")
+            case .welcomed, .usersListed, .userFile, .playlist, .playlistIndex:
+                continue
+            }
+        }
+    }
+
+    private func follow(paused: Bool, position: Double, seek: Bool) async {
+        // While the group is between states (waiting for someone), the next heartbeat says where the room is.
+        guard let current = timeline.value, let mapping = link.clockMapping() else { return }
+        if case .waiting = current.status { return }
+        let now = mapping.sessionTime(atLocal: clock.now)
+        let here = current.expectedItemTime(atSessionTime: now).seconds
+        let sessionPaused = !current.isPlaying
+        var command: TimelineRequest.Command?
+        if seek {
+            command = .seek(itemTime: .seconds(max(0, position)), play: !paused)
+        } else if paused != sessionPaused {
+            // Resuming where the session stands is a play; from elsewhere, a seek that plays.
+            command = paused ? .pause(itemTime: .seconds(max(0, position)))
+                : abs(here - position) < 1 ? .play : .seek(itemTime: .seconds(max(0, position)), play: true)
+        } else if !paused, here - position > Self.rewindThreshold || position - here > Self.fastForwardThreshold {
+            command = .seek(itemTime: .seconds(max(0, position)), play: true)
+        }
+        guard let command else { return }
+        let id = nextRequest.withLock { n in defer { n += 1 }; return n }
+        try? await link.send(.timelineRequest(TimelineRequest(requestID: id, command: command,
+                                                              basedOnGeneration: current.generation,
+                                                              requestedAtSessionTime: now)))
+    }
+
+    /// Where the session's timeline is now, as a Syncplay heartbeat reports it.
+    static func playstate(_ timeline: Timeline?, mapping: ClockMapping?, now: LocalInstant) -> SyncplayLocalPlaystate {
+        guard let timeline else { return SyncplayLocalPlaystate(position: 0, paused: true) }
+        let sessionNow = mapping?.sessionTime(atLocal: now) ?? timeline.anchorSessionTime
+        return SyncplayLocalPlaystate(position: timeline.expectedItemTime(atSessionTime: sessionNow).seconds,
+                                      paused: !timeline.isPlaying)
+    }
+}

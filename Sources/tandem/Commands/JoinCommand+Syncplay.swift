@@ -1,0 +1,31 @@
+import Foundation
+import Tandem
+import TandemPeer
+import TandemSyncplay
+
+extension JoinCommand {
+    /// `tandem join syncplay://HOST[:PORT]/ROOM FILE`: this player in a Syncplay room, through a local session.
+    func joinSyncplay(_ text: String) async throws {
+        let address: SyncplayAddress
+        do { address = try SyncplayAddress(parsing: text) } catch { throw CLIError(error) }
+        guard let file else { throw CLIError(.usage, "give your copy of the media: tandem join \(text) FILE") }
+        let probe = try await probeMedia(file)
+        let room: SyncplayBridge.RoomSession
+        do {
+            room = try await SyncplayBridge.joinRoom(address, password: roomPassword, name: peer.displayName, file: file,
+                                                     probe: probe, player: try peer.makePeerPlayer(),
+                                                     options: peer.applying(to: TandemClient.Options()))
+        } catch let error as SyncplayConnectionError {
+            throw CLIError(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")
+        }
+        // The room's end ends the session here too, saying why.
+        let bridging = Task {
+            await room.bridge.run()
+            let why = room.bridge.room.endReason ?? "it closed"
+            await room.server.shutdown(reason: InvalidationReason(code: .connectionLost, message: "the Syncplay room was lost: \(why)"))
+        }
+        defer { bridging.cancel() }
+        try await PeerConsole(mode: PeerConsole.mode(json: peer.json))
+            .run(room.peer, header: SyncplayBridge.header(address, as: peer.displayName, file: file), server: room.server)
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+import Testing
+import TandemCore
+import TandemSyncplay
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `syncplay-server` (Debian's, installed by `make deps`) on loopback, with Tandem's Syncplay connections in
+/// one of its rooms.
+final class SyncplayServerProcess: Sendable {
+    let port: Int
+    private let process: Process
+
+    init() async throws {
+        let path = "/usr/bin/syncplay-server"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw SyncplayTestError("syncplay-server is not installed — `make deps` installs Debian's syncplay-server")
+        }
+        var lastError = "no attempt"
+        for _ in 0..<5 {
+            let port = Int.random(in: 20_000..<40_000)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = ["--port", "\(port)"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Ready when it accepts a connection (Python and Twisted take a moment to start).
+            for _ in 0..<100 where process.isRunning {
+                if Self.accepts(port: port) {
+                    self.port = port
+                    self.process = process
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            lastError = process.isRunning ? "not listening on \(port) after 10 s" : "exited (port \(port) taken?)"
+            if process.isRunning { process.terminate() }
+        }
+        throw SyncplayTestError("syncplay-server did not start: \(lastError)")
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 3 s). Polls: `waitUntilExit` can hang inside a test's task.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        for _ in 0..<60 where process.isRunning { usleep(50_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct SyncplayTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One peer in the room: its connection, a play state that follows the room like a player would, and what it heard.
+final class SyncplayTestPeer: Sendable {
+    let connection: SyncplayConnection
+    let playstate: Shared<SyncplayLocalPlaystate>
+    private let heard: Shared<[SyncplayClientState.Event]>
+    private let listener: Task<Void, Never>
+
+    init(_ name: String, port: Int, room: String) async throws {
+        let playstate = Shared(SyncplayLocalPlaystate(position: 0, paused: true))
+        let heard = Shared<[SyncplayClientState.Event]>([])
+        self.heard = heard
+        let file = SyncplayFile(name: "countdown.webm", duration: 92, size: .number(123_456))
+        connection = try await SyncplayConnection.connect(
+            host: "127.0.0.1", port: port,
+            configuration: .init(username: name, room: room, file: file)) { playstate.withLock { $0 } }
+        self.playstate = playstate
+        let events = connection.events
+        listener = Task {
+            for await event in events {
+                heard.withLock { $0.append(event) }
+                if case .roomState(let paused, let position, _, _) = event {
+                    playstate.withLock { $0 = SyncplayLocalPlaystate(position: position, paused: paused) }
+                }
+            }
+        }
+    }
+
+    var events: [SyncplayClientState.Event] { heard.withLock { $0 } }
+
+    /// Waits up to `seconds` for an event that `matches`.
+    func waitFor(_ seconds: Double = 10, _ matches: (SyncplayClientState.Event) -> Bool) async -> Bool {
+        for _ in 0..<Int(seconds * 20) {
+            if events.contains(where: matches) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// This peer's own change: its player state, then the room is told.
+    func change(position: Double, paused: Bool, seek: Bool) {
+        playstate.withLock { $0 = SyncplayLocalPlaystate(position: position, paused: paused) }
+        connection.localChange(.init(position: position, paused: paused), seek: seek)
+    }
+
+    func close() async {
+        await connection.close()
+        listener.cancel()
+    }
+}
+
+@Suite("Syncplay: Tandem connections in a real syncplay-server room", .serialized)
+struct SyncplayServerTests {
+    @Test("two peers in a room see each other join, follow each other's play, pause and seek, chat, and leave")
+    func twoPeersInARoom() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        let ann = try await SyncplayTestPeer("ann", port: server.port, room: "tandem-room")
+        #expect(await ann.waitFor { if case .welcomed(let name, let room, _) = $0 { name == "ann" && room == "tandem-room" } else { false } })
+        let bob = try await SyncplayTestPeer("bob", port: server.port, room: "tandem-room")
+        #expect(await bob.waitFor { if case .usersListed(let users) = $0 { users["ann"] != nil } else { false } })
+        #expect(await ann.waitFor { if case .userJoined("bob", _) = $0 { true } else { false } })
+
+        // ann plays: bob hears the room playing, set by ann.
+        ann.change(position: 0, paused: false, seek: false)
+        #expect(await bob.waitFor { if case .roomState(false, _, _, "ann") = $0 { true } else { false } }, "\(bob.events.suffix(6))")
+        // ann seeks to 42 s and pauses: bob hears a seek to 42 s, paused.
+        ann.change(position: 42, paused: true, seek: true)
+        #expect(await bob.waitFor { event in
+            if case .roomState(true, let position, true, "ann") = event { abs(position - 42) < 0.5 } else { false }
+        }, "\(bob.events.suffix(6))")
+        // bob seeks back to 10 s: ann follows.
+        bob.change(position: 10, paused: true, seek: true)
+        #expect(await ann.waitFor { event in
+            if case .roomState(true, let position, true, "bob") = event { abs(position - 10) < 0.5 } else { false }
+        }, "\(ann.events.suffix(6))")
+        // Heartbeats keep flowing and give a round trip on loopback; nobody toggles anybody in the meantime.
+        let before = ann.events.count
+        try await Task.sleep(for: .seconds(2.5))
+        let flips = ann.events.dropFirst(before).filter { if case .roomState(false, _, _, _) = $0 { true } else { false } }
+        #expect(flips.isEmpty, "the room played by itself: \(flips.prefix(4))")
+        #expect(ann.connection.averageRTT > 0 && ann.connection.averageRTT < 0.5)
+        #expect(ann.connection.endReason == nil && bob.connection.endReason == nil)
+
+        ann.connection.chat("hello bob")
+        #expect(await bob.waitFor { $0 == .chat(from: "ann", message: "hello bob") }, "\(bob.events.suffix(6))")
+
+        await bob.close()
+        #expect(await ann.waitFor { $0 == .userLeft("bob") }, "\(ann.events.suffix(6))")
+        await ann.close()
+    }
+
+    @Test("an unreachable server is an error; a hello the server refuses ends the connection with its reason")
+    func refusals() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        // This server has no password: a nonexistent port stands in for the unreachable case.
+        await #expect(throws: SyncplayConnectionError.self) {
+            _ = try await SyncplayConnection.connect(host: "127.0.0.1", port: 1, configuration: .init(username: "x", room: "r")) {
+                SyncplayLocalPlaystate(position: 0, paused: true)
+            }
+        }
+        // A Hello without a room name is refused by the server with an Error, which ends the connection here.
+        let peer = try await SyncplayTestPeer("", port: server.port, room: "r")
+        #expect(await peer.waitFor { if case .serverError = $0 { true } else { false } }, "\(peer.events.suffix(6))")
+        for _ in 0..<100 where peer.connection.endReason == nil { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(peer.connection.endReason?.contains("the Syncplay server said") == true)
+        await peer.close()
+    }
+}
+
+/// `tandem join syncplay://…`: real tandem processes in a real syncplay-server room.
+@Suite("Syncplay rooms from the command line", .serialized)
+struct SyncplayJoinProcessTests {
+    static let sample = TandemBinary.sample("countdown.webm")
+
+    static func join(_ port: Int, room: String, name: String, extra: [String] = []) throws -> TandemProcess {
+        try TandemProcess(["join", "syncplay://127.0.0.1:\(port)/\(room)", sample, "--headless", "--json", "--name", name] + extra)
+    }
+
+    static func settled(_ process: TandemProcess) -> JSON? {
+        process.events("timeline").last { $0["state"]?.string != "waiting" }
+    }
+
+    @Test("two tandem peers in a syncplay-server room follow each other's play, seek and pause; chat and arrivals cross")
+    func twoTandemPeersInARoom() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        let ann = try Self.join(server.port, room: "movie", name: "ann")
+        defer { ann.stop() }
+        #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
+        let bob = try Self.join(server.port, room: "movie", name: "bob")
+        defer { bob.stop() }
+        #expect(await ann.event("notice", within: 20) { $0["text"]?.string == "bob joined the Syncplay room" } != nil,
+                "\(ann.stderr)")
+        #expect(await bob.event("participants", within: 20) != nil)
+
+        // ann plays: bob's session plays.
+        ann.send("play")
+        #expect(await bob.wait(for: 15) { Self.settled($0)?["state"]?.string == "playing" }, "\(bob.events("timeline"))")
+        // ann seeks to 0:30 while playing: bob plays from 0:30.
+        ann.send("seek 30")
+        #expect(await bob.wait(for: 15) { p in
+            Self.settled(p)?["state"]?.string == "playing" && abs((Self.settled(p)?["anchorItemTime"]?.number ?? 0) - 30) < 1
+        }, "\(bob.events("timeline").suffix(3))")
+        // bob pauses: ann pauses near where bob did.
+        try await Task.sleep(for: .seconds(1))
+        bob.send("pause")
+        #expect(await ann.wait(for: 15) { Self.settled($0)?["state"]?.string == "paused" }, "\(ann.events("timeline").suffix(3))")
+        let annAt = Self.settled(ann)?["anchorItemTime"]?.number ?? 0
+        let bobAt = Self.settled(bob)?["anchorItemTime"]?.number ?? 0
+        #expect(abs(annAt - bobAt) < 0.5, "ann paused at \(annAt), bob at \(bobAt)")
+        // Chat crosses the room (shown as the bridge's line, with the room member's name in it).
+        ann.send("chat popcorn?")
+        #expect(await bob.event("chat", within: 15) { $0["text"]?.string == "ann: popcorn?" } != nil)
+
+        // bob leaves: ann hears it from the room.
+        bob.send("leave")
+        #expect(await bob.exitCode(within: 20) == 0, "\(bob.stderr)")
+        #expect(await ann.event("notice", within: 20) { $0["text"]?.string == "bob left the Syncplay room" } != nil)
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
+    }
+
+    @Test("a bad room address and an unreachable server are clear errors with exit codes")
+    func badAddresses() async throws {
+        let noRoom = try TandemProcess(["join", "syncplay://127.0.0.1:1/", Self.sample, "--headless"])
+        #expect(await noRoom.exitCode(within: 20) == 6)
+        #expect(noRoom.stderr.contains("ROOM"))
+        let tls = try TandemProcess(["join", "syncplays://127.0.0.1/movie", Self.sample, "--headless"])
+        #expect(await tls.exitCode(within: 20) == 6)
+        #expect(tls.stderr.contains("not supported"))
+        let unreachable = try TandemProcess(["join", "syncplay://127.0.0.1:1/movie", Self.sample, "--headless"])
+        #expect(await unreachable.exitCode(within: 30) == 4, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("Syncplay"))
+    }
+}
