@@ -28,10 +28,11 @@ struct TrackSharingState: Sendable {
 }
 
 extension PeerPresenter {
-    /// The host: a newcomer gets the current proposals; nothing is sent before anything is chosen.
+    /// The host: a newcomer gets the current proposals once it has joined; nothing is sent before anything is chosen.
     func proposeToNewcomers(_ others: [ParticipantState]) {
         guard trackSharing.share else { return }
-        let ids = Set(others.map(\.participant.id))
+        // Only those who joined: the server passes nothing to someone who entered and has not joined yet.
+        let ids = Set(others.filter(\.hasJoined).map(\.participant.id))
         let (newcomers, kinds) = trackState.withLock { state -> (Set<ParticipantID>, Set<TrackProposal.Kind>) in
             let new = ids.subtracting(state.told)
             state.told = ids
