@@ -1,5 +1,6 @@
 import CTandemGStreamer
 import CTandemGStreamerShim
+import Foundation
 import Synchronization
 import TandemCore
 
@@ -55,9 +56,23 @@ final class VideoWindow: @unchecked Sendable {
     private let address: Mutex<UInt>
     let title: Locked<String>
 
-    init(pipeline: UnsafeMutablePointer<GstElement>, videoSink: UnsafeMutablePointer<GstElement>, title: String) {
-        address = Mutex(UInt(bitPattern: tdm_gst_window_new(pipeline, videoSink, title)))
+    /// Watches `pipeline` for a window request from `videoSink`, unless `watching` is false (a headless player:
+    /// its bus then carries no window watch at all).
+    init(pipeline: UnsafeMutablePointer<GstElement>, videoSink: UnsafeMutablePointer<GstElement>, title: String,
+         watching: Bool) {
+        address = Mutex(watching ? UInt(bitPattern: tdm_gst_window_new(pipeline, videoSink, title)) : 0)
         self.title = Locked(title)
+    }
+
+    /// Whether a sink choice may ask for a window: not `headless`, nor `automatic` without a display.
+    static func mayAsk(_ sink: GStreamerPlayer.Sink) -> Bool {
+        switch sink {
+        case .headless: return false
+        case .description: return true
+        case .automatic:
+            let environment = ProcessInfo.processInfo.environment
+            return !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
+        }
     }
 
     /// Runs `body` with the shim's window; nil once it is freed.

@@ -82,7 +82,8 @@ public final class GStreamerPlayer: PlaybackEngine {
         Self.apply(calibration, lead: .zero, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
-        videoWindow = VideoWindow(pipeline: playbin, videoSink: videoSink, title: configuration.windowTitle ?? "Tandem")
+        videoWindow = VideoWindow(pipeline: playbin, videoSink: videoSink, title: configuration.windowTitle ?? "Tandem",
+                                  watching: VideoWindow.mayAsk(configuration.videoSink))
         window = PlayerWindow(playbin: playbin, overlay: configuration.overlay,
                               subtitleFont: configuration.subtitleFile == nil ? nil : configuration.subtitleFont)
 
