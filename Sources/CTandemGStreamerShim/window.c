@@ -298,3 +298,29 @@ int tdm_gst_x_window_query(const char *display_name, unsigned long xid, tdm_gst_
     XCloseDisplay(d);
     return ok;
 }
+
+unsigned long tdm_gst_x_find_window(const char *display_name, const char *title) {
+    install_error_handler();
+    Display *d = XOpenDisplay(display_name);
+    if (!d) return 0;
+    Window root = 0, parent = 0, *children = NULL, found = 0;
+    unsigned int count = 0;
+    Atom net_wm_name = XInternAtom(d, "_NET_WM_NAME", False), utf8 = XInternAtom(d, "UTF8_STRING", False);
+    if (XQueryTree(d, DefaultRootWindow(d), &root, &parent, &children, &count)) {
+        for (unsigned int i = 0; i < count && !found; i++) {
+            Atom type = None;
+            int format = 0;
+            unsigned long length = 0, after = 0;
+            unsigned char *data = NULL;
+            if (XGetWindowProperty(d, children[i], net_wm_name, 0, 1024, False, utf8, &type, &format, &length,
+                                   &after, &data) == Success && data && format == 8
+                && length == strlen(title) && memcmp(data, title, length) == 0) {
+                found = children[i];
+            }
+            if (data) XFree(data);
+        }
+        if (children) XFree(children);
+    }
+    XCloseDisplay(d);
+    return found;
+}

@@ -246,5 +246,7 @@ typedef struct {
 int tdm_gst_x_display_opens(const char *display_name);
 /// Reads window `xid`'s geometry, map state and titles from `display_name`; 1 when it exists.
 int tdm_gst_x_window_query(const char *display_name, unsigned long xid, tdm_gst_x_window_info *out);
+/// The top-level window (a child of the root) whose _NET_WM_NAME is `title`, 0 when there is none.
+unsigned long tdm_gst_x_find_window(const char *display_name, const char *title);
 
 #endif
