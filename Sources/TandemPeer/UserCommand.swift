@@ -84,6 +84,7 @@ package enum UserCommand: Equatable, Sendable {
         LineCommand(syntax: "audio N", what: "audio track N"),
         LineCommand(syntax: "offset MS", what: "shift this player's output later (+) or earlier (−)"),
         LineCommand(syntax: "status", what: "show the position and state on the video"),
+        LineCommand(syntax: "fullscreen", what: "full screen on or off (the video window)"),
         LineCommand(syntax: "chat TEXT", what: "a chat line to everyone"),
         LineCommand(syntax: "notice TEXT", what: "show TEXT in everyone's notices"),
         LineCommand(syntax: "help", what: "this list"),
@@ -139,6 +140,7 @@ package enum UserCommand: Equatable, Sendable {
         case "audio": return .audio(try track("audio"))
         case "offset": return .offset(try number("milliseconds, positive is later", example: "-120"))
         case "status": return .showStatus
+        case "fullscreen", "fs": return .toggleFullscreen
         case "chat", "say":
             let text = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count)
             guard let clean = Chat.clean(String(text)) else {

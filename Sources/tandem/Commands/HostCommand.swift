@@ -21,6 +21,13 @@ struct HostCommand: AsyncParsableCommand {
             `queue add PATH`, `queue remove K` and `queue move K TO` edit the queue; joiners find each item \
             by its file name in their --media-dir.
 
+            Audio and subtitle track choices stay personal; with --share-tracks, yours (--audio-track, \
+            --sub-track, and the a and s keys) are proposed to everyone, and each joiner plays the same track \
+            (by language when their file numbers tracks differently) unless they chose their own on the command \
+            line.
+
+            The video window (on an X display) is titled with the activity's title; f switches it to full screen.
+
             The session ends for everyone when the host leaves.
 
             \(UserCommand.keyHelp)
@@ -78,6 +85,14 @@ struct HostCommand: AsyncParsableCommand {
                                valueName: "FILE"))
     var createTokenFile: String?
 
+    @Flag(name: .customLong("share-tracks"), help: """
+        Propose your audio and subtitle track choices (--audio-track, --sub-track, and the a and s keys) to \
+        everyone: each joiner is told, and plays the same track (matched by language when their file numbers \
+        tracks differently) unless they chose their own on the command line. Without it, track choices stay \
+        personal.
+        """)
+    var shareTracks = false
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -125,7 +140,7 @@ struct HostCommand: AsyncParsableCommand {
                 throw CLIError(.failure, "cannot encode the activity: \(error)")
             }
             let (activity, envelope, following, media) = (items.activity, items.envelope, items.following, items.media)
-            let player = try peer.makePeerPlayer()
+            let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
 
             var options = peer.applying(to: TandemClient.Options())
             options.asHost = true
@@ -203,8 +218,9 @@ struct HostCommand: AsyncParsableCommand {
             }
             let header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
             // The embedded server runs beside the peer and ends with it ("the host left").
-            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(participant, header: header, invite: invite,
-                                                                              server: embedded)
+            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
+                participant, header: header, invite: invite, server: embedded,
+                tracks: TrackSharing(share: shareTracks, options: peer))
         }
     }
 }
