@@ -20,11 +20,11 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
-        // GStreamer found through pkg-config.
+        // GStreamer (and Xlib, for the video window the player owns) found through pkg-config.
         .systemLibrary(
             name: "CTandemGStreamer",
-            pkgConfig: "gstreamer-1.0 gstreamer-base-1.0 gstreamer-pbutils-1.0 gstreamer-audio-1.0 gstreamer-video-1.0",
-            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+            pkgConfig: "gstreamer-1.0 gstreamer-base-1.0 gstreamer-pbutils-1.0 gstreamer-audio-1.0 gstreamer-video-1.0 gstreamer-tag-1.0 x11",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libx11-dev"])]
         ),
         // C helpers for what Swift cannot import (macros, varargs, signals, streaming-thread code).
         .target(name: "CTandemGStreamerShim", dependencies: ["CTandemGStreamer"]),

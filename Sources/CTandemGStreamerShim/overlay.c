@@ -1,7 +1,8 @@
 // What people see and do in the video window: typed property setters the on-screen display, volume and track
-// choices need (g_object_set is variadic), and key presses from the window's navigation events.
+// choices need (g_object_set is variadic), key presses from the window's navigation events, and the tracks' languages.
 #include "shim_internal.h"
 #include <gst/base/gstbasesink.h>
+#include <gst/tag/tag.h>
 #include <gst/video/navigation.h>
 #include <string.h>
 
@@ -228,4 +229,20 @@ GstElement *tdm_gst_overlay_filter_new(const char *subtitle_font) {
         return NULL;
     }
     return bin;
+}
+
+char *tdm_gst_track_language(GstElement *playbin, int text, int index) {
+    GstTagList *tags = NULL;
+    g_signal_emit_by_name(playbin, text ? "get-text-tags" : "get-audio-tags", index, &tags);
+    if (!tags) return NULL;
+    gchar *code = NULL;
+    if (!gst_tag_list_get_string(tags, GST_TAG_LANGUAGE_CODE, &code)) code = NULL;
+    gst_tag_list_unref(tags);
+    return code;
+}
+
+char *tdm_gst_language_normalized(const char *code) {
+    if (!code) return NULL;
+    const gchar *iso = gst_tag_get_language_code_iso_639_2T(code);
+    return g_ascii_strdown(iso ? iso : code, -1);
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Tandem
 
-// What each participant sets for themselves: volume, tracks, the output offset. Nothing here reaches the group.
+// What each participant sets for themselves: volume, tracks, the output offset, full screen. Nothing here reaches
+// the group (a sharing host's track choices are proposed to it separately: `TrackSharing`).
 extension LocalPeer {
     /// Applies a personal output command; returns a problem to warn about, or says the new setting through
     /// `feedback`.
@@ -62,8 +63,8 @@ extension LocalPeer {
             player.setOutputOffset(.milliseconds(next))
             feedback(offsetText)
         case .toggleFullscreen:
-            return "full screen is not available with this video output — use your window manager's "
-                + "full-screen key (e.g. F11 or Super+Up)"
+            guard let on = player.toggleFullScreen() else { return player.fullScreenUnavailableReason }
+            feedback(on ? "full screen (f again to leave it)" : "full screen off")
         default:
             break
         }

@@ -153,7 +153,7 @@ package final class LocalPeer: Sendable {
             await coordinator.seek(to: 0)
         case .notice(let text):
             do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
-        case .next, .previous, .queueAdd:
+        case .next, .previous, .queueAdd, .jump, .queueRemove, .queueMove:
             return await performQueue(command)
         case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
              .offsetStep, .toggleFullscreen:

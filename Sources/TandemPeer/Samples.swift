@@ -37,6 +37,35 @@ package enum Samples {
     }
 }
 
+extension Samples {
+    /// Makes a file with two audio tracks (languages `audio`: English, then French) and an embedded subtitle track
+    /// (German), 3 s of test video, with a real GStreamer pipeline (`gst-launch-1.0`) in `directory`; returns its
+    /// path and gst-launch's exit status. For tests and trying out track choices (`--audio-track`, `--share-tracks`).
+    package static func makeMultiTrackFile(in directory: URL, audio: (String, String) = ("eng", "fra"),
+                                           name: String = "tracks.mkv") throws -> (path: String, status: Int32) {
+        let srt = directory.appendingPathComponent("subs.srt").path
+        let cues = (1...6).map { "\($0)\n00:00:0\($0),000 --> 00:00:0\($0),800\nCue number \($0) of the embedded track\n" }
+        try cues.joined(separator: "\n").write(toFile: srt, atomically: true, encoding: .utf8)
+        let output = directory.appendingPathComponent(name).path
+        let pipeline = """
+            matroskamux name=m ! filesink location=\(output) \
+            videotestsrc num-buffers=90 ! video/x-raw,width=160,height=120,framerate=30/1 ! vp8enc deadline=1 ! m. \
+            audiotestsrc num-buffers=150 ! audio/x-raw,rate=48000,channels=2 ! vorbisenc ! \
+            taginject tags=language-code=\(audio.0) ! m. \
+            audiotestsrc num-buffers=150 freq=880 ! audio/x-raw,rate=48000,channels=1 ! vorbisenc ! \
+            taginject tags=language-code=\(audio.1) ! m. \
+            filesrc location=\(srt) ! subparse ! taginject tags=language-code=deu ! m.
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gst-launch-1.0", "-q"] + pipeline.split(separator: " ").map(String.init)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return (output, process.terminationStatus)
+    }
+}
+
 /// A bundled sample that cannot be found.
 package struct MissingSample: Error, CustomStringConvertible {
     package let name: String

@@ -17,6 +17,12 @@ package enum UserCommand: Equatable, Sendable {
     case queueAdd(String)
     /// Shows the queue.
     case queueList
+    /// Moves the group to item K of the queue (from 1, as the status line's "item k of n" counts), playing.
+    case jump(Int)
+    /// Removes item K (from 1) from the queue.
+    case queueRemove(Int)
+    /// Moves item K (from 1) to position `to` (from 1).
+    case queueMove(Int, to: Int)
     case leave
     case end
     case help
@@ -50,9 +56,50 @@ package enum UserCommand: Equatable, Sendable {
     /// What `-` and `+` change the offset by (ms).
     package static let offsetStepMilliseconds = 10.0
 
-    /// Parses one scripted line: `play`, `pause`, `seek SECONDS`, `rate R`, `next`, `prev`, `queue`,
-    /// `queue add PATH`, `volume PERCENT`, `mute`, `sub N|off`, `audio N`, `offset MS`, `status`, `leave`, `end`.
-    /// Throws a message that says what is accepted.
+    /// One command on standard input: how it is written and what it does. `help` on standard input, the man page,
+    /// the unknown-command warning and the README come from `lineCommands`.
+    package struct LineCommand: Sendable {
+        package var syntax: String
+        package var what: String
+    }
+
+    /// Every command standard input takes, in the order help lists them.
+    package static let lineCommands: [LineCommand] = [
+        LineCommand(syntax: "play", what: "start (the group waits for everyone's load)"),
+        LineCommand(syntax: "pause", what: "pause everyone where this player is"),
+        LineCommand(syntax: "seek SECONDS", what: "go to a time of the item"),
+        LineCommand(syntax: "rate R", what: "playback rate, 0.25 to 4"),
+        LineCommand(syntax: "toggle", what: "play or pause"),
+        LineCommand(syntax: "restart", what: "go to the start of the item"),
+        LineCommand(syntax: "next", what: "the queue's next item"),
+        LineCommand(syntax: "prev", what: "the queue's previous item"),
+        LineCommand(syntax: "jump K", what: "go to item K of the queue (from 1) and play it"),
+        LineCommand(syntax: "queue", what: "list the queue"),
+        LineCommand(syntax: "queue add PATH", what: "append a file to the queue (the host's)"),
+        LineCommand(syntax: "queue remove K", what: "remove item K, not the one playing (the host's)"),
+        LineCommand(syntax: "queue move K TO", what: "move item K to position TO (the host's)"),
+        LineCommand(syntax: "volume PERCENT", what: "this player's volume, 0 to 150"),
+        LineCommand(syntax: "mute", what: "mute or unmute this player"),
+        LineCommand(syntax: "sub N|off", what: "subtitle track N, or none"),
+        LineCommand(syntax: "audio N", what: "audio track N"),
+        LineCommand(syntax: "offset MS", what: "shift this player's output later (+) or earlier (−)"),
+        LineCommand(syntax: "status", what: "show the position and state on the video"),
+        LineCommand(syntax: "fullscreen", what: "full screen on or off (the video window)"),
+        LineCommand(syntax: "chat TEXT", what: "a chat line to everyone"),
+        LineCommand(syntax: "notice TEXT", what: "show TEXT in everyone's notices"),
+        LineCommand(syntax: "help", what: "this list"),
+        LineCommand(syntax: "leave", what: "leave (the others go on)"),
+        LineCommand(syntax: "end", what: "end the session for everyone (the host's)"),
+    ]
+
+    /// The commands standard input takes, for `help` and the man page.
+    package static let lineHelp: String = {
+        let width = lineCommands.map(\.syntax.count).max() ?? 0
+        let lines = lineCommands.map { "  " + $0.syntax.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.what }
+        return (["commands on standard input (one a line, when it is not a terminal):"] + lines).joined(separator: "\n")
+    }()
+
+    /// Parses one scripted line (`lineCommands` lists them). Throws a message that says what is accepted.
     package static func parse(line: String) throws(UserCommandError) -> UserCommand? {
         let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard let verb = words.first?.lowercased() else { return nil }
@@ -78,15 +125,13 @@ package enum UserCommand: Equatable, Sendable {
         case "restart": return .restart
         case "next": return .next
         case "prev", "previous": return .previous
-        case "queue":
-            guard words.count > 1 else { return .queueList }
-            let rest = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count).drop { $0 == " " || $0 == "\t" }
-            guard words[1].lowercased() == "add" else {
-                throw UserCommandError("'queue' alone lists the queue; 'queue add PATH' adds a file to it")
+        case "jump":
+            guard words.count == 2, let item = Int(words[1]), item >= 1 else {
+                throw UserCommandError("'jump' needs an item number from 1 (as 'queue' lists them), e.g. 'jump 2'")
             }
-            let path = rest.dropFirst(3).trimmingCharacters(in: .whitespaces)
-            guard !path.isEmpty else { throw UserCommandError("'queue add' needs a file, e.g. 'queue add movie.webm'") }
-            return .queueAdd(path)
+            return .jump(item)
+        case "queue":
+            return try parseQueue(line: line, words: words)
         case "volume": return .volume(try number("percent", example: "80"))
         case "mute": return .toggleMute
         case "sub", "subs", "subtitles":
@@ -95,6 +140,7 @@ package enum UserCommand: Equatable, Sendable {
         case "audio": return .audio(try track("audio"))
         case "offset": return .offset(try number("milliseconds, positive is later", example: "-120"))
         case "status": return .showStatus
+        case "fullscreen", "fs": return .toggleFullscreen
         case "chat", "say":
             let text = line.drop { $0 == " " || $0 == "\t" }.dropFirst(verb.count)
             guard let clean = Chat.clean(String(text)) else {
@@ -110,9 +156,36 @@ package enum UserCommand: Equatable, Sendable {
             guard !text.isEmpty else { throw UserCommandError("'notice' needs text, e.g. 'notice back in 5 minutes'") }
             return .notice(text)
         default:
-            throw UserCommandError("unknown command '\(verb)': use play, pause, seek SECONDS, rate R, next, prev, queue, "
-                                   + "queue add PATH, volume PERCENT, mute, sub N|off, audio N, offset MS, status, "
-                                   + "chat TEXT, leave or end")
+            throw UserCommandError("unknown command '\(verb)': use "
+                                   + lineCommands.map(\.syntax).joined(separator: ", "))
+        }
+    }
+
+    /// `queue`, `queue add PATH`, `queue remove K`, `queue move K TO`.
+    private static func parseQueue(line: String, words: [String]) throws(UserCommandError) -> UserCommand {
+        guard words.count > 1 else { return .queueList }
+        func item(_ word: String, _ what: String) throws(UserCommandError) -> Int {
+            guard let value = Int(word), value >= 1 else {
+                throw UserCommandError("'\(word)' is not \(what): use a number from 1, as 'queue' lists the items")
+            }
+            return value
+        }
+        switch words[1].lowercased() {
+        case "add":
+            let rest = line.drop { $0 == " " || $0 == "\t" }.dropFirst("queue".count).drop { $0 == " " || $0 == "\t" }
+            let path = rest.dropFirst(3).trimmingCharacters(in: .whitespaces)
+            guard !path.isEmpty else { throw UserCommandError("'queue add' needs a file, e.g. 'queue add movie.webm'") }
+            return .queueAdd(path)
+        case "remove", "rm":
+            guard words.count == 3 else { throw UserCommandError("'queue remove' needs an item number, e.g. 'queue remove 3'") }
+            return .queueRemove(try item(words[2], "an item number"))
+        case "move", "mv":
+            guard words.count == 4 else {
+                throw UserCommandError("'queue move' needs an item number and where to put it, e.g. 'queue move 3 1'")
+            }
+            return .queueMove(try item(words[2], "an item number"), to: try item(words[3], "a position"))
+        default:
+            throw UserCommandError("'queue' alone lists the queue; also 'queue add PATH', 'queue remove K', 'queue move K TO'")
         }
     }
 

@@ -81,8 +81,11 @@ final class NetworkImpairmentHandler: ChannelDuplexHandler {
 
 extension TandemClient.Options {
     /// Puts a simulated network path between the client and the server: whole frames are delayed (or held back by a
-    /// loss) on their way in each direction; arrival times are taken on this side of the path.
+    /// loss) on their way in each direction; arrival times are taken on this side of the path. The path is the TCP
+    /// connection's, so clock probes stay on it (not on UDP, which would bypass it): clock sync runs over the
+    /// simulated path.
     public mutating func impair(with impairment: any NetworkImpairment) {
         transportHandlers = { [NetworkImpairmentHandler(impairment: impairment)] }
+        clockProbesOverDatagrams = false
     }
 }

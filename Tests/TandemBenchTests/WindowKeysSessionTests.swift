@@ -7,7 +7,7 @@ import TandemPeer
 /// sink as a window sends it, comes out of the player's key stream, and acts as the same key in the terminal.
 @Suite("Video-window keys in a session", .serialized)
 struct WindowKeysSessionTests {
-    @Test("space in ann's video window starts the group; 9 lowers only ann's volume; s says there are no subtitles")
+    @Test("space in ann's video window starts the group; 9 lowers only ann's volume; s says there are no subtitles; f says there is no window")
     func windowKeysActLikeTerminalKeys() async throws {
         let ensemble = try await Ensemble.start(file: try Samples.path("countdown.webm"), title: "keys")
         var windowed = GStreamerPlayer.Configuration.headless
@@ -42,6 +42,13 @@ struct WindowKeysSessionTests {
         #expect(ann.player.injectWindowKey("s"))
         let subtitles = try #require(await keys.next().flatMap(UserCommand.windowKey))
         #expect(await annPeer.perform(subtitles)?.contains("--sub FILE") == true)
+
+        // f: a headless player has no window to make full screen, and says so.
+        #expect(ann.player.injectWindowKey("f"))
+        let fullScreen = try #require(await keys.next().flatMap(UserCommand.windowKey))
+        #expect(fullScreen == .toggleFullscreen)
+        let answer = await annPeer.perform(fullScreen)
+        #expect(answer?.contains("headless") == true, "\(answer ?? "nil")")
         await ensemble.finish()
     }
 }

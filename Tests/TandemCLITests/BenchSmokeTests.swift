@@ -72,4 +72,13 @@ struct BenchSmokeTests {
         #expect(await bench.exitCode(within: 60) == 0)
         for link in ["lan", "wan", "harsh", "asymmetric"] { #expect(bench.stdout.contains(link)) }
     }
+
+    @Test("bench clock --transfer measures a real peer with TCP-only and UDP clock probes while attachments flow")
+    func clockTransfer() async throws {
+        let bench = try TandemProcess(["bench", "clock", "--transfer", "--duration", "2", "--attachment-mb", "4"])
+        #expect(await bench.exitCode(within: 90) == 0, "\(bench.stderr)")
+        let rows = bench.stdout.split(separator: "\n").filter { $0.hasPrefix("tcp ") || $0.hasPrefix("udp ") }
+        #expect(rows.count == 2, "\(bench.stdout)")
+        #expect(bench.stdout.contains("reproduce: tandem bench clock --transfer"))
+    }
 }

@@ -20,6 +20,41 @@ import TandemPeer
         #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "queue clear") }
     }
 
+    @Test func queueEditingLines() throws {
+        #expect(try UserCommand.parse(line: "jump 2") == .jump(2))
+        #expect(try UserCommand.parse(line: "queue remove 3") == .queueRemove(3))
+        #expect(try UserCommand.parse(line: " queue  move 3  1 ") == .queueMove(3, to: 1))
+        for bad in ["jump", "jump 0", "jump two", "jump 1 2", "queue remove", "queue remove -1", "queue move 2",
+                    "queue move 2 x", "queue move 0 1"] {
+            #expect(throws: UserCommandError.self, "\(bad)") { try UserCommand.parse(line: bad) }
+        }
+        do {
+            _ = try UserCommand.parse(line: "queue move 2 first")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "'first' is not a position: use a number from 1, as 'queue' lists the items")
+        }
+    }
+
+    @Test func everyLineCommandIsParsedHelpedAndInTheREADME() throws {
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        for command in UserCommand.lineCommands {
+            // An example of each syntax parses (its placeholders filled in).
+            let example = command.syntax.replacingOccurrences(of: "SECONDS", with: "90")
+                .replacingOccurrences(of: "PERCENT", with: "80").replacingOccurrences(of: "N|off", with: "1")
+                .replacingOccurrences(of: "MS", with: "-20").replacingOccurrences(of: "TEXT", with: "hi")
+                .replacingOccurrences(of: "PATH", with: "a.webm").replacingOccurrences(of: " R", with: " 1.5")
+                .replacingOccurrences(of: " N", with: " 1").replacingOccurrences(of: " K", with: " 2")
+                .replacingOccurrences(of: " TO", with: " 1")
+            #expect(try UserCommand.parse(line: example) != nil, "\(example)")
+            #expect(UserCommand.lineHelp.contains(command.syntax))
+            // In a table a | is written \\|.
+            let inTable = command.syntax.replacingOccurrences(of: "|", with: "\\|")
+            #expect(readme.contains("`\(inTable)`"), "the README does not list `\(command.syntax)`")
+        }
+    }
+
     @Test func playlistsSkipCommentsAndResolveAgainstTheirDirectory() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("playlist-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -38,7 +73,7 @@ import TandemPeer
         #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "seek soon") }
         #expect(throws: UserCommandError.self) { try UserCommand.parse(line: "rate nan") }
         do {
-            _ = try UserCommand.parse(line: "jump 3")
+            _ = try UserCommand.parse(line: "skip 3")
             Issue.record("expected an error")
         } catch {
             #expect(error.description.contains("use play, pause, seek SECONDS"))

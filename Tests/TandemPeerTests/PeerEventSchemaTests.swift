@@ -26,6 +26,8 @@ struct PeerEventSchemaTests {
         ]),
         NoticeEvent(kind: "joined", participant: "p2", text: "bob joined"),
         ChatEvent(participant: "p2", name: "bob", text: "back in five"),
+        TrackProposalEvent(participant: "p1", name: "ann", kind: "audio", track: 2, language: "fra", applied: true,
+                           playing: 1, text: "ann proposes audio track 2 (fra) — your file has it as track 1: playing that"),
         SuspensionEvent(reasons: ["loading"]),
         WarningEvent(text: "careful"),
         ResyncEvent(driftMs: 12.5),

@@ -13,6 +13,7 @@ struct UserCommandTests {
         #expect(try UserCommand.parse(line: "?") == .help)
         #expect(try UserCommand.parse(line: "\tseek\t12") == .seek(to: 12))
         #expect(try UserCommand.parse(line: "rate 0.75") == .rate(0.75))
+        #expect(try UserCommand.parse(line: "fullscreen") == .toggleFullscreen)
         #expect(try UserCommand.parse(line: "   ") == nil)
     }
 

@@ -204,4 +204,49 @@ unsigned long tdm_gst_subtitle_cues_attach(GstElement *overlay, const int64_t *s
 GstElement *tdm_gst_overlay_filter_new(const char *subtitle_font);
 void tdm_gst_pad_probe_remove(GstElement *element, const char *pad_name, unsigned long id);
 
+/// The language of the item's audio (`text` 0) or subtitle (`text` 1) track `index`, as playbin's tags give it,
+/// or NULL when it has none; caller frees with g_free.
+char *tdm_gst_track_language(GstElement *playbin, int text, int index);
+/// `code` (ISO 639-1 or -2, any case) as ISO 639-2/T ("fr", "fre" and "FRA" all give "fra"), lower case; an
+/// unknown code as given, lower case. Caller frees with g_free.
+char *tdm_gst_language_normalized(const char *code);
+
+// --- The video window the application owns (window.c) ---
+
+/// An X window the player owns and hands to the video sink when it asks for one (prepare-window-handle), so
+/// that the player can title it and make it full screen. Watches `pipeline`'s bus from creation; the X window
+/// itself is made on the sink's display (its "display" property, else $DISPLAY) the first time a sink asks, and
+/// never when none does (fakesink, appsink) or the display cannot be opened (the sink then makes its own).
+typedef struct tdm_gst_window tdm_gst_window;
+
+/// Starts watching `pipeline`'s bus for a window request from `video_sink` (an element or a bin: its video sink
+/// gives the display and the size); the window is titled `title` (UTF-8). Free with tdm_gst_window_free once the
+/// pipeline is in the NULL state.
+tdm_gst_window *tdm_gst_window_new(GstElement *pipeline, GstElement *video_sink, const char *title);
+void tdm_gst_window_free(tdm_gst_window *window);
+/// Sets the title (WM_NAME and _NET_WM_NAME, UTF-8), now or when the window is made.
+void tdm_gst_window_set_title(tdm_gst_window *window, const char *title);
+/// The X window's id, 0 while there is none.
+unsigned long tdm_gst_window_xid(tdm_gst_window *window);
+/// Full screen on (1) or off (0): the EWMH _NET_WM_STATE_FULLSCREEN request to the root window, and, when no
+/// window manager runs, the window moved over the whole screen (and back). Returns the new state, -1 without a
+/// window.
+int tdm_gst_window_set_fullscreen(tdm_gst_window *window, int on);
+int tdm_gst_window_is_fullscreen(tdm_gst_window *window);
+
+/// What an X server says of a window (read through a connection of its own).
+typedef struct {
+    int x, y, width, height, mapped;
+    int screen_width, screen_height;
+    char wm_name[256];       ///< WM_NAME (XFetchName)
+    char net_wm_name[256];   ///< _NET_WM_NAME (UTF-8)
+} tdm_gst_x_window_info;
+
+/// 1 when `display_name` (NULL: $DISPLAY) accepts a connection.
+int tdm_gst_x_display_opens(const char *display_name);
+/// Reads window `xid`'s geometry, map state and titles from `display_name`; 1 when it exists.
+int tdm_gst_x_window_query(const char *display_name, unsigned long xid, tdm_gst_x_window_info *out);
+/// The top-level window (a child of the root) whose _NET_WM_NAME is `title`, 0 when there is none.
+unsigned long tdm_gst_x_find_window(const char *display_name, const char *title);
+
 #endif

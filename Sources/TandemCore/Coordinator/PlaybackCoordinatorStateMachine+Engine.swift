@@ -7,40 +7,35 @@ extension PlaybackCoordinatorStateMachine {
         var actions: [Action] = []
         switch outcome {
         case .loaded(let info):
-            guard id == pendingLoadID, let item = loadingItemID else { break }
-            pendingLoadID = nil
-            loadingItemID = nil
-            loadedItemID = item
-            mediaInfo = info
-            failedItemID = nil
-            if id == lastCommandID { confirmedPrepared = (.zero, 1) }
+            // Only the latest load counts; one replaced by another is ignored.
+            guard case .loading(let item, id, let suspension, _) = load else { break }
+            load = .none
+            loaded = .loaded(itemID: item, info: info)
+            if id == lastCommandID { preroll = .prepared(itemTime: .zero, rate: 1) }
             target = .prepared(itemTime: .zero, rate: 1)
             actions.append(.send(.readiness(.ready(info))))
-            if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
+            closeSuspension(suspension, proposing: nil, into: &actions)
             checkMedia(now: now, into: &actions)
         case .prepared(let itemTime):
-            if let p = pendingPrepare, p.id == id {
-                pendingPrepare = nil
-                if id == lastCommandID { confirmedPrepared = (itemTime, p.rate) }
-            }
-            if recovery?.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
+            // `preparing` only while that prepare is the latest command: an older one's outcome is ignored.
+            if case .preparing(id, _, let rate) = preroll { preroll = .prepared(itemTime: itemTime, rate: rate) }
+            if recovery.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
         case .playing:
-            if id == pendingPlayID { pendingPlayID = nil; playConfirmedAt = now; missedStarts = 0 }
+            if start == .starting(command: id) { start = .started(at: now); missedStarts = 0 }
         case .paused:
             break
         case .failed(let error):
-            if id == pendingLoadID {
-                pendingLoadID = nil
-                failedItemID = loadingItemID
-                loadingItemID = nil
+            if case .loading(let item, id, let suspension, _) = load {
+                // The item the engine held before stays loaded.
+                load = .failed(item: item)
                 actions.append(.send(.readiness(.failed(error.description))))
-                if let s = loadingSuspension { closeSuspension(s, proposing: nil, into: &actions); loadingSuspension = nil }
-            } else if case .startMissed = error, id == pendingPlayID {
+                closeSuspension(suspension, proposing: nil, into: &actions)
+            } else if case .startMissed = error, start == .starting(command: id) {
                 // The engine was ready only after the start it was given: plan one further along the same line,
                 // allowing more time with each miss. Only a peer that keeps missing is worth telling the user about.
-                pendingPlayID = nil
+                start = .none
                 target = .idle
-                confirmedPrepared = nil
+                if case .prepared = preroll { preroll = .none }
                 missedStarts += 1
                 if missedStarts < Self.missedStartsBeforeReporting {
                     reconcile(now: now, into: &actions)
@@ -49,9 +44,9 @@ extension PlaybackCoordinatorStateMachine {
             } else {
                 // A failed prepare or play: forget what the engine was told so the next reconcile retries.
                 target = .idle
-                pendingPrepare = nil
-                pendingPlayID = nil
-                if recovery?.command == id { finishRecovery(prepared: false, into: &actions) }
+                if case .preparing = preroll { preroll = .none }
+                if case .starting = start { start = .none }
+                if recovery.command == id { finishRecovery(prepared: false, into: &actions) }
             }
             actions.append(.event(.engineFailed(error)))
             if case .startMissed = error { reconcile(now: now, into: &actions) }
@@ -96,16 +91,31 @@ extension PlaybackCoordinatorStateMachine {
         return id
     }
 
-    mutating func issue(_ command: EngineCommand, into actions: inout [Action]) {
+    /// Gives the engine `command` and returns its id. Every command but a clock mapping becomes the latest one:
+    /// the preroll it leaves is its own (a prepare's on its way, or none); a play is the start to wait for.
+    /// Loads are tracked by the caller (`load`).
+    @discardableResult
+    mutating func issue(_ command: EngineCommand, into actions: inout [Action]) -> UInt64 {
         let id = takeCommandID()
-        lastCommandID = id
         switch command {
-        case .load: pendingLoadID = id; confirmedPrepared = nil; pendingPrepare = nil; pendingPlayID = nil
-        case .prepare(let x, let r): pendingPrepare = (id, x, r); confirmedPrepared = nil
-        case .play: pendingPlayID = id; playConfirmedAt = nil; confirmedPrepared = nil
-        case .pause: confirmedPrepared = nil; pendingPrepare = nil
-        case .setClockMapping: break
+        case .load:
+            lastCommandID = id
+            preroll = .none
+            start = .none
+        case .prepare(let itemTime, let rate):
+            lastCommandID = id
+            preroll = .preparing(command: id, itemTime: itemTime, rate: rate)
+        case .play:
+            lastCommandID = id
+            preroll = .none
+            start = .starting(command: id)
+        case .pause:
+            lastCommandID = id
+            preroll = .none
+        case .setClockMapping:
+            break
         }
         actions.append(.engine(id: id, command))
+        return id
     }
 }

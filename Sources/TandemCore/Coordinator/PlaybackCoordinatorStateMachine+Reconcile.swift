@@ -22,16 +22,20 @@ extension PlaybackCoordinatorStateMachine {
     mutating func reconcile(now: LocalInstant, into actions: inout [Action]) {
         guard invalidation == nil else { return }
         let wantedItem = activity?.itemID ?? timeline?.itemID
-        if let wantedItem, wantedItem == failedItemID { return }
-        if let wantedItem, wantedItem != loadedItemID, wantedItem != loadingItemID {
-            loadingItemID = wantedItem
+        if let wantedItem, wantedItem == load.failedItem { return }
+        if let wantedItem, wantedItem != loadedItemID, wantedItem != load.item {
+            // The item loaded so far stays loaded meanwhile; a load this one replaces keeps its suspension.
             target = .idle
-            if loadingSuspension == nil { loadingSuspension = openSuspension(.loading, into: &actions) }
+            let suspension: UInt64
+            if case .loading(_, _, let open, _) = load { suspension = open } else {
+                suspension = openSuspension(.loading, into: &actions)
+            }
             actions.append(.send(.readiness(.loading(progress: nil))))
-            issue(.load(itemID: wantedItem), into: &actions)
+            let command = issue(.load(itemID: wantedItem), into: &actions)
+            load = .loading(item: wantedItem, command: command, suspension: suspension, failed: load.failedItem)
             return
         }
-        guard let tl = timeline, let loaded = loadedItemID, tl.itemID == loaded, loadingItemID == nil,
+        guard let tl = timeline, tl.itemID == loadedItemID, load.item == nil,
               let mapping = clockMapping
         else { return }
 
@@ -47,7 +51,7 @@ extension PlaybackCoordinatorStateMachine {
                 let sNow = mapping.sessionTime(atLocal: now)
                 reportRenderedPast(tl, playing: line, sessionNow: sNow, into: &actions)
             }
-            if confirmedPrepared.map({ $0.itemTime == x }) ?? false {
+            if preroll.isPrepared(at: x) {
                 if reportedPreparedGeneration.map({ $0 < tl.generation }) ?? true {
                     reportedPreparedGeneration = tl.generation
                     actions.append(.send(.prepared(generation: tl.generation)))
@@ -67,8 +71,8 @@ extension PlaybackCoordinatorStateMachine {
                 // Already rendering: switch lines at the scheduled time without stopping.
                 issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
             } else if line.fromAnchor >= sNow + configuration.prerollEstimate
-                        || (confirmedPrepared.map { $0.itemTime == line.toAnchor } ?? false && line.fromAnchor > sNow) {
-                if !(confirmedPrepared.map { $0.itemTime == line.toAnchor } ?? false) {
+                        || (preroll.isPrepared(at: line.toAnchor) && line.fromAnchor > sNow) {
+                if !preroll.isPrepared(at: line.toAnchor) {
                     issue(.prepare(itemTime: line.toAnchor, rate: line.rate), into: &actions)
                 }
                 issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)

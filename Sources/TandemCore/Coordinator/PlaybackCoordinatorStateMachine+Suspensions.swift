@@ -50,14 +50,14 @@ extension PlaybackCoordinatorStateMachine {
         stall = .flowing
         // The engine froze while the timeline may have gone on: rejoin it from scratch.
         if case .playing = target { target = .idle }
-        confirmedPrepared = nil
-        if let tl = timeline, case .waiting = tl.status, tl.itemID == loadedItemID, loadingItemID == nil {
+        if case .prepared = preroll { preroll = .none }
+        if let tl = timeline, case .waiting = tl.status, tl.itemID == loadedItemID, load.item == nil {
             // The group waits for us: preroll at its stop first and only then end the suspension (after saying
             // we are prepared), so the group restarts on that acknowledgement rather than on a worst-case
             // preroll estimate.
-            issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
+            let command = issue(.prepare(itemTime: tl.anchorItemTime, rate: tl.rate), into: &actions)
             target = .prepared(itemTime: tl.anchorItemTime, rate: tl.rate)
-            recovery = (lastCommandID, suspension, tl.generation)
+            recovery = .prerolling(command: command, suspension: suspension, generation: tl.generation)
         } else {
             closeSuspension(suspension, proposing: nil, into: &actions)
         }
@@ -65,12 +65,12 @@ extension PlaybackCoordinatorStateMachine {
 
     /// Ends a stall suspension kept open while the engine prerolled at the group's stop.
     mutating func finishRecovery(prepared: Bool, into actions: inout [Action]) {
-        guard let current = recovery else { return }
-        recovery = nil
-        if prepared, let tl = timeline, tl.generation == current.generation {
+        guard case .prerolling(_, let suspension, let generation) = recovery else { return }
+        recovery = .none
+        if prepared, let tl = timeline, tl.generation == generation {
             reportedPreparedGeneration = tl.generation
             actions.append(.send(.prepared(generation: tl.generation)))
         }
-        closeSuspension(current.suspension, proposing: nil, into: &actions)
+        closeSuspension(suspension, proposing: nil, into: &actions)
     }
 }

@@ -24,7 +24,7 @@ extension PlaybackCoordinatorStateMachine {
 
     mutating func watchdog(now: LocalInstant, engineItemTime: ItemTime?, into actions: inout [Action]) {
         guard let position = engineItemTime, let tl = timeline, tl.isPlaying, case .playing(let line) = target,
-              let confirmed = playConfirmedAt, !isHeld(now: now), let sNow = sessionTime(atLocal: now),
+              case .started(let confirmed) = start, !isHeld(now: now), let sNow = sessionTime(atLocal: now),
               sNow > line.fromAnchor + configuration.driftSettleTime,
               now > confirmed + configuration.driftSettleTime
         else { drift = .steady; return }
@@ -35,7 +35,7 @@ extension PlaybackCoordinatorStateMachine {
         drift = .steady
         resyncCount += 1
         target = .idle
-        confirmedPrepared = nil
+        if case .prepared = preroll { preroll = .none }
         actions.append(.event(.resynchronising(drift: offLine)))
     }
 }

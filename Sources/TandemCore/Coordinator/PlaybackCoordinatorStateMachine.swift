@@ -77,33 +77,29 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// The latest clock-sync estimate (local → session).
     public internal(set) var clockMapping: ClockMapping?
 
-    // Engine state.
-    public internal(set) var loadedItemID: String?
-    public internal(set) var mediaInfo: MediaInfo?
-    var loadingItemID: String?
+    // Engine state (CoordinatorStates.swift).
+    /// The item the engine holds, and its media information.
+    var loaded: LoadedItem = .none
+    public var loadedItemID: String? { loaded.itemID }
+    public var mediaInfo: MediaInfo? { loaded.info }
+    /// A load in flight, or the item that could not be loaded.
+    var load: ItemLoad = .none
     var target: EngineTarget = .idle
     var nextCommandID: UInt64 = 1
+    /// The latest load, prepare, play or pause (clock mappings need no outcome).
     var lastCommandID: UInt64 = 0
-    var pendingLoadID: UInt64?
-    var pendingPrepare: (id: UInt64, itemTime: ItemTime, rate: Double)?
-    var confirmedPrepared: (itemTime: ItemTime, rate: Double)?
+    var preroll: Preroll = .none
+    var start: StartState = .none
     var reportedPreparedGeneration: UInt64?
-    var pendingPlayID: UInt64?
-    var playConfirmedAt: LocalInstant?
     /// Starts in a row the engine was ready too late for (`PlaybackError.startMissed`); each one makes the next
     /// late join allow more time.
     var missedStarts = 0
     var stall: StallState = .flowing
-    /// The item the engine could not load; not retried until the activity names another one.
-    var failedItemID: String?
+    var recovery: StallRecovery = .none
 
     // Suspensions.
     var nextSuspension: UInt64 = 1
     var suspensions: [UInt64: SuspensionReason] = [:]
-    /// After a stall while the group waits: the prepare at the group's stop, and the stall suspension that stays
-    /// open until it completes.
-    var recovery: (command: UInt64, suspension: UInt64, generation: UInt64)?
-    var loadingSuspension: UInt64?
 
     // Requests.
     var nextRequestID: UInt64 = 1
@@ -171,7 +167,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             actions.append(.event(.activityChanged(env)))
             // The authority counts everyone as loading a new activity; an item already loaded here (the same item
             // again, e.g. twice in a row in the queue) is not loaded again, so say at once that it is ready.
-            if env.itemID == loadedItemID, loadingItemID == nil, let info = mediaInfo {
+            if case .loaded(env.itemID, let info) = loaded, load.item == nil {
                 actions.append(.send(.readiness(.ready(info))))
             }
         case .queue(let queue):
@@ -197,9 +193,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     /// After a reconnect: tells the authority again where this peer stands (readiness, the suspensions that make
     /// the group wait); the next reconcile acknowledges the current generation's preroll again.
     mutating func reannounce(into actions: inout [Action]) {
-        if loadingItemID != nil {
+        if load.item != nil {
             actions.append(.send(.readiness(.loading(progress: nil))))
-        } else if loadedItemID != nil, let info = mediaInfo {
+        } else if let info = loaded.info {
             actions.append(.send(.readiness(.ready(info))))
         }
         for (id, reason) in suspensions.sorted(by: { $0.key < $1.key })

@@ -44,6 +44,8 @@ extension GStreamerPlayer {
         public var preferredAudioTrack: Int?
         /// The subtitle track to show after each load (0-based, as `subtitleTrackCount` counts), when it exists.
         public var preferredSubtitleTrack: Int?
+        /// The video window's title (`setWindowTitle` changes it), when the player owns the window (an X sink).
+        public var windowTitle: String?
 
         public init(videoSink: Sink = .automatic, audioSink: Sink = .automatic,
                     audioDriftTolerance: TimeSpan = .milliseconds(5),

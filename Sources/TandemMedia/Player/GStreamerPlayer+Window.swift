@@ -92,6 +92,33 @@ extension GStreamerPlayer {
         window.state.withLock { $0.shown = index }
     }
 
+    /// The languages of the loaded item's audio tracks (ISO 639-2/T, e.g. "fra"), nil for a track without one.
+    public var audioTrackLanguages: [String?] { trackLanguages(text: false, count: audioTrackCount) }
+
+    /// The languages of the loaded item's own subtitle tracks (a subtitle file is not among them).
+    public var embeddedSubtitleLanguages: [String?] {
+        trackLanguages(text: true, count: Int(tdm_gst_get_int(UnsafeMutableRawPointer(handles.pipeline), "n-text")))
+    }
+
+    /// Whether subtitle track 0 is the configured subtitle file (then the item's own tracks follow it).
+    public var hasSubtitleFile: Bool { window.state.withLock { $0.fileCues != nil } }
+
+    private func trackLanguages(text: Bool, count: Int) -> [String?] {
+        (0..<max(0, min(count, 64))).map { index in
+            GStreamer.take(tdm_gst_track_language(handles.pipeline, text ? 1 : 0, Int32(index)))
+                .flatMap(Self.normalizedLanguage)
+        }
+    }
+
+    /// An ISO 639 code as ISO 639-2/T in lower case ("fr", "fre", "FRA" → "fra"); nil for anything that is not a
+    /// language code (2 to 8 letters or hyphens).
+    public static func normalizedLanguage(_ code: String) -> String? {
+        guard (2...8).contains(code.count), code.allSatisfy({ ($0.isASCII && $0.isLetter) || $0 == "-" }) else {
+            return nil
+        }
+        return GStreamer.take(tdm_gst_language_normalized(code))
+    }
+
     /// After a load: the configured track choices; one the item does not have is a warning, not a failure.
     func applyTrackPreferences() {
         do {

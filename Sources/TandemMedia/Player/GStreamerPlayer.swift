@@ -15,7 +15,8 @@ import TandemCore
 /// through thread-safe GStreamer API (see there).
 ///
 /// The parts live in files of their own: configuration, the engine clock (`+Clock`), loading (`+Loading`),
-/// prepare / play / pause (`+Transport`), the sinks (`+Sinks`) and the video window's extras (`+Window`).
+/// prepare / play / pause (`+Transport`), the sinks (`+Sinks`), the video window's extras (`+Window`) and the X
+/// window the player owns for its title and full screen (`+VideoWindow`).
 public final class GStreamerPlayer: PlaybackEngine {
     public let events: AsyncStream<PlaybackEngineEvent>
     /// What the sinks rendered and when (true CLOCK_MONOTONIC): ground truth for tests and benchmarks.
@@ -26,6 +27,7 @@ public final class GStreamerPlayer: PlaybackEngine {
 
     let handles: GstHandles
     let window: PlayerWindow
+    let videoWindow: VideoWindow
     let state: Locked<PlayerState>
     let queue: DispatchQueue
     let bus: BusPump
@@ -80,6 +82,8 @@ public final class GStreamerPlayer: PlaybackEngine {
         Self.apply(calibration, lead: .zero, to: clock)
         gst_pipeline_use_clock(playbin.asPipeline, clock)
         let trap = tdm_gst_install_error_trap(playbin)!
+        videoWindow = VideoWindow(pipeline: playbin, videoSink: videoSink, title: configuration.windowTitle ?? "Tandem",
+                                  watching: VideoWindow.mayAsk(configuration.videoSink))
         window = PlayerWindow(playbin: playbin, overlay: configuration.overlay,
                               subtitleFont: configuration.subtitleFile == nil ? nil : configuration.subtitleFont)
 
@@ -139,6 +143,7 @@ public final class GStreamerPlayer: PlaybackEngine {
                 self.bus.stop()
                 self.state.withLock { $0.isClosed = true }
                 self.handles.pipeline.setState(GST_STATE_NULL)
+                self.videoWindow.free()   // the window goes with the player
                 continuation.resume()
             }
         }
@@ -165,6 +170,7 @@ public final class GStreamerPlayer: PlaybackEngine {
 
     private func teardown() {
         handles.pipeline.setState(GST_STATE_NULL)
+        videoWindow.free()   // no sink holds the window once the pipeline is down
         state.withLock { $0.clock = ClockHandle(nil) }
         gst_object_unref(handles.videoSink)
         gst_object_unref(handles.audioSink)

@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 import TandemCore
 
-/// Where `activate` starts a session: an embedded `SessionServer` in this process, or a relay (`tandem serve
-/// --allow-create`) that lets clients create sessions.
+/// Where `activate` starts a session: an embedded `SessionServer` in this process, or a relay (`tandem serve`) that
+/// lets clients create sessions.
 public enum ActivationServer: Sendable {
     /// A server in this process: the session is created in it directly.
     case embedded(SessionServer)

@@ -36,7 +36,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var lastPing: LocalInstant?
     private var pingTimer: Scheduled<Void>?
     private var writabilityWaiters: [EventLoopPromise<Void>] = []
-    private var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
+    /// Attachments arriving: their running SHA-256 and the one announced.
+    var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
     /// Which of the connection's successive channels this is (a reconnect opens the next one).
     private let epoch: Int
     /// This channel takes the place of a lost one: its welcome must keep the participant's identity.
@@ -50,6 +51,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var datagramKey: SymmetricKey?
     private var datagramChannel: UInt64?
     private var datagramLink: ClientDatagramLink?
+    /// The first clock probe sent as a datagram since the last datagram answer (nil: none outstanding).
+    private var unansweredDatagramPingSince: LocalInstant?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
          welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
@@ -131,13 +134,21 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             let body = AuthProof(clientNonce: clientNonce, proof: proof,
                                  sessionKey: options.createSession ? key.withUnsafeBytes { Data($0) } : nil,
                                  host: options.asHost ? true : nil,
-                                 createToken: options.createSession ? options.createToken : nil)
+                                 createToken: options.createSession ? options.createToken : nil,
+                                 probe: options.createSession && options.creationProbe ? true : nil)
             state = .awaitingAccepted
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.authProof, body, allocator: context.channel.allocator)),
                                   promise: nil)
         case .accepted:
             guard case .awaitingAccepted = state else { throw FrameError.malformedBody(kind: .accepted, detail: "unexpected") }
             let accepted = try FrameCodec.decode(Accepted.self, from: frame)
+            if options.creationProbe {
+                // A server that does not know probes created the session: leave it unjoined (it expires).
+                state = .closed
+                welcomePromise.fail(CreationProbeAnswer.created)
+                leaveQuietly(context: context, join: false)
+                return
+            }
             heartbeatTimeout = TimeSpan(nanoseconds: Int64(accepted.heartbeatTimeoutMs) * 1_000_000)
             datagramChannel = accepted.datagramChannel
             startHeartbeat(context: context,
@@ -189,16 +200,8 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             }
         case .clockPong:
             let pong = try FrameCodec.parseClockPong(frame)
-            // Pings overlap when the round trip is longer than the ping interval (a burst, or acquisition on a
-            // long path): the answer to an earlier ping is as good a sample as any, since it carries its own t1.
-            // Only answers to pings never sent (or from long ago) are ignored.
-            guard pingSequence &- pong.sequence < Self.pingsInFlight else { return }
-            let sample = ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt)
-            estimator.add(sample)
-            shared.deliver(sample)
-            let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
-                                                   roundTrip: estimator.roundTrip)
-            shared.clock.withLock { $0 = snapshot }
+            clockPongArrived(sequence: pong.sequence,
+                             ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt))
         case .hello, .authProof, .clockPing:
             throw FrameError.malformedBody(kind: frame.kind, detail: "a server never sends this")
         }
@@ -223,34 +226,12 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     /// Leaves a session joined by mistake (another identity than the one to take back) and closes.
-    private func leaveQuietly(context: ChannelHandlerContext) {
-        if let leave = try? FrameCodec.json(.session, ClientMessage.leave, allocator: context.channel.allocator) {
+    private func leaveQuietly(context: ChannelHandlerContext, join: Bool = true) {
+        if join, let leave = try? FrameCodec.json(.session, ClientMessage.leave, allocator: context.channel.allocator) {
             context.write(wrapOutboundOut(leave), promise: nil)
         }
         let frame = FrameCodec.error(.left, "left", kind: .close, allocator: context.channel.allocator)
         context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in context.close(promise: nil) }
-    }
-
-    /// Verifies journal attachments as they arrive; a bad checksum turns the commit into `failed`.
-    private func checked(_ message: ServerMessage) -> ServerMessage {
-        guard case .journal(let journal) = message else { return message }
-        switch journal {
-        case .begin(let info):
-            incoming[info.id] = (SHA256(), info.sha256.lowercased())
-        case .chunk(let id, _, let bytes):
-            incoming[id]?.hasher.update(data: bytes)
-        case .commit(let id):
-            guard let entry = incoming.removeValue(forKey: id) else { return message }
-            let digest = SHA256Hex.hex(entry.hasher.finalize())
-            if digest != entry.sha256 {
-                return .journal(.failed(id: id, reason: "SHA-256 mismatch on arrival: expected \(entry.sha256), got \(digest)"))
-            }
-        case .remove(let id), .failed(let id, _):
-            incoming[id] = nil
-        case .available, .fetch:
-            break
-        }
-        return message
     }
 
     // MARK: Timers
@@ -283,17 +264,44 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         sendPing()
     }
 
+    /// An answer to one of this channel's clock probes, over TCP or as a datagram: one more sample for the estimator.
+    private func clockPongArrived(sequence: UInt32, _ sample: ClockSample, viaDatagram: Bool = false) {
+        if case .closed = state { return }
+        // Pings overlap when the round trip is longer than the ping interval (a burst, or acquisition on a
+        // long path): the answer to an earlier ping is as good a sample as any, since it carries its own t1.
+        // Only answers to pings never sent (or from long ago) are ignored.
+        guard pingSequence &- sequence < Self.pingsInFlight else { return }
+        if viaDatagram { unansweredDatagramPingSince = nil }
+        estimator.add(sample)
+        shared.deliver(sample)
+        let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
+                                               roundTrip: estimator.roundTrip)
+        shared.clock.withLock { $0 = snapshot }
+    }
+
+    /// Sends the next clock probe: as a datagram while the UDP path works (it does not wait behind the TCP stream),
+    /// over TCP otherwise, and over both while datagram probes have gone unanswered for `datagramAckTimeout`.
     private func sendPing() {
         guard let context, case .joined = state else { return }
         pingSequence &+= 1
         estimator.pingSent()
-        let frame = FrameCodec.clockPing(sequence: pingSequence, t1: .zero, allocator: context.channel.allocator)
-        var body = frame.body
-        // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
-        let t1 = clock.now
-        body.setInteger(t1.nanoseconds, at: body.readerIndex + 4)
+        let now = clock.now
+        var overTCP = true
+        if options.clockProbesOverDatagrams, let link = datagramLink, link.sendClockPing(sequence: pingSequence) {
+            let since = unansweredDatagramPingSince ?? now
+            unansweredDatagramPingSince = since
+            overTCP = options.clockProbesAlsoOverTCP || now - since > options.datagramAckTimeout
+        }
+        var t1 = now
+        if overTCP {
+            let frame = FrameCodec.clockPing(sequence: pingSequence, t1: .zero, allocator: context.channel.allocator)
+            var body = frame.body
+            // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
+            t1 = clock.now
+            body.setInteger(t1.nanoseconds, at: body.readerIndex + 4)
+            context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
+        }
         lastPing = t1
-        context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
         let next = estimator.nextPingTime(lastPing: t1)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         pingTimer = context.eventLoop.scheduleTask(in: TimeAmount(max(.milliseconds(1), next - clock.now))) {
@@ -312,14 +320,18 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
         shared.datagrams.withLock { $0 = (nil, "opening a UDP socket") }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        ClientDatagramLink.start(server: server, id: id, key: key, options: options, eventLoop: context.eventLoop) {
-            message, receivedAt in
+        let eventLoop = context.eventLoop
+        ClientDatagramLink.start(server: server, id: id, key: key, options: options, eventLoop: eventLoop,
+                                 deliver: { message, receivedAt in
             if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
                 tap.handler(app, receivedAt)
             } else {
                 shared.deliver(message)
             }
-        }.whenComplete { result in
+        }, clockPong: { sequence, sample in
+            // The UDP socket shares this channel's event loop.
+            eventLoop.execute { bound.value.clockPongArrived(sequence: sequence, sample, viaDatagram: true) }
+        }).whenComplete { result in
             switch result {
             case .success(let link):
                 guard case .joined = bound.value.state else { return link.close() }
@@ -409,6 +421,12 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         }
         context.fireChannelInactive()
     }
+}
+
+/// What a creation probe learnt other than from a `close` frame.
+enum CreationProbeAnswer: Error {
+    /// The server does not know probes and created the session (nobody joins it, so it expires).
+    case created
 }
 
 /// A reconnect's welcome named another participant: the server no longer knew the one to take back.

@@ -33,6 +33,9 @@ public struct DatagramStatus: Sendable, Hashable {
     public var rejected = 0
     /// Times the path fell back to TCP after UDP had worked.
     public var fallbacks = 0
+    /// Clock probes sent as datagrams, and their answers received (each a clock sample).
+    public var clockPingsSent = 0
+    public var clockPongsReceived = 0
 }
 
 /// One TCP connection's UDP side: a socket of its own that says hello to the server's UDP port (same port as the
@@ -60,10 +63,13 @@ final class ClientDatagramLink: @unchecked Sendable {
     private let state: Mutex<State>
     /// Where an accepted unreliable app message goes, with its arrival time (ns of the local clock).
     private let deliver: @Sendable (ServerMessage, LocalInstant) -> Void
+    /// Where the answer to a clock probe goes (its sequence and the sample), on the link's event loop.
+    private let clockPong: @Sendable (UInt32, ClockSample) -> Void
 
     private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
                  clock: any MonotonicClock, ackTimeout: TimeSpan,
-                 deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void) {
+                 deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
+                 clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void) {
         self.channel = channel
         self.server = server
         self.id = id
@@ -71,6 +77,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         self.clock = clock
         self.ackTimeout = ackTimeout
         self.deliver = deliver
+        self.clockPong = clockPong
         state = Mutex(State(status: DatagramStatus(path: .tcp(reason: "waiting for the server's answer over UDP")),
                             started: clock.now))
     }
@@ -78,7 +85,9 @@ final class ClientDatagramLink: @unchecked Sendable {
     /// Binds a UDP socket on the event loop `eventLoop` and starts saying hello to `server`.
     static func start(server: SocketAddress, id: UInt64, key: SymmetricKey, options: TandemClient.Options,
                       eventLoop: any EventLoop,
-                      deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void) -> EventLoopFuture<ClientDatagramLink> {
+                      deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
+                      clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void = { _, _ in })
+        -> EventLoopFuture<ClientDatagramLink> {
         let handler = ClientDatagramHandler()
         let bootstrap = DatagramBootstrap(group: eventLoop)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
@@ -88,7 +97,8 @@ final class ClientDatagramLink: @unchecked Sendable {
         let anyAddress = server.protocol == .inet6 ? "::" : "0.0.0.0"
         return bootstrap.bind(host: anyAddress, port: 0).map { channel in
             let link = ClientDatagramLink(channel: channel, server: server, id: id, key: key, clock: options.clock,
-                                          ackTimeout: options.datagramAckTimeout, deliver: deliver)
+                                          ackTimeout: options.datagramAckTimeout, deliver: deliver,
+                                          clockPong: clockPong)
             handler.link.withLock { $0 = link }
             let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
             let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak link] task in
@@ -125,6 +135,19 @@ final class ClientDatagramLink: @unchecked Sendable {
         return seal(.appMessage, body: frame.body)
     }
 
+    /// Sends a clock probe as a datagram while the UDP path works (`t1` stamped just before it is sealed); false
+    /// when it must go over TCP.
+    func sendClockPing(sequence: UInt32) -> Bool {
+        guard state.withLock({ $0.status.path == .udp }) else { return false }
+        var body = channel.allocator.buffer(capacity: 12)
+        body.writeInteger(sequence)
+        body.writeInteger(clock.now.nanoseconds)
+        guard let datagram = seal(.clockPing, body: body) else { return false }
+        state.withLock { $0.status.clockPingsSent += 1 }
+        write(datagram)
+        return true
+    }
+
     // MARK: Timer and hellos
 
     private func tick() {
@@ -158,7 +181,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         if let datagram = seal(type, body: body) { write(datagram) }
     }
 
-    private func seal(_ type: DatagramType, body: ByteBuffer) -> ByteBuffer? {
+    func seal(_ type: DatagramType, body: ByteBuffer) -> ByteBuffer? {
         let sequence = state.withLock { state -> UInt64 in
             state.sendSequence += 1
             return state.sendSequence
@@ -202,7 +225,20 @@ final class ClientDatagramLink: @unchecked Sendable {
                     $0.status.messagesReceived += 1
                 }
                 deliver(.appMessage(app), receivedAt)
-            case .hello:
+            case .clockPong:
+                guard body.readableBytes == 28, let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
+                      let t1 = body.getInteger(at: body.readerIndex + 4, as: Int64.self),
+                      let t2 = body.getInteger(at: body.readerIndex + 12, as: Int64.self),
+                      let t3 = body.getInteger(at: body.readerIndex + 20, as: Int64.self) else {
+                    throw DatagramRejection.malformed
+                }
+                state.withLock {
+                    $0.status.received += 1
+                    $0.status.clockPongsReceived += 1
+                }
+                clockPong(sequence, ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
+                                                t3: SessionInstant(nanoseconds: t3), t4: receivedAt))
+            case .hello, .clockPing:
                 throw DatagramRejection.malformed
             }
         } catch {

@@ -58,6 +58,14 @@ public enum TandemClient {
         /// Send unreliable app messages as UDP datagrams to the server's port when the server offers it (falling
         /// back to TCP while UDP gets no answer).
         public var datagrams = true
+        /// Send clock-sync probes as UDP datagrams while the UDP path works, so that they do not wait behind a
+        /// busy TCP stream (a large attachment); over TCP otherwise, and over TCP too while datagram probes go
+        /// unanswered for `datagramAckTimeout`. The same estimator takes the samples of either path.
+        public var clockProbesOverDatagrams = true
+        /// With `clockProbesOverDatagrams`: send every probe over TCP as well while the UDP path works, so that the
+        /// estimator also has the TCP path's samples (often the best ones while that connection is quiet). Measured
+        /// with `tandem bench clock --transfer` (README): both paths gave the lowest median error.
+        public var clockProbesAlsoOverTCP = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.
@@ -74,6 +82,8 @@ public enum TandemClient {
         /// The event loops to use; nil shares one process-wide loop group.
         public var eventLoopGroup: (any EventLoopGroup)?
         public var logger = Logger(label: "tandem.client")
+        /// With `createSession`: only ask whether the server would create the session (`prepareForActivation`).
+        var creationProbe = false
         public init() {}
     }
 
@@ -95,7 +105,7 @@ public enum TandemClient {
 }
 
 /// A shared loop group for clients that bring none.
-private let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+let sharedClientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
 /// A live, authenticated connection to a session: the network implementation of `SessionLink`.
 ///
@@ -177,57 +187,12 @@ public final class TandemClientConnection: SessionLink {
                                   epoch: Int = 0, resuming: Bool = false)
         async throws -> (any Channel, NIOLoopBound<ClientConnectionHandler>, SessionSnapshot) {
         let group = options.eventLoopGroup ?? sharedClientGroup
-        var sslContext: NIOSSLContext?
-        if invite.tls {
-            var config = TLSConfiguration.makeClientConfiguration()
-            if invite.pinnedCertificateSHA256 != nil {
-                config.certificateVerification = .noHostnameVerification
-            } else if let roots = options.trustRootsPath {
-                config.trustRoots = .file(roots)
-            }
-            sslContext = try NIOSSLContext(configuration: config)
-        }
         let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
-        let clock = options.clock
-        let transportHandlers = options.transportHandlers
         let handler = ClientConnectionHandler(invite: invite, name: name, options: options, shared: shared,
-                                              welcome: welcomePromise, clock: clock, epoch: epoch, resuming: resuming)
-        let pin = invite.pinnedCertificateSHA256
-        let serverHostname = invite.host.first(where: { $0 == ":" || $0.isLetter }) == nil
-            || invite.host.contains(":") ? nil : invite.host
-        let bootstrap = ClientBootstrap(group: welcomePromise.futureResult.eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
-            .connectTimeout(TimeAmount(options.connectTimeout))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        let tlsHandler: NIOSSLClientHandler
-                        if let pin {
-                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname) {
-                                certificates, promise in
-                                guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
-                                      Array(SHA256.hash(data: der)) == pin else {
-                                    promise.succeed(.failed)
-                                    return
-                                }
-                                promise.succeed(.certificateVerified)
-                            }
-                        } else {
-                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname)
-                        }
-                        try channel.pipeline.syncOperations.addHandler(tlsHandler)
-                    }
-                    if let transportHandlers {
-                        try channel.pipeline.syncOperations.addHandlers(transportHandlers())
-                    }
-                    try channel.pipeline.syncOperations.addHandlers([
-                        ByteToMessageHandler(FrameDecoder(maxFrameSize: 1 << 20, clock: clock)),
-                        MessageToByteHandler(FrameEncoder()),
-                        handler,
-                    ])
-                }
-            }
+                                              welcome: welcomePromise, clock: options.clock, epoch: epoch,
+                                              resuming: resuming)
+        let bootstrap = try makeBootstrap(invite: invite, options: options, handler: handler,
+                                          eventLoop: welcomePromise.futureResult.eventLoop)
         let channel = try await bootstrap.connect(host: invite.host, port: invite.port).get()
         let timeout = channel.eventLoop.scheduleTask(in: TimeAmount(options.connectTimeout)) {
             welcomePromise.fail(TandemClientError.timedOut)

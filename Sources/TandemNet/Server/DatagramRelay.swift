@@ -123,16 +123,18 @@ final class DatagramRelay: Sendable {
 
     /// One datagram from `sender` (on the UDP channel's loop).
     func receive(_ datagram: ByteBuffer, from sender: SocketAddress, allocator: ByteBufferAllocator) {
+        // A clock probe's t2: taken first, as the TCP path takes it when the frame is read.
+        let receivedAt = clock.now
         if dropsIncoming.load(ordering: .relaxed) { return }
         do {
-            try handle(datagram, from: sender, allocator: allocator)
+            try handle(datagram, from: sender, receivedAt: receivedAt, allocator: allocator)
             counters.withLock { $0.received += 1 }
         } catch {
             count(error)
         }
     }
 
-    private func handle(_ datagram: ByteBuffer, from sender: SocketAddress,
+    private func handle(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
                         allocator: ByteBufferAllocator) throws(DatagramRejection) {
         let header = try DatagramCodec.header(of: datagram)
         guard let key = members.withLock({ $0[header.channel]?.key }) else { throw .unknownChannel }
@@ -176,7 +178,18 @@ final class DatagramRelay: Sendable {
             session.loop.execute {
                 session.receive(.appMessage(app), from: participant, via: connection)
             }
-        case .helloAck:
+        case .clockPing:
+            // Answered to the address it came from (as a hello), like a TCP ping: t2 when it was read, t3 just
+            // before the answer is sealed. The answer is no larger than two pings, so it amplifies nothing.
+            guard body.readableBytes == 12, let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
+                  let t1 = body.getInteger(at: body.readerIndex + 4, as: Int64.self) else { throw .malformed }
+            var pong = allocator.buffer(capacity: 28)
+            pong.writeInteger(sequence)
+            pong.writeInteger(t1)
+            pong.writeInteger(receivedAt.nanoseconds)
+            pong.writeInteger(clock.now.nanoseconds)
+            send(.clockPong, body: pong, channel: header.channel, to: sender)
+        case .helloAck, .clockPong:
             throw .malformed
         }
     }

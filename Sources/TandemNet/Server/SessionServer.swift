@@ -313,6 +313,14 @@ public final class SessionServer: Sendable {
         return session
     }
 
+    /// Why the server could not take one more session now (stopped, or at `maxSessions`), or nil when it could.
+    var whyNoRoomForSession: String? {
+        if stopped.withLock({ $0 }) || !listener.isActive { return "the server is not running" }
+        let count = sessions.withLock { $0.count }
+        if count >= configuration.maxSessions { return "the server is full (\(count) of \(configuration.maxSessions) sessions)" }
+        return nil
+    }
+
     /// Whether `address` is within its session-creation quota (creations in the last minute).
     func mayCreateSession(from address: String) -> Bool {
         let now = clock.now

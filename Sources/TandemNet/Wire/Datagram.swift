@@ -19,6 +19,10 @@ package enum DatagramType: UInt8, Sendable {
     case helloAck = 2
     /// Either way: an unreliable app message, body as the binary `appMessage` frame of the same direction.
     case appMessage = 3
+    /// Client → server: a clock probe, body as the `clockPing` frame's (`sequence u32, t1 i64`).
+    case clockPing = 4
+    /// Server → client: its answer, body as the `clockPong` frame's (`sequence u32, t1 i64, t2 i64, t3 i64`).
+    case clockPong = 5
 }
 
 /// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.

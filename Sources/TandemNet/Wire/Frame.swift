@@ -171,6 +171,8 @@ public enum WireErrorCode: String, Codable, Sendable {
     case slowConsumer
     /// The server refused to create a session (missing or wrong creation token, or the creation quota).
     case creationRefused
+    /// The answer to a creation probe (`authProof.probe`): the server would create the session; it created nothing.
+    case creationAllowed
 
     /// The code that carries an authority's invalidation reason.
     init(_ code: InvalidationReason.Code) {
@@ -214,6 +216,9 @@ package struct AuthProof: Codable, Sendable {
     var host: Bool?
     /// When creating a session on a server that requires it: the server's creation token.
     var createToken: String?
+    /// With `hello.create`: only check that the session would be created (proof, token, quota, room), create nothing
+    /// and answer with a `close` of code `creationAllowed` (`GroupActivity.prepareForActivation`).
+    var probe: Bool?
 }
 
 /// Body of `accepted`.

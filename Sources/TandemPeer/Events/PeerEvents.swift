@@ -257,6 +257,35 @@ package struct ChatEvent: PeerEvent, Equatable {
     }
 }
 
+/// `trackProposal`: the host proposed an audio or subtitle track (`host --share-tracks`), and what this joiner did.
+package struct TrackProposalEvent: PeerEvent, Equatable {
+    package static let name = "trackProposal"
+    package var participant: String
+    package var name: String
+    /// `audio` or `subtitle`.
+    package var kind: String
+    /// The host's track, from 1; null: subtitles off.
+    @Nullable package var track: Int?
+    @Nullable package var language: String?
+    /// Whether this joiner's player now plays what was proposed.
+    package var applied: Bool
+    /// The track of that kind this joiner plays now, from 1; null when none (subtitles off).
+    @Nullable package var playing: Int?
+    package var text: String
+
+    package init(participant: String, name: String, kind: String, track: Int?, language: String?, applied: Bool,
+                 playing: Int?, text: String) {
+        self.participant = participant
+        self.name = name
+        self.kind = kind
+        self.track = track
+        self.language = language
+        self.applied = applied
+        self.playing = playing
+        self.text = text
+    }
+}
+
 /// `suspension`: this peer's own suspensions changed.
 package struct SuspensionEvent: PeerEvent, Equatable {
     package static let name = "suspension"
@@ -362,6 +391,6 @@ package struct EndedEvent: PeerEvent, Equatable {
 /// Every event type, for checks of the documented schema.
 package let allPeerEventTypes: [any PeerEvent.Type] = [
     InviteEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
-    NoticeEvent.self, ChatEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
+    NoticeEvent.self, ChatEvent.self, TrackProposalEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]

@@ -11,6 +11,12 @@ package protocol PeerOutput: Sendable {
     func warn(_ text: String)
     /// Whether a chat line is being typed here right now (the terminal's `c` prompt).
     var isTypingChat: Bool { get }
+    /// Whether commands arrive as keys (a terminal) rather than lines (standard input): what `help` lists.
+    var takesKeys: Bool { get }
+}
+
+extension PeerOutput {
+    package var takesKeys: Bool { false }
 }
 
 /// Why a participant's run ended.

@@ -19,11 +19,25 @@ package final class PeerPresenter: Sendable {
     private let currentEntry = Mutex<(known: Bool, id: String?)>((false, nil))
     /// What the video shows over the picture (see `PeerPresenter+Window`).
     let osd = Mutex(OnScreenDisplay())
+    /// Track choices between participants (see `PeerPresenter+Tracks`).
+    let trackSharing: TrackSharing
+    let trackState = Mutex(TrackSharingState())
+    /// Proposals the sharing host is to send: which kinds, to whom.
+    let trackRequests: AsyncStream<(Set<TrackProposal.Kind>, Recipients)>.Continuation
+    private let trackRequestStream: AsyncStream<(Set<TrackProposal.Kind>, Recipients)>
+    /// A joiner's track proposals from the others (`LocalPeer.trackProposals()`, subscribed before it joined).
+    private let proposals: AsyncStream<(TrackProposal, ParticipantID)>?
 
-    package init(peer: LocalPeer, output: any PeerOutput, previewDirectory: URL? = nil) {
+    package init(peer: LocalPeer, output: any PeerOutput, previewDirectory: URL? = nil,
+                 tracks: TrackSharing = TrackSharing(), proposals: AsyncStream<(TrackProposal, ParticipantID)>? = nil) {
         self.peer = peer
         self.output = output
         self.previewDirectory = previewDirectory
+        trackSharing = tracks
+        (trackRequestStream, trackRequests) = AsyncStream.makeStream(of: (Set<TrackProposal.Kind>, Recipients).self,
+                                                                     bufferingPolicy: .bufferingNewest(16))
+        self.proposals = tracks.share ? nil : proposals
+        if tracks.share { trackState.withLock { $0.shared = tracks.chosen } }
         names.withLock { $0[peer.id] = peer.name }
         if let queue = peer.connection.welcome.queue { currentEntry.withLock { $0 = (true, queue.current?.id) } }
         peer.media.onWarning { [weak self] text in self?.warn(text) }
@@ -104,7 +118,8 @@ package final class PeerPresenter: Sendable {
             }
             return true
         case .help:
-            say(UserCommand.keyHelp)
+            // Keys on a terminal (and in the video window); the line commands when reading standard input.
+            say(output.takesKeys ? UserCommand.keyHelp : UserCommand.lineHelp)
             return false
         case .queueList:
             let queue = await peer.coordinator.queue
@@ -128,7 +143,11 @@ package final class PeerPresenter: Sendable {
             }
             return false
         default:
-            if let problem = await peer.perform(command, feedback: { self.said($0) }) { warn(problem) }
+            if let problem = await peer.perform(command, feedback: { self.said($0) }) {
+                warn(problem)
+            } else {
+                proposeAfter(command)
+            }
             return false
         }
     }
@@ -160,6 +179,14 @@ package final class PeerPresenter: Sendable {
             group.addTask { await self.readWindowKeys() }
             group.addTask { for await (text, from) in self.peer.chatLines { self.showChat(text, from: from) } }
             group.addTask { await self.drawOverlay() }
+            if self.trackSharing.share {
+                group.addTask { await self.sendTrackProposals(self.trackRequestStream) }
+            }
+            if let proposals = self.proposals {
+                let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                group.addTask { await self.receiveTrackProposals(proposals, wake: wake) }
+                group.addTask { await self.applyTrackProposals(wakes) }
+            }
         }
     }
 
@@ -196,10 +223,12 @@ package final class PeerPresenter: Sendable {
         case .otherParticipantsChanged(let others):
             names.withLock { names in for state in others { names[state.participant.id] = state.participant.name } }
             emit(ParticipantsEvent(others))
+            proposeToNewcomers(others)
         case .waiting:
             break  // the timeline event and the authority's notice say it
         case .activityChanged(let envelope):
             emit(ActivityEvent(envelope))
+            if let title = envelope.metadata.title { peer.player.setWindowTitle(title) }
         case .queueChanged(let queue):
             emit(QueueEvent(queue))
             let current = queue.current?.id

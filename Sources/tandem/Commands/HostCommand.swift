@@ -17,12 +17,22 @@ struct HostCommand: AsyncParsableCommand {
             until everyone's player has loaded; space (or `play` on stdin) starts the group.
 
             Several files (or --playlist FILE, one path per line, # comments) make a queue: the group moves on \
-            together at the end of each item, and n/p (or `next`/`prev` on stdin) skip; joiners find each item \
+            together at the end of each item, n/p (or `next`/`prev` on stdin) skip, `jump K` goes to item K, and \
+            `queue add PATH`, `queue remove K` and `queue move K TO` edit the queue; joiners find each item \
             by its file name in their --media-dir.
+
+            Audio and subtitle track choices stay personal; with --share-tracks, yours (--audio-track, \
+            --sub-track, and the a and s keys) are proposed to everyone, and each joiner plays the same track \
+            (by language when their file numbers tracks differently) unless they chose their own on the command \
+            line.
+
+            The video window (on an X display) is titled with the activity's title; f switches it to full screen.
 
             The session ends for everyone when the host leaves.
 
             \(UserCommand.keyHelp)
+
+            \(UserCommand.lineHelp)
 
             \(TandemExit.documentation)
             """
@@ -79,6 +89,14 @@ struct HostCommand: AsyncParsableCommand {
         "With --web: browsers of the session's members may stream the first file from this machine (HTTP range requests), for those without a copy."))
     var webMedia = false
 
+    @Flag(name: .customLong("share-tracks"), help: """
+        Propose your audio and subtitle track choices (--audio-track, --sub-track, and the a and s keys) to \
+        everyone: each joiner is told, and plays the same track (matched by language when their file numbers \
+        tracks differently) unless they chose their own on the command line. Without it, track choices stay \
+        personal.
+        """)
+    var shareTracks = false
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -132,7 +150,7 @@ struct HostCommand: AsyncParsableCommand {
                 throw CLIError(.failure, "cannot encode the activity: \(error)")
             }
             let (activity, envelope, following, media) = (items.activity, items.envelope, items.following, items.media)
-            let player = try peer.makePeerPlayer()
+            let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
 
             var options = peer.applying(to: TandemClient.Options())
             options.asHost = true
@@ -225,8 +243,9 @@ struct HostCommand: AsyncParsableCommand {
                 }
             }
             // The embedded server runs beside the peer and ends with it ("the host left").
-            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(participant, header: header, invite: invite,
-                                                                              server: embedded)
+            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
+                participant, header: header, invite: invite, server: embedded,
+                tracks: TrackSharing(share: shareTracks, options: peer))
         }
     }
 }

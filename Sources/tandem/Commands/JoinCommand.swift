@@ -16,6 +16,11 @@ struct JoinCommand: AsyncParsableCommand {
             fingerprint (a different file plays, with a warning); a missing one plays from its fallback URL when \
             the host gave one.
 
+            A host started with --share-tracks proposes its audio and subtitle tracks: you are told, and they play \
+            here (matched by language when your file numbers its tracks differently) unless you chose your own \
+            with --audio-track, --sub-track or --sub; your keys still change them. The video window (on an X \
+            display) is titled with the activity's title; f switches it to full screen.
+
             The invite holds the session's secret. Keep it off the command line, where other users of this machine \
             can read it: give it with --invite-file FILE, as - to read it from the first line of standard input \
             (later lines are commands), or in the TANDEM_INVITE environment variable, e.g. \
@@ -26,6 +31,8 @@ struct JoinCommand: AsyncParsableCommand {
             reach the room; its users' arrivals and chat appear as notices and chat lines.
 
             \(UserCommand.keyHelp)
+
+            \(UserCommand.lineHelp)
 
             \(TandemExit.documentation)
             """
@@ -110,12 +117,15 @@ struct JoinCommand: AsyncParsableCommand {
                 throw CLIError(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity, problem: CLIError(error).description, given: file))
             }
             let player: GStreamerPlayer
-            do { player = try peer.makePeerPlayer() } catch {
+            let title = activity.map { $0.metadata.title ?? $0.fileName } ?? connection.welcome.activity?.metadata.title
+            do { player = try peer.makePeerPlayer(title: title) } catch {
                 await connection.close()
                 throw error
             }
             let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
                                         media: QueueMedia(directory: directory))
+            // Subscribed before joining: a track proposal the host sends this newcomer at once is not missed.
+            let proposals = participant.trackProposals()
             do { try await connection.send(.takePart) } catch {
                 await connection.close()
                 throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")
@@ -125,7 +135,8 @@ struct JoinCommand: AsyncParsableCommand {
             let warnings = activity.flatMap { $0.difference(from: probe) }
                 .map { ["\($0) — you may not be watching the same thing"] } ?? []
             try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: header,
-                                                  warnings: warnings)
+                                                  warnings: warnings, tracks: TrackSharing(options: peer),
+                                                  proposals: proposals)
         }
     }
 

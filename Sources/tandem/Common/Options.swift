@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Tandem
+import TandemPeer
 
 /// Options every participating peer takes (`host`, `join`).
 struct PeerOptions: ParsableArguments {
@@ -88,9 +89,11 @@ struct PeerOptions: ParsableArguments {
         return options
     }
 
-    /// The player these options describe, with the personal offset applied.
-    func makePeerPlayer() throws(CLIError) -> GStreamerPlayer {
-        let player = try makePlayer(playerConfiguration)
+    /// The player these options describe, with the personal offset applied; its video window is titled `title`.
+    func makePeerPlayer(title: String? = nil) throws(CLIError) -> GStreamerPlayer {
+        var configuration = playerConfiguration
+        configuration.windowTitle = title
+        let player = try makePlayer(configuration)
         if let offset { player.setOutputOffset(.milliseconds(offset)) }
         return player
     }
@@ -149,5 +152,15 @@ struct ListenOptions: ParsableArguments {
     var tls: ServerTLSFiles? {
         guard let tlsCert, let tlsKey else { return nil }
         return ServerTLSFiles(certificateChainPath: tlsCert, privateKeyPath: tlsKey)
+    }
+}
+
+extension TrackSharing {
+    /// What a participant's options chose: a sharing host proposes the kinds it chose; a joiner keeps them.
+    init(share: Bool = false, options: PeerOptions) {
+        var chosen = Set<TrackProposal.Kind>()
+        if options.audioTrack != nil { chosen.insert(.audio) }
+        if options.subtitleTrack != nil || (!share && options.subtitleFile != nil) { chosen.insert(.subtitle) }
+        self.init(share: share, chosen: chosen)
     }
 }

@@ -14,6 +14,9 @@ final class PeerConsole: PeerOutput {
         case scripted(json: Bool)
     }
 
+    /// Keys on a terminal; lines otherwise.
+    var takesKeys: Bool { mode == .interactive }
+
     let mode: Mode
     /// The chat line being typed in the terminal (after `c`), shown in place of the status line.
     private let chatPrompt = Mutex<String?>(nil)
@@ -54,11 +57,14 @@ final class PeerConsole: PeerOutput {
 
     // MARK: Running
 
-    /// Runs `peer` with this console until the session ends for it (see `PeerPresenter.run`). Returns normally
+    /// Runs `peer` with this console until the session ends for it (see `PeerPresenter.run`); a joiner's
+    /// `proposals` (the host's track choices) are subscribed before it joins. Returns normally
     /// when the person left or ended the session; throws when the session ended for another reason.
     func run(_ peer: LocalPeer, previewDirectory: URL? = nil, header: [String], invite: Invite? = nil,
-             server: SessionServer? = nil, warnings: [String] = []) async throws(CLIError) {
-        let presenter = PeerPresenter(peer: peer, output: self, previewDirectory: previewDirectory)
+             server: SessionServer? = nil, warnings: [String] = [], tracks: TrackSharing = TrackSharing(),
+             proposals: AsyncStream<(TrackProposal, ParticipantID)>? = nil) async throws(CLIError) {
+        let presenter = PeerPresenter(peer: peer, output: self, previewDirectory: previewDirectory, tracks: tracks,
+                                      proposals: proposals)
         for warning in warnings { presenter.warn(warning) }
         let ending = await presenter.run(header: header, invite: invite, server: server, start: {
             if self.mode == .interactive {

@@ -122,7 +122,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
 extension SyncPolicy: ExpressibleByArgument {}
 
-/// `tandem bench clock`: the clock-sync estimator in seeded simulations over each link profile.
+/// `tandem bench clock`: the clock-sync estimator in seeded simulations over each link profile, or (`--transfer`)
+/// a real peer on loopback whose TCP connection is busy with attachments, with and without clock probes over UDP.
 struct ClockBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clock",
@@ -130,10 +131,15 @@ struct ClockBenchCommand: AsyncParsableCommand {
         discussion: """
             A peer whose clock is an hour off and drifts 200 ppm synchronises with the session authority over a \
             simulated link (deterministic, seeded). Error = estimated − true session time.
+
+            With --transfer: a real server and peer on loopback instead. The peer joins while another participant \
+            uploads attachments of --attachment-mb (which it receives) and uploads its own, so its TCP connection \
+            is busy both ways; its clock is 1 s and 100 ppm off CLOCK_MONOTONIC, the server's session time, so the \
+            true error is known. Run once with clock probes over TCP only, once over UDP datagrams.
             """
     )
 
-    @Option(help: "Simulated seconds per run.")
+    @Option(help: "Simulated seconds per run (with --transfer: seconds measured per mode).")
     var duration = 60.0
 
     @Option(help: "Seeds per link (the worst is shown).")
@@ -142,8 +148,30 @@ struct ClockBenchCommand: AsyncParsableCommand {
     @Option(help: "First seed.")
     var seed: UInt64 = 1
 
+    @Flag(help: "Measure a real peer on loopback while large attachments keep its TCP connection busy, with clock probes over TCP only and over UDP.")
+    var transfer = false
+
+    @Option(name: .customLong("attachment-mb"), help: ArgumentHelp("With --transfer: the size of each attachment (MB).",
+                                                                    valueName: "MB"))
+    var attachmentMB = 40
+
+    func validate() throws {
+        guard (1...90).contains(attachmentMB) else { throw ValidationError("--attachment-mb must be 1 to 90") }
+        guard duration >= 1 else { throw ValidationError("--duration must be at least 1 second") }
+    }
+
     func run() async throws {
-        printLine(ClockBench.run(duration: duration, seed: seed, runs: runs))
-        printLine("reproduce: tandem bench clock --duration \(String(format: "%g", duration)) --runs \(runs) --seed \(seed)")
+        guard transfer else {
+            printLine(ClockBench.run(duration: duration, seed: seed, runs: runs))
+            printLine("reproduce: tandem bench clock --duration \(String(format: "%g", duration)) --runs \(runs) --seed \(seed)")
+            return
+        }
+        try await reportingErrors {
+            var configuration = ClockTransferBench.Configuration()
+            configuration.duration = duration
+            configuration.attachmentMB = attachmentMB
+            let outcomes = try await ClockTransferBench.run(configuration)
+            printLine(ClockTransferBench.report(outcomes, configuration: configuration))
+        }
     }
 }
