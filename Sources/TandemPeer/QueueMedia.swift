@@ -91,3 +91,46 @@ package struct HostedItems: Sendable {
         return HostedItems(activity: activity, envelope: try activity.envelope, following: following, media: media)
     }
 }
+
+extension HostedItems {
+    /// What `host` prints before the session starts: what is shared, its metadata, the invite, how others join, and
+    /// (with `web`) the browser link — on loopback too when the invite's address is not, since browsers give
+    /// plain-http pages WebCrypto only there.
+    package func header(invite: Invite, paths: [String], web: Bool) -> [String] {
+        var hosting = "Hosting \(activity.summary)"
+        var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
+        if !following.isEmpty {
+            hosting += " and \(following.count) more in the queue"
+            joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
+                + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
+        }
+        var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
+        guard web else { return header }
+        header.append("Browser: \(WebPage.link(for: invite))")
+        if !invite.tls, !["127.0.0.1", "localhost", "::1"].contains(invite.host) {
+            var loopback = invite
+            loopback.host = "127.0.0.1"
+            header.append("  on this machine: \(WebPage.link(for: loopback)) (elsewhere: --tls-cert, or an SSH tunnel)")
+        }
+        return header
+    }
+
+    /// Shares what the session does not have yet once the host has joined: the activity (a session created on a
+    /// relay starts without one), the rest of the queue, and the preview image (a failure there is only a warning).
+    package func share(from peer: LocalPeer, setActivity: Bool, preview: PreviewImage?,
+                       warn: (String) -> Void) async throws(Playlist.Problem) {
+        if setActivity {
+            do { try await peer.session.setActivity(activity, itemID: activity.itemID) } catch {
+                throw Playlist.Problem(description: "could not set the session's activity: \(error)")
+            }
+        }
+        if !following.isEmpty {
+            do { try await peer.session.addToQueue(entries: following) } catch {
+                throw Playlist.Problem(description: "could not share the queue: \(error)")
+            }
+        }
+        if let preview {
+            do { try await peer.journal.add(preview) } catch { warn("could not share the preview image: \(error)") }
+        }
+    }
+}

@@ -149,7 +149,7 @@ struct HostCommand: AsyncParsableCommand {
             } catch let error as CLIError { throw error } catch {
                 throw CLIError(.failure, "cannot encode the activity: \(error)")
             }
-            let (activity, envelope, following, media) = (items.activity, items.envelope, items.following, items.media)
+            let (activity, envelope, media) = (items.activity, items.envelope, items.media)
             let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
 
             var options = peer.applying(to: TandemClient.Options())
@@ -200,22 +200,13 @@ struct HostCommand: AsyncParsableCommand {
                 await embedded?.shutdown()
                 throw error
             }
-            if server != nil {
-                do { try await participant.session.setActivity(activity, itemID: activity.itemID) } catch {
-                    await participant.leave()
-                    throw CLIError(.failure, "could not set the session's activity: \(error)")
+            do {
+                try await items.share(from: participant, setActivity: server != nil, preview: previewImage) {
+                    printError("tandem: warning: \($0)")
                 }
-            }
-            if !following.isEmpty {
-                do { try await participant.session.addToQueue(entries: following) } catch {
-                    await participant.leave()
-                    throw CLIError(.failure, "could not share the queue: \(error)")
-                }
-            }
-            if let previewImage {
-                do { try await participant.journal.add(previewImage) } catch {
-                    printError("tandem: warning: could not share the preview image: \(error)")
-                }
+            } catch {
+                await participant.leave()
+                throw CLIError(.failure, "\(error)")
             }
             if let inviteFile {
                 do { try invite.save(toPrivateFile: inviteFile) } catch {
@@ -224,24 +215,7 @@ struct HostCommand: AsyncParsableCommand {
                     throw error
                 }
             }
-            var hosting = "Hosting \(activity.summary)"
-            var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
-            if !following.isEmpty {
-                hosting += " and \(following.count) more in the queue"
-                joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "
-                    + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
-            }
-            var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
-            if listen.web {
-                // With --server the standalone server must run with --web too; the link is the same either way.
-                header.append("Browser: \(WebPage.link(for: invite))")
-                if !invite.tls, !["127.0.0.1", "localhost", "::1"].contains(invite.host) {
-                    // Browsers give plain-http pages WebCrypto only on loopback (or through a tunnel to it).
-                    var loopback = invite
-                    loopback.host = "127.0.0.1"
-                    header.append("  on this machine: \(WebPage.link(for: loopback)) (elsewhere: --tls-cert, or an SSH tunnel)")
-                }
-            }
+            let header = items.header(invite: invite, paths: paths, web: listen.web)
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
                 participant, header: header, invite: invite, server: embedded,

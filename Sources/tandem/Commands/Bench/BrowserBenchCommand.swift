@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TandemBench
 import TandemPeer
 
 /// `tandem bench browser`: headless Chromium pages beside a native host, measured against the group's line.
@@ -45,54 +46,12 @@ struct BrowserBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            for (what, path) in [("Python with Playwright", python), ("page driver", script)]
-            where !FileManager.default.fileExists(atPath: path) {
-                throw CLIError(.usage, "no \(what) at \(path): run `make deps` and start this from the source tree")
-            }
             // Chromium cannot read countdown.webm (its demuxer fails on it); short.webm plays.
             let media = try file ?? Samples.path("short.webm")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: python)
             let tandem = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-            process.arguments = [script, "--bench", "\(duration)", "\(pages)", tandem, media]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-            guard let figures = try? JSONDecoder().decode(BrowserFigures.self, from: Data(line.utf8)) else {
-                throw CLIError(.failure, "the page driver gave no figures: \(line)")
-            }
-            if let error = figures.error { throw CLIError(.failure, error) }
-            if json {
-                printLine(line)
-                return
-            }
-            printLine(figures.report(duration: duration))
+            let (figures, line) = try BrowserBench.run(python: python, script: script, pages: pages, duration: duration,
+                                                       tandem: tandem, media: media)
+            printLine(json ? line : figures.report(duration: duration))
         }
-    }
-}
-
-/// The driver's JSON line.
-struct BrowserFigures: Decodable {
-    var error: String?
-    var pages: Int?
-    var frames: Int?
-    var p50Ms: Double?
-    var p99Ms: Double?
-    var maxMs: Double?
-    var syncSecondsAfterFileChosen: Double?
-
-    func report(duration: Double) -> String {
-        func ms(_ value: Double?) -> String { value.map { String(format: "%.1f ms", $0) } ?? "–" }
-        let sync = syncSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never"
-        let p99Met = (p99Ms ?? .infinity) <= 20
-        let syncMet = (syncSecondsAfterFileChosen ?? .infinity) <= 2
-        return """
-            browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s
-            render offset from the group: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)) (target ≤ 20 ms: \(p99Met ? "met" : "missed")), max \(ms(maxMs))
-            in sync after the file was chosen: \(sync) (target ≤ 2 s: \(syncMet ? "met" : "missed"))
-            """
     }
 }

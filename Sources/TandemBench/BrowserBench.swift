@@ -1,0 +1,53 @@
+import Foundation
+
+/// `tandem bench browser`: headless Chromium pages (driven by Playwright through the source tree's page driver)
+/// beside a native host, each measuring every presented frame against the group's timeline.
+package enum BrowserBench {
+    /// The driver's JSON line.
+    package struct Figures: Decodable, Sendable {
+        package var error: String?
+        package var pages: Int?
+        package var frames: Int?
+        package var p50Ms: Double?
+        package var p99Ms: Double?
+        package var maxMs: Double?
+        package var syncSecondsAfterFileChosen: Double?
+
+        /// The report, with the targets (p99 ≤ 20 ms, in sync ≤ 2 s after the file is chosen) met or missed.
+        package func report(duration: Double) -> String {
+            func ms(_ value: Double?) -> String { value.map { String(format: "%.1f ms", $0) } ?? "–" }
+            let sync = syncSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never"
+            let p99Met = (p99Ms ?? .infinity) <= 20
+            let syncMet = (syncSecondsAfterFileChosen ?? .infinity) <= 2
+            return """
+                browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s
+                render offset from the group: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)) (target ≤ 20 ms: \(p99Met ? "met" : "missed")), max \(ms(maxMs))
+                in sync after the file was chosen: \(sync) (target ≤ 2 s: \(syncMet ? "met" : "missed"))
+                """
+        }
+    }
+
+    /// Runs the page driver `script` with `python` for `pages` pages over `duration` s of `media`, against the
+    /// `tandem` binary at `tandem`; returns its figures and the raw JSON line.
+    package static func run(python: String, script: String, pages: Int, duration: Double, tandem: String,
+                            media: String) throws -> (figures: Figures, line: String) {
+        for (what, path) in [("Python with Playwright", python), ("page driver", script)]
+        where !FileManager.default.fileExists(atPath: path) {
+            throw BenchError("no \(what) at \(path): run `make deps` and start this from the source tree")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script, "--bench", "\(duration)", "\(pages)", tandem, media]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        guard let figures = try? JSONDecoder().decode(Figures.self, from: Data(line.utf8)) else {
+            throw BenchError("the page driver gave no figures: \(line)")
+        }
+        if let error = figures.error { throw BenchError(error) }
+        return (figures, line)
+    }
+}
