@@ -94,13 +94,16 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ], path: "Fuzz/Harness"),
         .executableTarget(name: "tandem-fuzz", dependencies: ["TandemWireFuzzing"], path: "Fuzz/Sources"),
+        // Test support shared by test targets: an X server (Xvfb) of the test's own and what it says of a window.
+        .target(name: "TandemTestDisplay", dependencies: ["CTandemGStreamerShim"], path: "Tests/Support/XDisplay"),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
-        .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer"]),
+        .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer", "TandemTestDisplay"]),
         .testTarget(name: "TandemNetTests", dependencies: [
             "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay"]),
+        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay",
+                                                           "TandemTestDisplay"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
