@@ -75,6 +75,8 @@ struct HardeningServerTests {
         for i in 0..<20 {
             let client = try await TandemClient.connect(invite: invite, name: "p\(i)", options: clientOptions())
             await client.close()
+            // The server notices the leave a moment later; until then the seat is taken (8 per session).
+            _ = await Self.eventually(within: 5) { server.connectionCount <= 1 }
         }
         await keeper.close()
         let freed = await Self.eventually(within: 5) {
