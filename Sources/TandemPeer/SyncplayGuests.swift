@@ -104,7 +104,7 @@ final class SyncplayGuestLink: Sendable {
         guest.followRoom { [names] in
             let timeline = settled.value
             let now = SyncplayBridge.playstate(timeline, mapping: link.clockMapping(), now: clock.now)
-            let setBy = timeline?.originator.flatMap { names.value[$0] }
+            let setBy = timeline?.originator.flatMap { $0 == link.localParticipantID ? guest.username : names.value[$0] }
             return SyncplayRoomPlaystate(position: now.position, paused: now.paused, setBy: setBy)
         }
         session.join()
@@ -150,7 +150,7 @@ final class SyncplayGuestLink: Sendable {
                 var now = SyncplayBridge.playstate(new, mapping: link.clockMapping(), now: clock.now)
                 if !seek, !new.isPlaying { now.position = position }
                 guest.roomChanged(SyncplayRoomPlaystate(position: now.position, paused: now.paused,
-                                                        setBy: origin.flatMap { names.value[$0] }), doSeek: seek)
+                                                        setBy: origin.flatMap(name(of:))), doSeek: seek)
             case .participants(let states):
                 participants(states)
             case .invalidated:
@@ -159,6 +159,11 @@ final class SyncplayGuestLink: Sendable {
                 continue
             }
         }
+    }
+
+    /// Who a participant is, by name (this client's own participant by its Syncplay name).
+    private func name(of id: ParticipantID) -> String? {
+        id == link.localParticipantID ? guest.username : names.value[id]
     }
 
     private func participants(_ states: [ParticipantState]) {

@@ -142,8 +142,11 @@ public struct SyncplayServerState: Sendable {
             "maxRoomNameLength": .number(35), "maxFilenameLength": .number(250), "setOthersReadiness": .bool(false),
         ]
         features.merge(extra) { $1 }
+        // The room's (empty) shared playlist and its index, as Syncplay's servers send on joining a room: a client
+        // opens its own file only once it has had a playlist index.
         return [.send(.hello(SyncplayHello(username: username, room: room, version: clientVersion, realVersion: "1.7.3",
-                                           motd: motd, features: features)))]
+                                           motd: motd, features: features))),
+                .send(.set([.playlistChange(user: nil, files: [])])), .send(.set([.playlistIndex(user: nil, index: nil)]))]
     }
 
     /// Refuses the hello with `message` (Syncplay's `Error`), and drops the client.

@@ -48,6 +48,9 @@ struct SyncplayServerStateTests {
         #expect(h.username == "bob" && h.room == "s1" && h.version == "1.2.255" && h.motd == "hi")
         #expect(h.features["readiness"] == .bool(true) && h.features["chat"] == .bool(true))
         #expect(h.features["sharedPlaylists"] == .bool(false))
+        // Then an empty shared playlist and its index (a client opens its file once it has had one), user null.
+        #expect(Array(answer.dropFirst()) == [.set([.playlistChange(user: nil, files: [])]), .set([.playlistIndex(user: nil, index: nil)])])
+        #expect(SyncplayCodec.encodeForClient(answer[2]) == #"{"Set":{"playlistIndex":{"index":null,"user":null}}}"#)
         let list = Self.sent(state.receive(line: #"{"List":null}"#, now: Self.at(0.1), room: Self.paused))
         guard case .list(let rooms)? = list.first else { Issue.record("no list: \(list)"); return }
         #expect(Set(rooms["s1"]?.keys.map { $0 } ?? []) == ["ann", "bob", "carl"])

@@ -18,6 +18,6 @@ extension HostCommand {
     /// How a Syncplay user joins: its server, the session id as the room, the secret as the password.
     static func syncplayHeader(invite: Invite, port: Int) -> [String] {
         ["Syncplay users join with: syncplay --host \(invite.host.contains(":") ? "[\(invite.host)]" : invite.host):\(port) "
-            + "--room \(invite.session) --password '\(invite.secret)' FILE"]
+            + "--room \(invite.session) --password='\(invite.secret)' FILE"]
     }
 }
