@@ -16,6 +16,7 @@ final class SyncplayClientProcess: Sendable {
     private let input: Pipe
     private let output: Shared<String>
     private let directory: URL
+    private let tag = "tandem-test-\(UUID().uuidString)"
 
     init(port: Int, room: String, password: String, name: String, file: String) throws {
         for binary in [Self.path, Self.mpv] where !FileManager.default.isExecutableFile(atPath: binary) {
@@ -26,7 +27,9 @@ final class SyncplayClientProcess: Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = ["--no-gui", "--no-store", "--host", "127.0.0.1:\(port)", "--name", name, "--room", room,
-                             "--password=\(password)", "--player-path", Self.mpv, file, "--", "--vo=null", "--ao=null"]
+                             "--password=\(password)", "--player-path", Self.mpv, file, "--", "--vo=null", "--ao=null",
+                             // A tag that finds this client's mpv again, even once Syncplay has left it behind.
+                             "--title=\(tag)"]
         var environment = ProcessInfo.processInfo.environment
         // A private configuration directory (no settings of the machine's user), and output as it happens.
         environment["HOME"] = directory.path
@@ -72,7 +75,7 @@ final class SyncplayClientProcess: Sendable {
     /// Stops the client and the mpv it started, by their process ids: SIGTERM, then SIGKILL after 2 s (Syncplay's
     /// console client does not end on SIGTERM while it waits for a command).
     func stop() {
-        let children = process.isRunning ? Self.children(of: pid) : []
+        let children = Set((process.isRunning ? Self.children(of: pid) : []) + Self.processes(tagged: tag))
         for child in children { kill(child, SIGTERM) }
         if process.isRunning { process.terminate() }
         for _ in 0..<40 where process.isRunning || children.contains(where: { kill($0, 0) == 0 && !Self.isZombie($0) }) {
@@ -82,6 +85,15 @@ final class SyncplayClientProcess: Sendable {
         if process.isRunning { kill(pid, SIGKILL) }
         for _ in 0..<40 where process.isRunning { usleep(50_000) }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Processes whose command line carries `tag` (this client's mpv).
+    static func processes(tagged tag: String) -> [Int32] {
+        let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return all.compactMap(Int32.init).filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: data, as: UTF8.self).contains(tag)
+        }
     }
 
     /// The direct children of `pid` (mpv, started by Syncplay).
@@ -150,11 +162,12 @@ struct SyncplayGuestProcessTests {
         // bob plays, seeks and pauses from his client: the session follows, each change his.
         let bobID = try #require(Self.participant(host, "bob")?["id"]?.string)
         #expect(Self.participant(host, "bob")?["via"]?.string == "syncplay")
+        // (A moment between commands, as a person takes: each change is confirmed to the client first.)
+        try await Task.sleep(for: .seconds(2))
         bob.send("p")
         #expect(await host.wait(for: 20) {
             Self.settled($0)?["state"]?.string == "playing" && Self.settled($0)?["originator"]?.string == bobID
         }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
-        // (A moment between commands, as a person takes: each change is confirmed to the client first.)
         try await Task.sleep(for: .seconds(2))
         bob.send("s 0:30")
         // A seek waits for everyone's preroll, then settles under no one's name: the request is bob's.
