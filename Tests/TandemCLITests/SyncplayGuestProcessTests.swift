@@ -124,7 +124,7 @@ struct SyncplayGuestProcessTests {
         process.events("participants").last?["participants"]?.array?.first { $0["name"]?.string == name }
     }
 
-    @Test("a syncplay client with mpv joins with the session id and secret; pause, play and seek cross both ways")
+    @Test("a syncplay client with mpv joins with the session id and secret; pause, play, seek and chat cross both ways; its readiness shows")
     func syncplayClientFollowsAndDrives() async throws {
         let port = Int.random(in: 40_000..<50_000)
         let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0",
@@ -186,6 +186,16 @@ struct SyncplayGuestProcessTests {
         // Chat crosses: bob's line reaches the host under his name.
         bob.send("ch popcorn?")
         #expect(await host.event("chat", within: 15) { $0["text"]?.string?.contains("popcorn?") == true } != nil)
+        // …and the host's reaches bob's client under ann's.
+        host.send("chat hello bob")
+        #expect(await bob.waitFor(15) { $0.contains("<ann> hello bob") }, "\(bob.text.suffix(600))")
+
+        // bob's Syncplay readiness: off at the start (a suspension others see), on after his toggle.
+        #expect(Self.participant(host, "bob")?["suspensions"]?.array?.contains { $0.string == "custom:not ready in Syncplay" } == true,
+                "\(Self.participant(host, "bob").map { "\($0)" } ?? "")")
+        bob.send("t")
+        #expect(await host.wait(for: 15) { Self.participant($0, "bob")?["suspensions"]?.array?.isEmpty == true },
+                "\(Self.participant(host, "bob").map { "\($0)" } ?? "")")
 
         // bob's client stops: he leaves the session.
         bob.stop()
