@@ -4,13 +4,18 @@ import TandemPeer
 
 extension HostCommand {
     /// With `--syncplay-port`: a Syncplay listener beside the session, on the embedded server's bind address;
-    /// each Syncplay client joins the session through `dial`.
-    func startSyncplay(invite: Invite, dial: Invite) async throws -> SyncplayGuests? {
+    /// each Syncplay client joins the session from this machine (the embedded server on its bind address, or
+    /// loopback when it listens everywhere; a standalone server at the invite's address).
+    func startSyncplay(invite: Invite) async throws -> SyncplayGuests? {
         guard let syncplayPort else { return nil }
+        var dial = invite
+        if server == nil {
+            dial.host = listen.bind == "0.0.0.0" || listen.bind == "::" ? "127.0.0.1" : listen.bind
+        }
         do {
             return try await SyncplayGuests.start(host: listen.bind, port: syncplayPort, invite: invite, dial: dial)
         } catch {
-            throw CLIError(.usage, "--syncplay-port \(syncplayPort): cannot listen on \(listen.bind):\(syncplayPort) (\(error)) "
+            throw PeerFailure(.usage, "--syncplay-port \(syncplayPort): cannot listen on \(listen.bind):\(syncplayPort) (\(error)) "
                 + "— pick a free port, or 0 for any")
         }
     }
