@@ -29,7 +29,8 @@ extension PeerStatus {
         parts.append("\(symbol) \(formatClock(position))/\(duration) \(String(format: "%g", timeline?.rate ?? 1))×")
         if let item = itemPosition { parts.append(item) }
         let everyone = others.map { state -> String in
-            let name = state.participant.name
+            // A participant followed another way says so: `bob (syncplay) ✓`.
+            let name = state.participant.name + (state.participant.via.map { " (\($0))" } ?? "")
             if !state.suspensions.isEmpty {
                 return "\(name) ⏳ \(state.suspensions.map(\.description).joined(separator: ", "))"
             }

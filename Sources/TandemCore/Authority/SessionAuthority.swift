@@ -136,10 +136,12 @@ public struct SessionAuthority: Sendable {
     /// - `lazyJournal` sends this connection complete attachments as `available`, their bytes only on `fetch`.
     public mutating func join(name rawName: String, reconnectAs: ParticipantID? = nil, reconnectToken: String? = nil,
                               prerollEstimate: TimeSpan, wantsHost: Bool, newReconnectToken: String,
-                              waiting: Bool = false, lazyJournal: Bool = false,
+                              waiting: Bool = false, lazyJournal: Bool = false, via rawVia: String? = nil,
                               now: SessionInstant) -> JoinOutcome {
         if let endReason { return .refused(endReason) }
         let name = TextBounds.name(rawName)
+        // How it follows, if not as a Tandem player: a short word, cleaned like a name.
+        let via = rawVia.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : String(TextBounds.name($0).prefix(16)) }
         var actions: [Action] = []
         let id: ParticipantID
         let noticeText: String
@@ -154,6 +156,7 @@ public struct SessionAuthority: Sendable {
                 member = members[id]!
             }
             member.participant.name = name
+            member.participant.via = via
             member.lazyJournal = lazyJournal
             member.isConnected = true
             member.disconnectedAt = nil
@@ -174,7 +177,7 @@ public struct SessionAuthority: Sendable {
             nextParticipantNumber += 1
             let isHost = wantsHost && !hasHadHost
             if isHost { hasHadHost = true }
-            var member = Member(participant: Participant(id: id, name: name), isHost: isHost,
+            var member = Member(participant: Participant(id: id, name: name, via: via), isHost: isHost,
                                 reconnectToken: newReconnectToken, prerollEstimate: max(0, prerollEstimate),
                                 joinedAt: now, messageTokens: Double(configuration.appMessageBurst))
             // A late joiner catches up with the running timeline instead of pausing everyone.

@@ -16,9 +16,13 @@ public struct Participant: Hashable, Sendable, Codable, Identifiable {
     public let id: ParticipantID
     /// The name shown to others.
     public var name: String
-    public init(id: ParticipantID, name: String) {
+    /// How this participant follows the session when it is not a Tandem player: `syncplay` for a Syncplay client
+    /// (followed at Syncplay's precision, through its own connection). Absent for Tandem's own peers.
+    public var via: String?
+    public init(id: ParticipantID, name: String, via: String? = nil) {
         self.id = id
         self.name = name
+        self.via = via
     }
 }
 

@@ -266,7 +266,7 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// participants only, until `takePart`. `lazyJournal: true` announces complete attachments as
     /// `journal(.available)` instead of sending their bytes; the participant `journal(.fetch)`es the ones it wants.
     case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: TimeSpan,
-              waiting: Bool? = nil, lazyJournal: Bool? = nil)
+              waiting: Bool? = nil, lazyJournal: Bool? = nil, via: String? = nil)
     /// Takes part after entering with `waiting`: the timeline, app messages, notices and the journal flow from now
     /// on (SharePlay's `join()`). A repeated one means nothing.
     case takePart

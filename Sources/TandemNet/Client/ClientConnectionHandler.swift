@@ -158,7 +158,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                                           reconnectToken: options.reconnectToken,
                                           prerollEstimate: options.prerollEstimate,
                                           waiting: options.waitsToJoin ? true : nil,
-                                          lazyJournal: options.lazyAttachments ? true : nil)
+                                          lazyJournal: options.lazyAttachments ? true : nil, via: options.via)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
                                   promise: nil)
         case .session, .appMessage, .journalChunk:

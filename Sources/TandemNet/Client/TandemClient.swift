@@ -29,6 +29,8 @@ public enum TandemClient {
         public var reconnectAs: ParticipantID?
         /// The token the welcome gave `reconnectAs`; without it the server gives the joiner a new identity.
         public var reconnectToken: String?
+        /// How this participant follows the session when it is not a Tandem player (`syncplay`); everyone sees it.
+        public var via: String?
         /// This peer's preroll estimate, for the authority's scheduling.
         public var prerollEstimate: TimeSpan = .milliseconds(300)
         /// PEM file of CA certificates to verify a TLS server against (when the invite has no pin); nil uses the

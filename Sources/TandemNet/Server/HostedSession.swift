@@ -53,7 +53,8 @@ final class HostedSession: @unchecked Sendable {
     /// `reconnectToken`, and `wantsHost` only for the first participant to ask in the session's life. A
     /// reconnect that takes over a still-open connection closes the old one.
     func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, reconnectToken: String?,
-              prerollEstimate: TimeSpan, wantsHost: Bool, waiting: Bool = false, lazyJournal: Bool = false) {
+              prerollEstimate: TimeSpan, wantsHost: Bool, waiting: Bool = false, lazyJournal: Bool = false,
+              via: String? = nil) {
         loop.preconditionInEventLoop()
         guard !ended else {
             connection.close(.sessionEnded, "the session has ended")
@@ -62,7 +63,7 @@ final class HostedSession: @unchecked Sendable {
         switch authority.join(name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                               prerollEstimate: prerollEstimate, wantsHost: wantsHost,
                               newReconnectToken: Self.newReconnectToken(), waiting: waiting, lazyJournal: lazyJournal,
-                              now: sessionNow) {
+                              via: via, now: sessionNow) {
         case .refused(let reason):
             connection.close(WireErrorCode(reason.code), reason.message)
         case .joined(let participant, let actions):

@@ -288,7 +288,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingJoin(let session, let wantsHost):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             let message = try SessionCodec.decodeClientMessage(frame)
-            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll, let waiting, let lazy) = message else {
+            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll, let waiting, let lazy, let via) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             guard let connection = self.connection else { return }
@@ -297,7 +297,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             session.loop.execute {
                 session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                              prerollEstimate: preroll, wantsHost: wantsHost, waiting: waiting ?? false,
-                             lazyJournal: lazy ?? false)
+                             lazyJournal: lazy ?? false, via: via)
             }
 
         case .joining(let session, var pending):

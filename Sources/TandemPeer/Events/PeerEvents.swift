@@ -156,21 +156,24 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package var readiness: Readiness
         package var suspensions: [String]
         package var oneWayDelayMs: Double
+        /// `syncplay` for a Syncplay client (followed at Syncplay's precision); absent for Tandem peers.
+        package var via: String?
 
         package init(id: String, name: String, host: Bool, readiness: Readiness, suspensions: [String],
-                     oneWayDelayMs: Double) {
+                     oneWayDelayMs: Double, via: String? = nil) {
             self.id = id
             self.name = name
             self.host = host
             self.readiness = readiness
             self.suspensions = suspensions
             self.oneWayDelayMs = oneWayDelayMs
+            self.via = via
         }
 
         package init(_ state: ParticipantState) {
             self.init(id: state.participant.id.rawValue, name: state.participant.name, host: state.isHost,
                       readiness: Readiness(state.readiness), suspensions: state.suspensions.map(\.rawValue),
-                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds))
+                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds), via: state.participant.via)
         }
     }
 

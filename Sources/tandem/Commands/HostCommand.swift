@@ -97,6 +97,11 @@ struct HostCommand: AsyncParsableCommand {
         """)
     var shareTracks = false
 
+    @Option(name: .customLong("syncplay-port"), help: ArgumentHelp(
+        "Also let Syncplay clients (e.g. syncplay with mpv) join on PORT, with the session id as the room and the session's secret as the password (0 picks a free port).",
+        valueName: "PORT"))
+    var syncplayPort: Int?
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
@@ -124,6 +129,9 @@ struct HostCommand: AsyncParsableCommand {
         }
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
+        }
+        if let syncplayPort, !(0...65535).contains(syncplayPort) {
+            throw ValidationError("--syncplay-port must be a port number (0 to 65535)")
         }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
@@ -158,11 +166,19 @@ struct HostCommand: AsyncParsableCommand {
                                                      preview: previewImage, inviteFile: inviteFile) {
                 printError("tandem: warning: \($0)")
             }
-            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
+            var header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
+            let syncplay: SyncplayGuests?
+            do { syncplay = try await startSyncplay(invite: hosted.invite) } catch {
+                await hosted.participant.leave()
+                await hosted.server?.shutdown()
+                throw error
+            }
+            if let syncplay { header += Self.syncplayHeader(invite: hosted.invite, port: syncplay.listener.port) }
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
                 hosted.participant, header: header, invite: hosted.invite, server: hosted.server,
                 tracks: TrackSharing(share: shareTracks, options: peer))
+            await syncplay?.close()
         }
     }
 }

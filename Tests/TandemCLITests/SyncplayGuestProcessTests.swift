@@ -1,0 +1,214 @@
+import Foundation
+import Synchronization
+import TandemCore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real Syncplay client (Debian's `syncplay`, installed by `make deps`) without its GUI, playing through a real
+/// `mpv` with null audio and video outputs; driven through its console commands on standard input, read through
+/// what it prints.
+final class SyncplayClientProcess: Sendable {
+    static let path = "/usr/bin/syncplay"
+    static let mpv = "/usr/bin/mpv"
+    private let process: Process
+    private let input: Pipe
+    private let output: Shared<String>
+    private let directory: URL
+    private let tag = "tandem-test-\(UUID().uuidString)"
+
+    init(port: Int, room: String, password: String, name: String, file: String) throws {
+        for binary in [Self.path, Self.mpv] where !FileManager.default.isExecutableFile(atPath: binary) {
+            throw SyncplayTestError("\(binary) is not installed — `make deps` installs Debian's syncplay and mpv")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-syncplay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.path)
+        process.arguments = ["--no-gui", "--no-store", "--host", "127.0.0.1:\(port)", "--name", name, "--room", room,
+                             "--password=\(password)", "--player-path", Self.mpv, file, "--", "--vo=null", "--ao=null",
+                             // A tag that finds this client's mpv again, even once Syncplay has left it behind.
+                             "--title=\(tag)"]
+        var environment = ProcessInfo.processInfo.environment
+        // A private configuration directory (no settings of the machine's user), and output as it happens.
+        environment["HOME"] = directory.path
+        environment["XDG_CONFIG_HOME"] = directory.path
+        environment["PYTHONUNBUFFERED"] = "1"
+        environment["DISPLAY"] = nil
+        environment["WAYLAND_DISPLAY"] = nil
+        process.environment = environment
+        input = Pipe()
+        let out = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = out
+        let output = Shared("")
+        self.output = output
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+            output.withLock { text in
+                text += String(decoding: data, as: UTF8.self)
+                if text.utf8.count > 1_000_000 { text = String(text.suffix(500_000)) }
+            }
+        }
+        try process.run()
+    }
+
+    var text: String { output.withLock { $0 } }
+    var pid: Int32 { process.processIdentifier }
+
+    /// A console command (`p` pauses or plays, `s 1:00` seeks, `ch TEXT` chats).
+    func send(_ line: String) { try? input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8)) }
+
+    /// Waits up to `seconds` for output that `matches`, counted from `after` characters in.
+    func waitFor(_ seconds: Double, after offset: Int = 0, _ matches: (String) -> Bool) async -> Bool {
+        for _ in 0..<Int(seconds * 10) {
+            let text = self.text
+            if matches(String(text.dropFirst(offset))) { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// Stops the client and the mpv it started, by their process ids: SIGTERM, then SIGKILL after 2 s (Syncplay's
+    /// console client does not end on SIGTERM while it waits for a command).
+    func stop() {
+        let children = Set((process.isRunning ? Self.children(of: pid) : []) + Self.processes(tagged: tag))
+        for child in children { kill(child, SIGTERM) }
+        if process.isRunning { process.terminate() }
+        for _ in 0..<40 where process.isRunning || children.contains(where: { kill($0, 0) == 0 && !Self.isZombie($0) }) {
+            usleep(50_000)
+        }
+        for child in children where kill(child, 0) == 0 && !Self.isZombie(child) { kill(child, SIGKILL) }
+        if process.isRunning { kill(pid, SIGKILL) }
+        for _ in 0..<40 where process.isRunning { usleep(50_000) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Processes whose command line carries `tag` (this client's mpv).
+    static func processes(tagged tag: String) -> [Int32] {
+        let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return all.compactMap(Int32.init).filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return String(decoding: data, as: UTF8.self).contains(tag)
+        }
+    }
+
+    /// The direct children of `pid` (mpv, started by Syncplay).
+    static func children(of pid: Int32) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+                .split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
+    static func isZombie(_ pid: Int32) -> Bool {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") ?? true
+    }
+}
+
+/// `tandem host --syncplay-port`: a real Syncplay client with mpv joins a Tandem session and they follow each other.
+@Suite("Syncplay clients in a Tandem session", .serialized)
+struct SyncplayGuestProcessTests {
+    static let sample = TandemBinary.sample("countdown.webm")
+
+    static func settled(_ process: TandemProcess) -> JSON? {
+        process.events("timeline").last { $0["state"]?.string != "waiting" }
+    }
+
+    static func participant(_ process: TandemProcess, _ name: String) -> JSON? {
+        process.events("participants").last?["participants"]?.array?.first { $0["name"]?.string == name }
+    }
+
+    @Test("a syncplay client with mpv joins with the session id and secret; pause, play, seek and chat cross both ways; its readiness shows")
+    func syncplayClientFollowsAndDrives() async throws {
+        let port = Int.random(in: 40_000..<50_000)
+        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0",
+                                      "--name", "ann", "--syncplay-port", "\(port)"])
+        defer { host.stop() }
+        let inviteText = try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)")
+        let (session, secret) = try Self.sessionAndSecret(inviteText)
+
+        // A wrong password is refused with Syncplay's error, shown by the client.
+        let intruder = try SyncplayClientProcess(port: port, room: session, password: "guess", name: "eve", file: Self.sample)
+        defer { intruder.stop() }
+        #expect(await intruder.waitFor(30) { $0.contains("wrong room or password") }, "\(intruder.text.suffix(800))")
+        intruder.stop()
+
+        let bob = try SyncplayClientProcess(port: port, room: session, password: secret, name: "bob", file: Self.sample)
+        defer { bob.stop() }
+        #expect(await bob.waitFor(30) { $0.contains("Successfully connected") }, "\(bob.text.suffix(800))")
+        // bob is a participant of the session, ready once his player has the file.
+        #expect(await host.wait(for: 30) { Self.participant($0, "bob")?["readiness"]?["state"]?.string == "ready" },
+                "\(host.events("participants").last.map { "\($0)" } ?? "none") — bob: \(bob.text.suffix(800))")
+
+        // The host plays, seeks and pauses: bob's client hears each from ann.
+        var mark = bob.text.count
+        host.send("play")
+        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann unpaused") }, "\(bob.text.suffix(800))")
+        mark = bob.text.count
+        host.send("seek 20")
+        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann jumped from") && $0.contains("to 00:20") },
+                "\(bob.text.suffix(800))")
+        mark = bob.text.count
+        host.send("pause")
+        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann paused") }, "\(bob.text.suffix(800))")
+        #expect(await host.wait(for: 10) { Self.settled($0)?["state"]?.string == "paused" })
+
+        // bob plays, seeks and pauses from his client: the session follows, each change his.
+        let bobID = try #require(Self.participant(host, "bob")?["id"]?.string)
+        #expect(Self.participant(host, "bob")?["via"]?.string == "syncplay")
+        // (A moment between commands, as a person takes: each change is confirmed to the client first.)
+        try await Task.sleep(for: .seconds(2))
+        bob.send("p")
+        #expect(await host.wait(for: 20) {
+            Self.settled($0)?["state"]?.string == "playing" && Self.settled($0)?["originator"]?.string == bobID
+        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+        try await Task.sleep(for: .seconds(2))
+        bob.send("s 0:30")
+        // A seek waits for everyone's preroll, then settles under no one's name: the request is bob's.
+        #expect(await host.wait(for: 20) { p in
+            p.events("timeline").contains { $0["originator"]?.string == bobID && abs(($0["anchorItemTime"]?.number ?? 0) - 30) < 2 }
+                && Self.settled(p)?["state"]?.string == "playing" && abs((Self.settled(p)?["anchorItemTime"]?.number ?? 0) - 30) < 2
+        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+        try await Task.sleep(for: .seconds(2))
+        bob.send("p")
+        #expect(await host.wait(for: 20) {
+            Self.settled($0)?["state"]?.string == "paused" && Self.settled($0)?["originator"]?.string == bobID
+        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+        let pausedAt = Self.settled(host)?["anchorItemTime"]?.number ?? 0
+        #expect(pausedAt > 29 && pausedAt < 39, "paused at \(pausedAt)")
+
+        // Chat crosses: bob's line reaches the host under his name.
+        bob.send("ch popcorn?")
+        #expect(await host.event("chat", within: 15) { $0["text"]?.string?.contains("popcorn?") == true } != nil)
+        // …and the host's reaches bob's client under ann's.
+        host.send("chat hello bob")
+        #expect(await bob.waitFor(15) { $0.contains("<ann> hello bob") }, "\(bob.text.suffix(600))")
+
+        // bob's Syncplay readiness: off at the start (a suspension others see), on after his toggle.
+        #expect(Self.participant(host, "bob")?["suspensions"]?.array?.contains { $0.string == "custom:not ready in Syncplay" } == true,
+                "\(Self.participant(host, "bob").map { "\($0)" } ?? "")")
+        bob.send("t")
+        #expect(await host.wait(for: 15) { Self.participant($0, "bob")?["suspensions"]?.array?.isEmpty == true },
+                "\(Self.participant(host, "bob").map { "\($0)" } ?? "")")
+
+        // bob's client stops: he leaves the session.
+        bob.stop()
+        #expect(await host.wait(for: 30) { Self.participant($0, "bob") == nil }, "\(host.events("participants").last.map { "\($0)" } ?? "")")
+        host.send("leave")
+        #expect(await host.exitCode(within: 20) == 0, "\(host.stderr)")
+    }
+
+    /// The session id and secret of `tandem://HOST:PORT/SESSION#SECRET`.
+    static func sessionAndSecret(_ invite: String) throws -> (String, String) {
+        let parts = invite.split(separator: "#", maxSplits: 1)
+        let session = parts.first?.split(separator: "/").last.map(String.init)
+        guard parts.count == 2, let session else { throw SyncplayTestError("not an invite: \(invite)") }
+        return (session, String(parts[1]))
+    }
+}
