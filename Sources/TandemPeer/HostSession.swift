@@ -27,13 +27,17 @@ package struct HostSession: Sendable {
     package let participant: LocalPeer
     package let invite: Invite
     package let server: SessionServer?
+    /// Syncplay clients' way in (`--syncplay-port`), when asked for.
+    package let syncplay: SyncplayGuests?
 
     /// Creates the session for `items` on `server`, connects the host to it with `player`, shares what the session
     /// does not have yet (`HostedItems.share`) and, with `inviteFile`, saves the invite there for its owner alone.
+    /// With `syncplayPort`, Syncplay clients may join on that port of `syncplayBind` (see `SyncplayGuests`).
     /// On any failure nothing is left running: the host leaves and an embedded server is shut down.
     package static func start(items: HostedItems, file: String, on server: HostServer, name: String,
                               player: GStreamerPlayer, options: TandemClient.Options, preview: PreviewImage?,
-                              inviteFile: String?, warn: (String) -> Void) async throws -> HostSession {
+                              inviteFile: String?, syncplayPort: Int? = nil, syncplayBind: String = "0.0.0.0",
+                              warn: (String) -> Void) async throws -> HostSession {
         var options = options
         options.asHost = true
         let invite: Invite
@@ -75,14 +79,22 @@ package struct HostSession: Sendable {
             await embedded?.shutdown()
             throw error
         }
+        var syncplay: SyncplayGuests?
         do {
             try await items.share(from: participant, setActivity: !server.isEmbedded, preview: preview, warn: warn)
             if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
+            if let syncplayPort {
+                // Each Syncplay client joins from this machine, as the host did.
+                do { syncplay = try await SyncplayGuests.start(host: syncplayBind, port: syncplayPort, invite: invite, dial: dial) } catch {
+                    throw PeerFailure(.usage, "--syncplay-port \(syncplayPort): cannot listen on \(syncplayBind):\(syncplayPort) "
+                        + "(\(error)) — pick a free port, or 0 for any")
+                }
+            }
         } catch {
             await participant.leave()
             await embedded?.shutdown()
             throw error
         }
-        return HostSession(participant: participant, invite: invite, server: embedded)
+        return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay)
     }
 }

@@ -231,3 +231,12 @@ final class SyncplayGuestLink: Sendable {
                                                               requestedAtSessionTime: now)))
     }
 }
+
+extension SyncplayGuests {
+    /// How a Syncplay user joins: this server, the session id as the room, the secret as the password (written
+    /// `--password=` because a secret may start with `-`).
+    package func header(invite: Invite) -> [String] {
+        ["Syncplay users join with: syncplay --host \(invite.host.contains(":") ? "[\(invite.host)]" : invite.host):\(listener.port) "
+            + "--room \(invite.session) --password='\(invite.secret)' FILE"]
+    }
+}

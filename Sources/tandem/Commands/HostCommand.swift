@@ -163,22 +163,17 @@ struct HostCommand: AsyncParsableCommand {
                              advertise: advertise, streamsFirstFile: webMedia)
             let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.displayName,
                                                      player: player, options: peer.applying(to: TandemClient.Options()),
-                                                     preview: previewImage, inviteFile: inviteFile) {
+                                                     preview: previewImage, inviteFile: inviteFile,
+                                                     syncplayPort: syncplayPort, syncplayBind: listen.bind) {
                 printError("tandem: warning: \($0)")
             }
-            var header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
-            let syncplay: SyncplayGuests?
-            do { syncplay = try await startSyncplay(invite: hosted.invite) } catch {
-                await hosted.participant.leave()
-                await hosted.server?.shutdown()
-                throw error
-            }
-            if let syncplay { header += Self.syncplayHeader(invite: hosted.invite, port: syncplay.listener.port) }
+            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
+                + (hosted.syncplay?.header(invite: hosted.invite) ?? [])
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
                 hosted.participant, header: header, invite: hosted.invite, server: hosted.server,
                 tracks: TrackSharing(share: shareTracks, options: peer))
-            await syncplay?.close()
+            await hosted.syncplay?.close()
         }
     }
 }
