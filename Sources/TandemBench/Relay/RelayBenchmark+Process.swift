@@ -14,6 +14,10 @@ extension RelayBenchmark.Result {
             lines.append(String(format: "load generator (own process, own core): CPU %.0f %% of its core", generatorCPUPercent)
                          + (generatorSaturated ? " — SATURATED: these figures may be the generator's limit, not the relay's" : ""))
         }
+        if generatorFellShort {
+            lines.append("the generator sent \(sent + sendFailures) of the \(scheduled) messages scheduled: the load "
+                         + "named above was not offered")
+        }
         return lines.map { "\n  " + $0 }.joined()
     }
 }

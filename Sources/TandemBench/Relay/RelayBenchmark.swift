@@ -77,11 +77,21 @@ package enum RelayBenchmark {
         /// Whether the generator used more than 90 % of its core: then the figures may be the generator's limit,
         /// not the relay's.
         public var generatorSaturated: Bool { (generatorCPUPercent ?? 0) > 90 }
+        /// Messages the load asked for: every joined participant at the rate for the duration.
+        public var scheduled: Int {
+            Int((Double(joined) * configuration.messagesPerSecond * configuration.duration).rounded())
+        }
+        /// Whether a generator of its own (standalone runs) sent fewer than 95 % of the scheduled messages (it was
+        /// starved or saturated): the run did not offer the load it names.
+        public var generatorFellShort: Bool {
+            generatorCPUPercent != nil && Double(sent + sendFailures) < 0.95 * Double(scheduled)
+        }
 
         /// Whether the targets hold: p99 ≤ 2 ms, nothing lost, resident memory ≤ 100 MB (growth).
         public var meetsTargets: Bool {
             let memory = serverResidentMemory ?? residentMemory.map { $0 - (residentMemoryBefore ?? 0) }
             return p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty && !generatorSaturated
+                && !generatorFellShort
                 && (memory.map { $0 <= 100 * 1024 * 1024 } ?? true)
         }
 
