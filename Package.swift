@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer", "TandemTestDisplay"]),
         .testTarget(name: "TandemNetTests", dependencies: [
             "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
-            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay",
                                                            "TandemTestDisplay"]),

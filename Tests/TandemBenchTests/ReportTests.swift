@@ -28,6 +28,29 @@ struct ReportTests {
         #expect(missed.description.contains("server (own process): resident 20.0 MB, peak 20.0 MB, CPU 42 % of a core"))
     }
 
+    @Test("a standalone relay run gives the server's CPU per delivery and descriptors, and flags a saturated generator")
+    func relayServerDetail() {
+        var result = Self.relayResult(participants: 40, p99: 1_500_000)
+        result.serverResidentMemory = 20 * 1_048_576
+        result.serverCPUTime = 600_000_000  // 0.6 s over 300 deliveries: 2,000 µs each
+        result.serverFileDescriptors = 52
+        result.generatorCPUPercent = 60
+        result.sent = 2_000  // 40 participants × 10/s × 5 s: the load was offered in full
+        #expect(result.description.contains("server: 52 fds, 2000.00 µs of server CPU per delivery"))
+        #expect(result.description.contains("load generator (own process, own core): CPU 60 % of its core"))
+        #expect(!result.description.contains("SATURATED") && result.meetsTargets)
+        result.generatorCPUPercent = 97
+        #expect(result.description.contains("CPU 97 % of its core — SATURATED"))
+        #expect(!result.meetsTargets, "a saturated generator's run does not count")
+        let table = RelayBenchmark.Result.table([result])
+        #expect(table.contains("2000.00") && table.contains("97 % SATURATED"))
+        // A generator that could not send what the load asked for (40 × 10/s × 5 s = 2,000; 100 sent).
+        result.generatorCPUPercent = 50
+        result.sent = 100
+        #expect(result.description.contains("the generator sent 100 of the 2000 messages scheduled"))
+        #expect(!result.meetsTargets)
+    }
+
     @Test("relay runs side by side: one row each, under a header and a rule")
     func relayTable() {
         let table = RelayBenchmark.Result.table([Self.relayResult(participants: 40, p99: 1_500_000),

@@ -34,6 +34,11 @@ struct BenchSmokeTests {
                                        "--duration", "2"])
         #expect(await bench.exitCode(within: 60) == 0, "\(bench.stderr)")
         #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
+        // The load comes from a process of its own, which reports its CPU; the server's CPU per delivery and
+        // descriptors are read from /proc.
+        #expect(bench.stdout.contains("load generator (own process, own core): CPU"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("µs of server CPU per delivery"), "\(bench.stdout)")
+        #expect(bench.stdout.firstMatch(of: /server: \d+ fds/) != nil, "\(bench.stdout)")
     }
 
     @Test("bench soak: a few seconds of churn lose nothing and leave no file descriptor behind")

@@ -179,6 +179,11 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         _ = try await waitForFrame(.session)
     }
 
+    /// App-message frames received so far.
+    func appMessageCount() -> Int {
+        RawPeer.frames(in: buffer.withLockedValue { $0 }).filter { $0.kind == FrameKind.appMessage.rawValue }.count
+    }
+
     /// The frames in `bytes`, as (kind, body) pairs.
     static func frames(in bytes: ByteBuffer) -> [(kind: UInt8, body: ByteBuffer)] {
         var b = bytes

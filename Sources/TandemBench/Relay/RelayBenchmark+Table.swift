@@ -4,7 +4,8 @@ import TandemTesting
 extension RelayBenchmark.Result {
     /// Several runs side by side: where the relay stops meeting its targets.
     package static func table(_ rows: [RelayBenchmark.Result]) -> String {
-        var table = TextTable(["participants", "sessions", "msg/s", "p50 ms", "p99 ms", "max ms", "lost", "server MB", "server CPU", "targets"])
+        var table = TextTable(["participants", "sessions", "msg/s", "p50 ms", "p99 ms", "max ms", "lost", "server MB", "server CPU",
+                               "µs/delivery", "generator", "targets"])
         for r in rows {
             table.add(["\(r.joined)/\(r.configuration.participants)", "\(r.configuration.sessions)",
                        String(format: "%.0f", Double(r.configuration.participants) * r.configuration.messagesPerSecond),
@@ -13,6 +14,8 @@ extension RelayBenchmark.Result {
                        ms(Double(r.max)).replacingOccurrences(of: " ms", with: ""), "\(r.lost)",
                        r.serverResidentMemory.map { String(format: "%.1f", Double($0) / 1_048_576) } ?? "–",
                        r.serverCPUPercent.map { String(format: "%.0f %%", $0) } ?? "–",
+                       r.serverMicrosecondsPerDelivery.map { String(format: "%.2f", $0) } ?? "–",
+                       r.generatorCPUPercent.map { String(format: "%.0f %%", $0) + (r.generatorSaturated ? " SATURATED" : "") } ?? "–",
                        r.meetsTargets ? "met" : "missed"])
         }
         return "where it breaks (one server, one core):\n" + table.rendered

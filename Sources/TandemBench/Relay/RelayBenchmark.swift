@@ -13,7 +13,7 @@ import TandemCore
 /// machine, one clock), so it is the relay's added latency plus loopback and client overhead — an upper bound
 /// on what the server adds. The server runs on its own event loop thread(s); the clients on another group.
 package enum RelayBenchmark {
-    public struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable, Codable {
         public var participants: Int = 40
         public var sessions: Int = 10
         public var messagesPerSecond: Double = 10
@@ -32,12 +32,12 @@ package enum RelayBenchmark {
     }
 
     /// Where the measured server runs.
-    public enum Placement: Sendable, Hashable {
+    public enum Placement: Sendable, Hashable, Codable {
         case inProcess
         case external(host: String, port: Int, processID: Int32?)
     }
 
-    public struct Result: Sendable, Hashable, CustomStringConvertible {
+    public struct Result: Sendable, Hashable, Codable, CustomStringConvertible {
         public var configuration: Configuration
         /// Participants that joined (the rest failed to connect: see `connectFailures`).
         public var joined: Int
@@ -62,11 +62,36 @@ package enum RelayBenchmark {
         public var serverResidentMemory: Int64?
         public var serverPeakMemory: Int64?
         public var serverCPUPercent: Double?
+        /// The external server's CPU time (user + system, ns) while messages flowed.
+        public var serverCPUTime: Int64?
+        /// The external server's open file descriptors at the end, everyone still connected.
+        public var serverFileDescriptors: Int?
+        /// The load generator's own CPU while messages flowed (percent of one core), when it runs in a process
+        /// of its own (then pinned to its own core).
+        public var generatorCPUPercent: Double?
+
+        /// Server CPU per delivered message (µs).
+        public var serverMicrosecondsPerDelivery: Double? {
+            serverCPUTime.map { Double($0) / 1000 / Double(Swift.max(1, received)) }
+        }
+        /// Whether the generator used more than 90 % of its core: then the figures may be the generator's limit,
+        /// not the relay's.
+        public var generatorSaturated: Bool { (generatorCPUPercent ?? 0) > 90 }
+        /// Messages the load asked for: every joined participant at the rate for the duration.
+        public var scheduled: Int {
+            Int((Double(joined) * configuration.messagesPerSecond * configuration.duration).rounded())
+        }
+        /// Whether a generator of its own (standalone runs) sent fewer than 95 % of the scheduled messages (it was
+        /// starved or saturated): the run did not offer the load it names.
+        public var generatorFellShort: Bool {
+            generatorCPUPercent != nil && Double(sent + sendFailures) < 0.95 * Double(scheduled)
+        }
 
         /// Whether the issue's targets hold: p99 ≤ 2 ms, nothing lost, resident memory ≤ 100 MB (growth).
         public var meetsTargets: Bool {
             let memory = serverResidentMemory ?? residentMemory.map { $0 - (residentMemoryBefore ?? 0) }
-            return p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty
+            return p99 <= 2_000_000 && lost == 0 && connectFailures.isEmpty && !generatorSaturated
+                && !generatorFellShort
                 && (memory.map { $0 <= 100 * 1024 * 1024 } ?? true)
         }
 
@@ -79,8 +104,8 @@ package enum RelayBenchmark {
             \(configuration.messagesPerSecond) msg/s each for \(configuration.duration) s
               sent \(sent), delivered \(received)/\(expected), lost \(lost), send failures \(sendFailures)
               latency p50 \(ms(p50))  p99 \(ms(p99))  max \(ms(max))
-              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
-              targets (p99 ≤ 2 ms, no loss, ≤ 100 MB): \(meetsTargets ? "met" : "NOT met")
+              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(serverDetail)\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
+              targets (p99 ≤ 2 ms, no loss, ≤ 100 MB\(generatorCPUPercent == nil ? "" : ", generator not saturated")): \(meetsTargets ? "met" : "NOT met")
             """
         }
     }
@@ -183,6 +208,7 @@ package enum RelayBenchmark {
 
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
+        let ownCPUAtStart = processCPUTime(getpid())
         let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
         let sentCounts = Locked<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
@@ -217,10 +243,19 @@ package enum RelayBenchmark {
         let after = residentMemoryBytes()
         var serverMemory: (Int64, Int64)?
         var serverCPU: Double?
+        var serverCPUTime: Int64?
+        var serverFDs: Int?
+        var generatorCPU: Double?
+        let elapsed = Double(clock.now.nanoseconds - sendingStarted)
         if let pid = serverProcess {
             serverMemory = processMemory(pid)
+            serverFDs = BenchProcess.openFileDescriptors(pid)
             if let before = serverCPUAtStart, let now = processCPUTime(pid) {
-                serverCPU = Double(now - before) / Double(clock.now.nanoseconds - sendingStarted) * 100
+                serverCPUTime = now - before
+                serverCPU = Double(now - before) / elapsed * 100
+            }
+            if let before = ownCPUAtStart, let now = processCPUTime(getpid()) {
+                generatorCPU = Double(now - before) / elapsed * 100
             }
         }
         for (_, link) in connections { await link.abort() }
@@ -234,7 +269,8 @@ package enum RelayBenchmark {
                       sent: counts.sent, expected: counts.expected, received: all.count,
                       p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
                       residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
-                      serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU)
+                      serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU,
+                      serverCPUTime: serverCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU)
     }
 
     /// Latencies recorded from the event loops.

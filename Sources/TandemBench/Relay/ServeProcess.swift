@@ -2,20 +2,16 @@ import Foundation
 
 /// A `tandem serve` of its own for benchmarks that measure a standalone server (relay, soak).
 package enum ServeProcess {
-    /// Starts `tandem serve` on a free loopback port, pinned to core 0 when `taskset` exists.
+    /// Starts `tandem serve` on a free loopback port with one event-loop thread, pinned to core 0 when `taskset`
+    /// exists.
     package static func start(sessions: Int, perSession: Int) throws(BenchError) -> (process: Process, port: Int) {
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let me = BenchProcess.executable
         let serve = [me, "serve", "--bind", "127.0.0.1", "--port", "0", "--max-sessions", "\(sessions + 10)",
-                     "--max-participants", "\(perSession + 2)"]
-        let process = Process()
-        let taskset = "/usr/bin/taskset"
-        if ProcessInfo.processInfo.activeProcessorCount > 1, FileManager.default.isExecutableFile(atPath: taskset) {
-            process.executableURL = URL(fileURLWithPath: taskset)
-            process.arguments = ["-c", "0"] + serve
-        } else {
-            process.executableURL = URL(fileURLWithPath: me)
-            process.arguments = Array(serve.dropFirst())
-        }
+                     "--max-participants", "\(perSession + 2)", "--threads", "1",
+                     // Everyone connects from 127.0.0.1 within seconds (the generator joins 50 at a time):
+                     // above the per-address bounds meant for strangers.
+                     "--creations-per-minute", "\(sessions + 10)", "--max-unauthenticated-per-address", "64"]
+        let process = BenchProcess.pinned(serve, core: 0)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -36,29 +32,35 @@ package enum ServeProcess {
     }
 }
 
-extension RelayBenchmark {
-    /// One run of `tandem bench relay`: `participants` in sessions of `perSession`, each sending `rate` messages a
-    /// second for `duration` seconds, to a `tandem serve` of their own (pinned to core 0) or, unless `standalone`,
-    /// to a server in this process. The clients get an event loop per core.
-    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double,
-                                standalone: Bool) async throws(BenchError) -> Result {
-        var configuration = Configuration()
-        configuration.participants = participants
-        configuration.sessions = max(1, participants / perSession)
-        configuration.messagesPerSecond = rate
-        configuration.duration = duration
-        configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        var server: Process?
-        defer { if let server, server.isRunning { server.terminate() } }
-        if standalone {
-            let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
-            server = started.process
-            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: started.process.processIdentifier)
+/// Processes of the benchmarks: this executable, pinned to a core.
+package enum BenchProcess {
+    package static let taskset = "/usr/bin/taskset"
+
+    /// This executable (the `tandem` binary).
+    package static var executable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Whether processes can be pinned: more than one core and `taskset`.
+    package static var canPin: Bool {
+        ProcessInfo.processInfo.activeProcessorCount > 1 && FileManager.default.isExecutableFile(atPath: taskset)
+    }
+
+    /// A process running `arguments` (executable first) pinned to `core` when possible.
+    package static func pinned(_ arguments: [String], core: Int) -> Process {
+        let process = Process()
+        if canPin {
+            process.executableURL = URL(fileURLWithPath: taskset)
+            process.arguments = ["-c", "\(core)"] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: arguments[0])
+            process.arguments = Array(arguments.dropFirst())
         }
-        do {
-            return try await run(configuration)
-        } catch {
-            throw BenchError("the relay benchmark failed: \(error)")
-        }
+        return process
+    }
+
+    /// Open file descriptors of a process (entries of /proc/PID/fd).
+    package static func openFileDescriptors(_ pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")).map(\.count)
     }
 }

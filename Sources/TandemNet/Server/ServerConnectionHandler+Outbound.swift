@@ -120,6 +120,18 @@ extension ServerConnectionHandler {
             context.write(wrapOutboundOut(frame), promise: nil)
             wrote = true
         }
-        if wrote { context.flush() }
+        // One flush per connection per loop tick, however many frames the tick's reads fanned out to it. What the
+        // socket has not taken still counts against the writability high watermark (NIO counts unflushed bytes),
+        // so the loop above stops at the same point as with a flush per frame.
+        if wrote, !flushRequested {
+            flushRequested = true
+            TickFlusher.current.flushSoon(self, on: context.eventLoop)
+        }
+    }
+
+    /// The tick's flush (from `TickFlusher`).
+    func flushRequestedWrites() {
+        flushRequested = false
+        context?.flush()
     }
 }

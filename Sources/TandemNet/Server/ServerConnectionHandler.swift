@@ -57,6 +57,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var queuedBytes = 0
     /// Whether the welcome (the first session frame after the join) has gone out.
     var welcomeSent = false
+    /// Whether writes wait for this loop tick's flush (`TickFlusher`).
+    var flushRequested = false
     /// This connection's datagram channel id and key, from `accepted` on (nil: the server has no UDP socket).
     var datagramTicket: (id: UInt64, key: SymmetricKey)?
 

@@ -106,7 +106,7 @@ public final class SessionServer: Sendable {
                     let limit = FrameSizeLimit(min(configuration.maxUnauthenticatedFrameSize, configuration.maxFrameSize))
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(FrameDecoder(limit: limit, clock: clock)),
-                        MessageToByteHandler(FrameEncoder()),
+                        FrameWriter(),
                         ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
                                                 logger: logger, address: address, frameLimit: limit,
                                                 admission: admission, handshakeDeadline: deadline),

@@ -42,8 +42,11 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
 
 /// One frame: `length u32 BE` (of kind + body), `kind u8`, `body`.
 public struct Frame: Sendable {
-    public var kind: FrameKind
-    public var body: ByteBuffer
+    public var kind: FrameKind { didSet { wire = nil } }
+    public var body: ByteBuffer { didSet { wire = nil } }
+    /// The frame's bytes on the wire (length, kind, body) when they were built once for every recipient
+    /// (`encodedOnce`); `body` is then a view of the same storage. Nil: `FrameWriter` encodes it per write.
+    public private(set) var wire: ByteBuffer?
     /// Local monotonic time at which the bytes completing this frame were read (zero for outgoing frames).
     public var receivedAt: LocalInstant = .zero
 
@@ -51,6 +54,21 @@ public struct Frame: Sendable {
         self.kind = kind
         self.body = body
         self.receivedAt = receivedAt
+    }
+
+    /// A frame whose wire bytes are built now, once: `writeBody` appends the body after the length and kind,
+    /// `body` is a view of those bytes, and every channel the frame is written to (through `FrameWriter`) sends
+    /// the same storage, without copying or allocating per recipient.
+    public static func encodedOnce(_ kind: FrameKind, allocator: ByteBufferAllocator, bodyCapacity: Int,
+                                   _ writeBody: (inout ByteBuffer) throws -> Void) rethrows -> Frame {
+        var bytes = allocator.buffer(capacity: 5 + bodyCapacity)
+        bytes.writeInteger(UInt32(0))
+        bytes.writeInteger(kind.rawValue)
+        try writeBody(&bytes)
+        bytes.setInteger(UInt32(bytes.readableBytes - 4), at: bytes.readerIndex)
+        var frame = Frame(kind: kind, body: bytes.getSlice(at: bytes.readerIndex + 5, length: bytes.readableBytes - 5)!)
+        frame.wire = bytes
+        return frame
     }
 }
 
@@ -152,10 +170,38 @@ public struct FrameEncoder: MessageToByteEncoder {
     public typealias OutboundIn = Frame
     public init() {}
     public func encode(data: Frame, out: inout ByteBuffer) throws {
-        out.writeInteger(UInt32(data.body.readableBytes + 1))
-        out.writeInteger(data.kind.rawValue)
-        var body = data.body
+        Self.write(data, to: &out)
+    }
+
+    static func write(_ frame: Frame, to out: inout ByteBuffer) {
+        if var wire = frame.wire {
+            out.writeBuffer(&wire)
+            return
+        }
+        out.writeInteger(UInt32(frame.body.readableBytes + 1))
+        out.writeInteger(frame.kind.rawValue)
+        var body = frame.body
         out.writeBuffer(&body)
+    }
+}
+
+/// Writes frames with their length prefix. A frame built with `Frame.encodedOnce` goes out as its wire bytes
+/// (the same storage on every channel it fans out to); any other frame is encoded here.
+public final class FrameWriter: ChannelOutboundHandler {
+    public typealias OutboundIn = Frame
+    public typealias OutboundOut = ByteBuffer
+
+    public init() {}
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let frame = unwrapOutboundIn(data)
+        if let wire = frame.wire {
+            context.write(wrapOutboundOut(wire), promise: promise)
+            return
+        }
+        var out = context.channel.allocator.buffer(capacity: 5 + frame.body.readableBytes)
+        FrameEncoder.write(frame, to: &out)
+        context.write(wrapOutboundOut(out), promise: promise)
     }
 }
 
@@ -243,9 +289,7 @@ package struct ErrorBody: Codable, Sendable {
 package enum FrameCodec {
     static func json<T: Encodable>(_ kind: FrameKind, _ value: T, allocator: ByteBufferAllocator) throws -> Frame {
         let encoder = JSONEncoder()
-        var buffer = allocator.buffer(capacity: 256)
-        try encoder.encode(value, into: &buffer)
-        return Frame(kind: kind, body: buffer)
+        return try Frame.encodedOnce(kind, allocator: allocator, bodyCapacity: 256) { try encoder.encode(value, into: &$0) }
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws -> T {

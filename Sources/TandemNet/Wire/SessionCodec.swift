@@ -67,12 +67,14 @@ package enum SessionCodec {
     package static func encode(_ message: ServerMessage, allocator: ByteBufferAllocator) throws -> Frame {
         switch message {
         case .appMessage(let app):
-            var b = allocator.buffer(capacity: 16 + app.source.rawValue.utf8.count + app.payload.count)
-            b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
-            b.writeInteger(app.sequence)
-            try writeString(app.source.rawValue, to: &b)
-            b.writeBytes(app.payload)
-            return Frame(kind: .appMessage, body: b)
+            // Encoded once with its length and kind: the same bytes go to every recipient of the fan-out.
+            return try Frame.encodedOnce(.appMessage, allocator: allocator,
+                                         bodyCapacity: 11 + app.source.rawValue.utf8.count + app.payload.count) { b in
+                b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
+                b.writeInteger(app.sequence)
+                try writeString(app.source.rawValue, to: &b)
+                b.writeBytes(app.payload)
+            }
         case .journal(.chunk(let id, let offset, let bytes)):
             return try chunkFrame(id: id, offset: offset, bytes: bytes, allocator: allocator)
         default:
@@ -105,11 +107,11 @@ package enum SessionCodec {
     // MARK: Pieces
 
     private static func chunkFrame(id: String, offset: Int64, bytes: Data, allocator: ByteBufferAllocator) throws -> Frame {
-        var b = allocator.buffer(capacity: 12 + id.utf8.count + bytes.count)
-        try writeString(id, to: &b)
-        b.writeInteger(offset)
-        b.writeBytes(bytes)
-        return Frame(kind: .journalChunk, body: b)
+        try Frame.encodedOnce(.journalChunk, allocator: allocator, bodyCapacity: 10 + id.utf8.count + bytes.count) { b in
+            try writeString(id, to: &b)
+            b.writeInteger(offset)
+            b.writeBytes(bytes)
+        }
     }
 
     private static func parseChunk(_ frame: Frame) throws -> (String, Int64, Data) {

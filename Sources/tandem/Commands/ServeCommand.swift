@@ -44,6 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("creations-per-minute"), help: "Sessions one address may create per minute.")
     var creationsPerMinute = 10
 
+    @Option(help: "Event-loop threads; sessions are spread over them, each living on one (default: one per core).")
+    var threads = ProcessInfo.processInfo.activeProcessorCount
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
@@ -54,6 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxUnauthenticatedPerAddress >= 1 else {
             throw ValidationError("--max-unauthenticated-per-address must be at least 1")
         }
+        guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256") }
         guard creationsPerMinute >= 1 else { throw ValidationError("--creations-per-minute must be at least 1") }
         if let createTokenFile {
             guard FileManager.default.isReadableFile(atPath: createTokenFile) else {
@@ -70,6 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
             authority.maxParticipants = maxParticipants
             var configuration = ServerConfiguration(authority: authority)
             configuration.maxSessions = maxSessions
+            configuration.threads = threads
             configuration.allowsRemoteSessionCreation = true
             configuration.maxUnauthenticatedConnections = maxUnauthenticated
             configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress

@@ -8,17 +8,19 @@ import TandemBench
 struct RelayBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Load a standalone session server with participants and messages; report latency, loss, memory.",
+        abstract: "Load a standalone session server with participants and messages; report latency, loss, CPU, memory.",
         discussion: """
-            Starts `tandem serve` as a process of its own, pinned to one core (it runs one event-loop thread), \
-            and connects the participants from this process, one event loop per core. Each \
-            participant sends small reliable messages to everyone in its session at --rate while clock-syncing at \
-            the normal rate. Latency is end to end on one clock (the sender's CLOCK_MONOTONIC travels in the \
-            payload), so it includes loopback and the clients: an upper bound on what the relay adds. The \
-            server's resident memory and CPU are read from /proc.
+            Starts `tandem serve` as a process of its own with one event-loop thread, pinned to core 0, and the \
+            load generator as another process pinned to core 1 (one event loop), so the two never compete for a \
+            core. Each participant sends small reliable messages to everyone in its session at --rate while \
+            clock-syncing at the normal rate. Latency is end to end on one clock (the sender's CLOCK_MONOTONIC \
+            travels in the payload), so it includes loopback and the clients: an upper bound on what the relay \
+            adds. The server's CPU per delivered message, resident memory and open descriptors are read from \
+            /proc; the generator reports its own CPU, and a run where it used more than 90 % of its core is \
+            flagged (its figures would be the generator's limit, not the relay's).
 
             With --ramp, the load doubles from --participants until a target is missed (p99 ≤ 2 ms, no loss, \
-            ≤ 100 MB resident), which shows where it breaks.
+            ≤ 100 MB resident, generator not saturated), which shows where it breaks.
             """
     )
 
@@ -40,7 +42,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "Stop ramping beyond this many participants.")
     var maxParticipants = 16_000
 
-    @Flag(name: .customLong("in-process"), help: "Run the server inside this process instead (no pinning; memory is the whole process's).")
+    @Flag(name: .customLong("in-process"), help: "Run the server and the load inside this process instead (no pinning; memory is the whole process's).")
     var inProcess = false
 
     func validate() throws {
@@ -69,6 +71,26 @@ struct RelayBenchCommand: AsyncParsableCommand {
             if inProcess { command += " --in-process" }
             printLine("machine: \(machineDescription())")
             printLine("reproduce: \(command)")
+        }
+    }
+}
+
+/// `tandem bench relay-load CONFIGURATION`: the load generator of `tandem bench relay`, a process of its own so
+/// that it can be pinned to a core apart from the server's. Prints the result as one line of JSON.
+struct RelayLoadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay-load",
+        abstract: "The load generator of `tandem bench relay` (started by it).",
+        shouldDisplay: false
+    )
+
+    @Argument(help: "The run's configuration (JSON).")
+    var configurationJSON: String
+
+    func run() async throws {
+        CLILogging.bootstrap(verbose: false)
+        try await reportingErrors {
+            printLine(try await RelayBenchmark.generate(configurationJSON: configurationJSON))
         }
     }
 }

@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import TandemCore
+import Testing
+@testable import TandemNet
+
+@Suite("Fan-out writes: one encoding per message, flushes once per tick")
+struct FanOutWriteTests {
+    @Test("a relayed app message is encoded once; every recipient's channel writes the same bytes, not a copy")
+    func encodedOnceSharesStorage() throws {
+        let message = ServerMessage.appMessage(IncomingAppMessage(source: ParticipantID("p1"), delivery: .reliable,
+                                                                  sequence: 7, payload: Data(repeating: 0xAB, count: 300)))
+        let frame = try SessionCodec.encode(message, allocator: ByteBufferAllocator())
+        let recipients = (0..<3).map { _ in EmbeddedChannel(handler: FrameWriter()) }
+        for channel in recipients { try channel.writeOutbound(frame) }
+        let written = try recipients.map { try #require(try $0.readOutbound(as: ByteBuffer.self)) }
+        // The bytes are what the generic encoder writes for the same kind and body...
+        var expected = ByteBuffer()
+        try FrameEncoder().encode(data: Frame(kind: frame.kind, body: frame.body), out: &expected)
+        for bytes in written { #expect(bytes == expected) }
+        // ...and all three writes are the one buffer built when the message was encoded.
+        let wire = try #require(frame.wire)
+        let origin = wire.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        for bytes in written { #expect(bytes.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } == origin) }
+        #expect(try SessionCodec.decodeServerMessage(frame) == message)
+        for channel in recipients { _ = try channel.finish() }
+    }
+
+    @Test("changing a frame's body drops its pre-encoded bytes; frames built elsewhere are encoded on write")
+    func otherFramesEncodedOnWrite() throws {
+        var frame = try SessionCodec.encode(ServerMessage.journal(.chunk(id: "a", offset: 0, bytes: Data([1, 2, 3]))),
+                                            allocator: ByteBufferAllocator())
+        #expect(frame.wire != nil)
+        frame.body = ByteBuffer(bytes: [9, 9])
+        #expect(frame.wire == nil)
+        let channel = EmbeddedChannel(handler: FrameWriter())
+        try channel.writeOutbound(frame)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == ByteBuffer(bytes: [0, 0, 0, 3, FrameKind.journalChunk.rawValue, 9, 9]))
+        _ = try channel.finish()
+    }
+
+    @Test("bursts of small frames, flushed once per tick: a recipient that stops reading is still cut at the bound, and one that reads gets everything")
+    func slowRecipientBoundedUnderBursts() async throws {
+        let cap = 256 * 1024
+        let server = try await HardeningServerTests.startServer {
+            $0.maxQueuedBytesPerConnection = cap
+            $0.heartbeatTimeout = 60_000_000_000
+        }
+        let invite = try server.createSession(id: "bursts")
+        let alice = try await RawPeer.connect(port: server.port)
+        try await alice.joinAndGoSilent(invite: invite, name: "alice")
+        let carol = try await RawPeer.connect(port: server.port)
+        try await carol.joinAndGoSilent(invite: invite, name: "carol")
+        let bob = try await RawPeer.connect(port: server.port, receiveBuffer: 4096)
+        try await bob.joinAndGoSilent(invite: invite, name: "bob")
+        try await bob.channel.setOption(ChannelOptions.autoRead, value: false).get()
+        // Forty 4 KB app messages per write: the server reads them in one burst and fans them out together.
+        let payload = [UInt8](repeating: 0x42, count: 4096)
+        var burst: [UInt8] = []
+        for sequence in 0..<40 {
+            var body: [UInt8] = [0]
+            body += withUnsafeBytes(of: UInt64(sequence).bigEndian, Array.init)
+            body += [0xFF, 0xFF]
+            body += payload
+            let length = UInt32(body.count + 1)
+            burst += withUnsafeBytes(of: length.bigEndian, Array.init) + [FrameKind.appMessage.rawValue] + body
+        }
+        let start = ContinuousClock.now
+        var bursts = 0
+        while server.slowConsumersDisconnected == 0, bursts < 300, ContinuousClock.now - start < .seconds(20) {
+            try await alice.send(burst)
+            bursts += 1
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        #expect(await HardeningServerTests.eventually(within: 5) { server.slowConsumersDisconnected == 1 },
+                "bob was not dropped after \(bursts) bursts")
+        #expect(server.peakQueuedBytesPerConnection <= cap + payload.count + 1_024)
+        // Carol read along: every message reached her.
+        let sent = bursts * 40
+        #expect(await HardeningServerTests.eventually(within: 10) {
+            carol.appMessageCount() == sent
+        }, "carol got \(carol.appMessageCount()) of \(sent)")
+        await server.shutdown()
+    }
+}
