@@ -9,6 +9,10 @@ extension WebPage {
     const secret = decodeURIComponent(location.hash.slice(1));
     const CHAT_TYPE = "TandemPeer.ChatLine";
     let me = null, people = [], activity = null, hostMedia = null, requestID = 0, follower = null, objectURL = null;
+    let reconnectToken = null, readyInfo = null;
+    /** Files picked together (several, or a folder): each item of the queue is found here by name and fingerprint. */
+    let library = [];
+    const MAX_LIBRARY = 5000, MAX_FINGERPRINTS = 200;
     const tandem = window.tandem = { events: [], notices: [], chat: [] };
 
     function show(id, text, cls) { const el = $(id); el.textContent = text; el.className = cls || ""; }
@@ -26,10 +30,18 @@ extension WebPage {
       status("This link is incomplete: open the browser link tandem prints (…/join/SESSION#SECRET).", "error");
     } else {
       const wire = new TandemWire(session, secret, {
-        accepted() {
-          status("Authenticated; joining…");
-          wire.sendMessage({ join: { name: "browser", prerollEstimate: 500000000 } });
+        accepted(again) {
+          status(again ? "Connected again; rejoining…" : "Authenticated; joining…");
+          const join = { name: "browser", prerollEstimate: 500000000 };
+          // The same participant again: the id and the token of the latest welcome.
+          if (again && me && reconnectToken) { join.reconnectAs = me.id; join.reconnectToken = reconnectToken; }
+          wire.sendMessage({ join });
         },
+        reconnecting(reason, secondsLeft) {
+          tandem.reconnecting = (tandem.reconnecting || 0) + 1; setControls(false);
+          status("Connection lost (" + reason + "); reconnecting… (for up to " + secondsLeft + " s more)", "warn");
+        },
+        renderOffset() { return follower ? follower.currentOffset() : null; },
         message(m) { onMessage(m); },
         clock(offset, roundTrip) {
           show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());
@@ -48,14 +60,21 @@ extension WebPage {
         const [kind] = Object.keys(m), body = m[kind];
         switch (kind) {
         case "welcome": {
-          const snap = body._0; me = snap.localParticipant; people = snap.participants;
-          status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
-          tandem.joined = true;
+          const snap = body._0, again = tandem.joined === true, before = me;
+          me = tandem.me = snap.localParticipant; people = snap.participants; reconnectToken = snap.reconnectToken || null;
+          wire.rejoined();
           if (snap.activity) showActivity(snap.activity);
           renderPeople(); setControls(true);
-          wire.sendMessage({ readiness: { _0: { loading: {} } } });
+          if (again) {
+            // The server dropped this participant's readiness and preroll with the old connection: say them again.
+            tandem.rejoined = (tandem.rejoined || 0) + 1;
+            status("Reconnected as " + me.name + (before && before.id !== me.id ? " (a new participant: the old one had expired)" : "") + ".");
+            addLine("notices", "Reconnected to the session.");
+          } else status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
+          tandem.joined = true;
+          wire.sendMessage({ readiness: { _0: readyInfo ? { ready: { _0: readyInfo } } : { loading: {} } } });
           if (snap.timeline) timelineChanged(snap.timeline);
-          offerHostMedia();
+          if (again) follower.reportPreparedAgain(); else offerHostMedia();
           break; }
         case "timeline": timelineChanged(body._0); break;
         case "participants": people = body._0; renderPeople(); break;
@@ -73,7 +92,7 @@ extension WebPage {
       }
 
       function timelineChanged(t) {
-        tandem.timeline = t;
+        tandem.timeline = t; tandem.timelineAt = performance.timeOrigin + performance.now();
         const kind = statusOf(t);
         $("play").textContent = kind === "paused" ? "Play" : "Pause";
         $("rate").value = String(t.rate);
@@ -87,13 +106,14 @@ extension WebPage {
       function showActivity(envelope) {
         const moved = activity && activity.itemID !== envelope.itemID;
         activity = envelope; const meta = envelope.metadata || {};
+        try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         if (moved) {
           // Another item of the queue: the file loaded so far is not it.
-          follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
+          readyInfo = null; follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
           wire.sendMessage({ readiness: { _0: { loading: {} } } });
-          show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
+          if (library.length) loadFromLibrary();
+          else show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
         }
-        try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         show("title", meta.title || (hostMedia && hostMedia.fileName) || "Tandem");
         show("subtitle", meta.subtitle || "");
         let line = "Type: " + (meta.type || "generic");
@@ -129,7 +149,7 @@ extension WebPage {
 
       /** Loads a file or URL; `file` (a File) is checked against the host's fingerprint first. */
       async function load(source, file, knownContentID) {
-        follower.setLoaded(false);
+        readyInfo = null; follower.setLoaded(false);
         wire.sendMessage({ readiness: { _0: { loading: {} } } });
         let contentID = knownContentID || null;
         if (file) {
@@ -149,6 +169,7 @@ extension WebPage {
           if (isFinite(video.duration)) info.duration = Math.round(video.duration * 1e9);
           if (contentID) info.contentID = contentID;
           $("seek").max = isFinite(video.duration) ? String(video.duration) : "0";
+          readyInfo = info;
           wire.sendMessage({ readiness: { _0: { ready: { _0: info } } } });
           tandem.ready = true;
           status("Ready as " + me.name + ": the group plays when it plays.");
@@ -160,9 +181,36 @@ extension WebPage {
           wire.sendMessage({ readiness: { _0: { failed: { _0: why } } } });
         }, { once: true });
       }
-      $("file").addEventListener("change", (e) => {
-        const file = e.target.files[0]; if (file) load(URL.createObjectURL(file), file);
-      });
+      /** The picked file for the current item: the host's file name with the host's fingerprint, else the same
+       *  content under another name (at most MAX_FINGERPRINTS files read), else the same name (with the warning). */
+      async function findInLibrary() {
+        if (!hostMedia) return null;
+        const named = library.filter((f) => f.name === hostMedia.fileName);
+        if (!hostMedia.contentID) return named[0] || null;
+        let read = 0;
+        for (const f of named.concat(library.filter((f) => f.name !== hostMedia.fileName))) {
+          if (read++ >= MAX_FINGERPRINTS) break;
+          if (await fingerprint(f) === hostMedia.contentID) return f;
+        }
+        return named[0] || null;
+      }
+      async function loadFromLibrary() {
+        const item = activity && activity.itemID;
+        const file = await findInLibrary();
+        if (!activity || activity.itemID !== item) return;  // the group moved on meanwhile
+        if (file) { tandem.libraryLoads = (tandem.libraryLoads || 0) + 1; return load(URL.createObjectURL(file), file); }
+        show("mediaNote", "None of the " + library.length + " files you picked is " + ((hostMedia && hostMedia.fileName)
+          || "this item") + ": choose your copy of it.", "warn");
+      }
+      /** One file: that is the copy. Several, or a folder: the library the queue's items are found in. */
+      function picked(files) {
+        const list = Array.from(files).filter((f) => f.size > 0);
+        if (list.length === 1) { library = []; return load(URL.createObjectURL(list[0]), list[0]); }
+        library = list.slice(0, MAX_LIBRARY); tandem.library = library.length;
+        if (library.length) loadFromLibrary();
+      }
+      $("file").addEventListener("change", (e) => picked(e.target.files));
+      $("folder").addEventListener("change", (e) => picked(e.target.files));
 
       // Controls: requests to the group; nothing plays until the group's timeline says so.
       function request(command) {

@@ -32,7 +32,8 @@ extension WebPage {
           </select>
         </div>
         <div id="media">
-          <label>Your copy of the file: <input id="file" type="file" accept="video/*,audio/*"></label>
+          <label>Your copy of the file (several for a queue): <input id="file" type="file" accept="video/*,audio/*" multiple></label>
+          <label>or a folder: <input id="folder" type="file" webkitdirectory></label>
           <button id="stream" type="button" hidden>Stream the host's file</button>
           <button id="fallback" type="button" hidden>Play from the fallback URL</button>
           <p id="mediaNote"></p>

@@ -218,7 +218,7 @@ struct HostCommand: AsyncParsableCommand {
             let header = items.header(invite: invite, paths: paths, web: listen.web)
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                participant, header: header, invite: invite, server: embedded,
+                participant, header: header, invite: invite, web: listen.web, server: embedded,
                 tracks: TrackSharing(share: shareTracks, options: peer))
         }
     }
