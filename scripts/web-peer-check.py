@@ -38,12 +38,28 @@ def video_only(media):
     return out
 
 
+def png(width=48, height=27):
+    """A small PNG (a horizontal gradient) written with zlib alone, for the host's --preview."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + bytes(v for x in range(width) for v in (x * 5 % 256, 80, 200)) for _ in range(height))
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    path = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), "preview.png")
+    with open(path, "wb") as out:
+        out.write(data)
+    return path
+
+
 class Host:
     """`tandem host --json` with its stdout read line by line on a thread."""
 
-    def __init__(self, tandem, media, *following):
+    def __init__(self, tandem, media, *following, extra=()):
         self.process = subprocess.Popen(
-            [tandem, "host", media, *following, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann",
+            [tandem, "host", media, *following, *extra, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann",
              "--json"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         self.lines = []
@@ -259,7 +275,7 @@ def main():
     tandem, media, screenshot = sys.argv[1:4]
 
     media = video_only(media)
-    host = Host(tandem, media)
+    host = Host(tandem, media, extra=("--preview", png()))
     try:
         event = host.wait_for_event("browser", lambda e: True, 20)
         check("the host's --json output has a browser event", event is not None and bool(event.get("link"))
@@ -287,6 +303,10 @@ def main():
             check("the page shows both participants", True, ", ".join(page.evaluate("tandem.people")))
             title = page.text_content("#title")
             check("the page shows the activity", bool(title) and title != "Tandem", title or "")
+            page.wait_for_function("tandem.preview && document.getElementById('preview').naturalWidth === 48",
+                                   timeout=10000)
+            check("the page shows the host's preview image (fetched from the journal, opened, checked)", True,
+                  json.dumps(page.evaluate("tandem.preview")))
 
             page.set_input_files("#file", media)
             page.wait_for_function("tandem.ready === true", timeout=10000)

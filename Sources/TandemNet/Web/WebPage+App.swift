@@ -13,6 +13,10 @@ extension WebPage {
     /** Files picked together (several, or a folder): each item of the queue is found here by name and fingerprint. */
     let library = [];
     const MAX_LIBRARY = 5000, MAX_FINGERPRINTS = 200;
+    /** The host's preview image: a journal attachment of this name, fetched when offered, at most this large
+     *  (256 KiB of image as base64 JSON, sealed), one at a time, each at most once. */
+    const PREVIEW_NAME = "value:TandemPeer.PreviewImage", MAX_PREVIEW_BYTES = 415061;
+    let preview = null; const previewTried = new Set();
     const tandem = window.tandem = { events: [], notices: [], chat: [] };
 
     function show(id, text, cls) { const el = $(id); el.textContent = text; el.className = cls || ""; }
@@ -32,7 +36,7 @@ extension WebPage {
       const wire = new TandemWire(session, secret, {
         accepted(again) {
           status(again ? "Connected again; rejoining…" : "Authenticated; joining…");
-          const join = { name: "browser", prerollEstimate: 500000000 };
+          const join = { name: "browser", prerollEstimate: 500000000, lazyJournal: true };
           // The same participant again: the id and the token of the latest welcome.
           if (again && me && reconnectToken) { join.reconnectAs = me.id; join.reconnectToken = reconnectToken; }
           wire.sendMessage({ join });
@@ -48,6 +52,11 @@ extension WebPage {
           if (follower) follower.clockReady();
         },
         app(source, plaintext) { onApp(source, plaintext); },
+        journalChunk(id, offset, bytes) {
+          if (!preview || preview.id !== id) return;
+          if (offset !== preview.got || preview.got + bytes.length > preview.size) { previewFailed("its chunks do not add up"); return; }
+          preview.buffer.set(bytes, preview.got); preview.got += bytes.length;
+        },
         closed(reason) { status("Disconnected: " + reason, "error"); tandem.closed = reason; setControls(false); },
       });
       tandem.wire = wire;
@@ -84,6 +93,7 @@ extension WebPage {
           addLine("notices", (n.kind === "app" ? nameOf(n.participant) + ": " : "") + n.text,
                   n.kind === "differentMedia" || n.kind === "limitExceeded" ? "warn" : "");
           break; }
+        case "journal": onJournal(body._0); break;
         case "rejected": addLine("notices", "Not done: " + body.reason, "warn"); break;
         case "refused": addLine("notices", "Refused: " + body.reason, "warn"); break;
         case "invalidated": status("The session ended for you: " + body._0.message, "error"); break;
@@ -133,6 +143,46 @@ extension WebPage {
         tandem.hostMedia = !!(answer && answer.ok);
         $("stream").hidden = !tandem.hostMedia;
         $("stream").onclick = () => load(url, null, hostMedia && hostMedia.contentID);
+      }
+
+      /** Attachments: only the host's preview image is fetched (lazily, bounded), checked and shown. */
+      async function onJournal(j) {
+        const [kind] = Object.keys(j), body = j[kind];
+        if (kind === "available") {
+          const info = body._0;
+          if (preview || previewTried.has(info.id) || (me && info.owner === me.id)) return;
+          let name = null;
+          try { name = fromUTF8.decode(await open(wire.appKey, unb64(info.name))); } catch (e) { return; }
+          if (name !== PREVIEW_NAME || preview || previewTried.has(info.id)) return;
+          previewTried.add(info.id);
+          if (info.size > MAX_PREVIEW_BYTES) { addLine("notices", "Ignored a preview image of " + info.size + " bytes (the limit is " + MAX_PREVIEW_BYTES + ")", "warn"); return; }
+          preview = { id: info.id, size: info.size, sha256: info.sha256, got: 0, buffer: new Uint8Array(info.size) };
+          wire.sendMessage({ journal: { _0: { fetch: { id: info.id } } } });
+        } else if (kind === "failed" && preview && body.id === preview.id) previewFailed(body.reason);
+        else if (kind === "commit" && preview && body.id === preview.id) {
+          const done = preview;
+          if (done.got !== done.size) return previewFailed("it ended early");
+          const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", done.buffer));
+          if (Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("") !== done.sha256) return previewFailed("its checksum differs");
+          try {
+            const value = JSON.parse(fromUTF8.decode(await openRecords(wire.appKey, done.buffer)));
+            const bytes = unb64(value.bytes), format = imageFormat(bytes);
+            if (!format || format !== value.format || bytes.length > 256 * 1024) return previewFailed("it is not a PNG, JPEG, GIF or WebP image");
+            $("preview").src = URL.createObjectURL(new Blob([bytes], { type: "image/" + format }));
+            $("preview").hidden = false; tandem.preview = { format, bytes: bytes.length };
+            preview = null;
+          } catch (e) { previewFailed("it does not open with this session's key"); }
+        }
+      }
+      function previewFailed(why) { preview = null; addLine("notices", "Could not show the host's preview image: " + why, "warn"); }
+      /** An image's format by its first bytes, as native peers judge it. */
+      function imageFormat(b) {
+        const starts = (...m) => m.every((x, i) => b[i] === x), text = (at, t) => fromUTF8.decode(b.slice(at, at + t.length)) === t;
+        if (starts(0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A)) return "png";
+        if (starts(0xFF, 0xD8, 0xFF)) return "jpeg";
+        if (text(0, "GIF87a") || text(0, "GIF89a")) return "gif";
+        if (b.length >= 12 && text(0, "RIFF") && text(8, "WEBP")) return "webp";
+        return null;
       }
 
       function renderPeople() {

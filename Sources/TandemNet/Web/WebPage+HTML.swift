@@ -13,6 +13,7 @@ extension WebPage {
     </head>
     <body>
     <header>
+      <img id="preview" alt="The host's preview image" hidden>
       <h1 id="title">Tandem</h1>
       <p id="subtitle"></p>
       <p id="meta"></p>
@@ -71,6 +72,6 @@ extension WebPage {
     #seek { flex: 1; } ul { list-style: none; padding: 0; margin: 0; max-height: 12em; overflow-y: auto; }
     li { padding: 0.1em 0; } .keys, #sync { color: #888; font-size: 0.9em; }
     #chatForm { display: flex; gap: 0.3em; margin-top: 0.3em; } #chatText { flex: 1; }
-    a { color: #9cf; }
+    a { color: #9cf; } #preview { float: right; max-width: 240px; max-height: 135px; margin-left: 1em; }
     """#
 }

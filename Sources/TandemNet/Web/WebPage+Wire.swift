@@ -110,7 +110,13 @@ extension WebPage {
         case Kind.clockPong: return this.clockPong(body, receivedAt);
         case Kind.session: return this.handlers.message(JSON.parse(fromUTF8.decode(body)));
         case Kind.appMessage: return this.appMessage(body);
-        default: return;  // journal chunks: the page loads no attachments
+        case Kind.journalChunk: {
+          // id str | offset i64 | bytes: the page fetches one attachment at a time (the preview image).
+          const view = new DataView(body.buffer, body.byteOffset), idLength = view.getUint16(0);
+          if (body.length < 10 + idLength) return;
+          const id = fromUTF8.decode(body.slice(2, 2 + idLength));
+          return this.handlers.journalChunk(id, Number(view.getBigInt64(2 + idLength)), body.slice(10 + idLength)); }
+        default: return;
         }
       }
 
@@ -227,6 +233,18 @@ extension WebPage {
     async function open(key, box) {
       if (box.length < 28) throw new Error("short box");
       return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: box.slice(0, 12) }, key, box.slice(12)));
+    }
+
+    /** Opens an attachment's records (`length u32 BE ‖ box` each) and joins the plaintext. */
+    async function openRecords(key, sealed) {
+      const parts = []; let at = 0;
+      while (at < sealed.length) {
+        if (sealed.length - at < 4) throw new Error("cut records");
+        const length = new DataView(sealed.buffer, sealed.byteOffset + at).getUint32(0); at += 4;
+        if (length > sealed.length - at) throw new Error("cut records");
+        parts.push(await open(key, sealed.slice(at, at + length))); at += length;
+      }
+      return concat(...parts);
     }
 
     /** The token for the host's media (`--web-media`): hex HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session). */
