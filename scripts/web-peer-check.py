@@ -28,9 +28,10 @@ CHROMIUM = os.environ.get("TANDEM_CHROMIUM", "/usr/bin/chromium")
 
 
 def video_only(media):
-    """A copy of MEDIA with its video track alone (GStreamer remux, no re-encoding). Chromium 156 fails to read
-    the bundled samples' Opus audio as GStreamer's webmmux writes it ("FFmpegDemuxer: demuxer seek failed"), so
-    the host shares, and the page loads, this copy."""
+    """A copy of MEDIA with its video track alone (GStreamer remux, no re-encoding). Chromium 156 fails every seek
+    to the first ~87 ms of the bundled samples ("FFmpegDemuxer: demuxer seek failed"): for Opus it seeks 80 ms
+    early (SeekPreRoll), clamped to the start, which Opus's CodecDelay puts 6.5 ms before zero, where the
+    video-only Cues have no entry. The page seeks to 0:00 often, so the host shares, and the page loads, this copy."""
     out = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), os.path.basename(media))
     subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + media, "!", "matroskademux", "name=d",
                     "d.video_0", "!", "queue", "!", "webmmux", "!", "filesink", "location=" + out],

@@ -48,7 +48,7 @@ struct WebPeerBrowserTests {
             return
         }
         #expect(code == 0, "\(driver.stdout)\n\(driver.stderr)")
-        #expect(driver.stdout.contains("web peer queue: 3 passed, 0 failed"), "\(driver.stdout)")
+        #expect(driver.stdout.contains("web peer queue: 4 passed, 0 failed"), "\(driver.stdout)")
         if code == nil { driver.stop() }
     }
 

@@ -208,7 +208,8 @@ extension WebPage {
         this.sendMessage({ leave: {} });
         this.sendJSON(Kind.close, { code: "left", message: "left the session" });
         this.finalReason = "you left the session";
-        this.ws.close();
+        clearTimeout(this.retryTimer);
+        if (this.ws) this.ws.close(); else this.closed(this.finalReason);
       }
 
       closed(reason) {
