@@ -27,18 +27,6 @@ import time
 CHROMIUM = os.environ.get("TANDEM_CHROMIUM", "/usr/bin/chromium")
 
 
-def video_only(media):
-    """A copy of MEDIA with its video track alone (GStreamer remux, no re-encoding). Chromium 156 fails every seek
-    to the first ~87 ms of the bundled samples ("FFmpegDemuxer: demuxer seek failed"): for Opus it seeks 80 ms
-    early (SeekPreRoll), clamped to the start, which Opus's CodecDelay puts 6.5 ms before zero, where the
-    video-only Cues have no entry. The page seeks to 0:00 often, so the host shares, and the page loads, this copy."""
-    out = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), os.path.basename(media))
-    subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + media, "!", "matroskademux", "name=d",
-                    "d.video_0", "!", "queue", "!", "webmmux", "!", "filesink", "location=" + out],
-                   check=True, timeout=60, stdout=subprocess.DEVNULL)
-    return out
-
-
 def png(width=48, height=27):
     """A small PNG (a horizontal gradient) written with zlib alone, for the host's --preview."""
     import struct
@@ -125,7 +113,6 @@ def bench(tandem, media, seconds, pages):
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
     render to within a millisecond, for SECONDS."""
     from playwright.sync_api import sync_playwright
-    media = video_only(media)
     host = Host(tandem, media)
     traces, latencies = [], []
     try:
@@ -209,7 +196,6 @@ def queue_check(tandem, first, second, check):
     puts the second item first), loads the current item's by name and fingerprint, and the next one when the host
     moves on, without asking."""
     from playwright.sync_api import sync_playwright
-    first, second = video_only(first), video_only(second)
     host = Host(tandem, first, second)
     try:
         link = host.browser_link()
@@ -275,7 +261,6 @@ def main():
         return 0 if results and passed == len(results) else 1
     tandem, media, screenshot = sys.argv[1:4]
 
-    media = video_only(media)
     host = Host(tandem, media, extra=("--preview", png()))
     try:
         event = host.wait_for_event("browser", lambda e: True, 20)

@@ -47,7 +47,6 @@ struct BrowserBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            // Chromium cannot read countdown.webm (its demuxer fails on it); short.webm plays.
             let media = try file ?? Samples.path("short.webm")
             let tandem = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
             let (figures, line) = try BrowserBench.run(python: python, script: script, pages: pages, duration: duration,
