@@ -75,6 +75,8 @@ let package = Package(
             "TandemCore", .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOTLS", package: "swift-nio"),
         ]),
         // The command line: argument parsing, the terminal, wiring.
         .executableTarget(

@@ -9,13 +9,6 @@ package enum InviteSource: Equatable, Sendable {
     case standardInput
     case environment(String)
 
-    /// Why no invite could be had: `usage` (how it was given) or `unreadable` (what was given).
-    package struct Problem: Error, CustomStringConvertible, Equatable {
-        package enum Kind: Sendable { case usage, unreadable }
-        package let kind: Kind
-        package let description: String
-    }
-
     /// Whether a positional argument is meant as the invite rather than the media file.
     package static func looksLikeInvite(_ text: String) -> Bool {
         let lower = text.lowercased()
@@ -26,7 +19,7 @@ package enum InviteSource: Equatable, Sendable {
     /// Sorts the positional arguments into the invite's source and the media file: a lone positional argument that
     /// does not look like an invite (tandem://, tandems:// or -) is the file.
     package static func sort(argument: String?, file: String?, inviteFile: String?,
-                             environment: String?) throws(Problem) -> (source: InviteSource, file: String?) {
+                             environment: String?) throws(PeerFailure) -> (source: InviteSource, file: String?) {
         let environment = environment.flatMap { $0.isEmpty ? nil : $0 }
         var argument = argument
         var file = file
@@ -36,33 +29,33 @@ package enum InviteSource: Equatable, Sendable {
         }
         if let inviteFile {
             guard argument == nil else {
-                throw Problem(kind: .usage, description: "give the invite one way: with --invite-file or as an argument, not both")
+                throw PeerFailure(.usage, "give the invite one way: with --invite-file or as an argument, not both")
             }
             return (.file(inviteFile), file)
         }
         if let argument { return (argument == "-" ? .standardInput : .argument(argument), file) }
         if let environment { return (.environment(environment), file) }
-        throw Problem(kind: .usage, description: "no invite given — use --invite-file FILE, - to read it from standard "
+        throw PeerFailure(.usage, "no invite given — use --invite-file FILE, - to read it from standard "
             + "input, or the TANDEM_INVITE environment variable")
     }
 
     /// The invite's text (a file's or standard input's first line).
-    package func read() throws(Problem) -> String {
+    package func read() throws(PeerFailure) -> String {
         switch self {
         case .argument(let text), .environment(let text):
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw Problem(kind: .unreadable, description: "cannot read the invite file \(path) — check the path and its permissions")
+                throw PeerFailure(.badInvite, "cannot read the invite file \(path) — check the path and its permissions")
             }
             let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             let text = line.trimmingCharacters(in: .whitespaces)
-            guard !text.isEmpty else { throw Problem(kind: .unreadable, description: "the invite file \(path) is empty") }
+            guard !text.isEmpty else { throw PeerFailure(.badInvite, "the invite file \(path) is empty") }
             return text
         case .standardInput:
             // Read through the same buffered stdin as the scripted commands that follow it.
             guard let line = readLine(strippingNewline: true), !line.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw Problem(kind: .unreadable, description: "no invite on the first line of standard input")
+                throw PeerFailure(.badInvite, "no invite on the first line of standard input")
             }
             return line.trimmingCharacters(in: .whitespaces)
         }

@@ -1,5 +1,11 @@
 import Foundation
 
+/// The address to put in invites for a server listening on `bind`: this machine's first non-loopback IPv4 address
+/// when it listens everywhere, else `bind` itself.
+package func advertisedHost(bind: String) -> String {
+    bind == "0.0.0.0" || bind == "::" ? primaryIPv4Address() : bind
+}
+
 /// The address others can reach this machine at: the first non-loopback IPv4 address, else 127.0.0.1.
 package func primaryIPv4Address() -> String {
     var first: UnsafeMutablePointer<ifaddrs>?

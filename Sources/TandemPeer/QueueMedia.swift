@@ -87,7 +87,7 @@ package struct HostedItems: Sendable {
                 following.append(QueueEntry(activity: try item.envelope, contentID: probed.contentID))
             }
         }
-        guard let activity else { throw Playlist.Problem(description: "no media to host") }
+        guard let activity else { throw PeerFailure(.usage, "no media to host") }
         return HostedItems(activity: activity, envelope: try activity.envelope, following: following, media: media)
     }
 }
@@ -117,15 +117,15 @@ extension HostedItems {
     /// Shares what the session does not have yet once the host has joined: the activity (a session created on a
     /// relay starts without one), the rest of the queue, and the preview image (a failure there is only a warning).
     package func share(from peer: LocalPeer, setActivity: Bool, preview: PreviewImage?,
-                       warn: (String) -> Void) async throws(Playlist.Problem) {
+                       warn: (String) -> Void) async throws(PeerFailure) {
         if setActivity {
             do { try await peer.session.setActivity(activity, itemID: activity.itemID) } catch {
-                throw Playlist.Problem(description: "could not set the session's activity: \(error)")
+                throw PeerFailure(.failure, "could not set the session's activity: \(error)")
             }
         }
         if !following.isEmpty {
             do { try await peer.session.addToQueue(entries: following) } catch {
-                throw Playlist.Problem(description: "could not share the queue: \(error)")
+                throw PeerFailure(.failure, "could not share the queue: \(error)")
             }
         }
         if let preview {

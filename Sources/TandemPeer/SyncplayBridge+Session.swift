@@ -13,9 +13,10 @@ extension SyncplayBridge {
 
     /// Starts a session on 127.0.0.1 for `file`, connects the bridge to the room, and joins the session as `name`
     /// with `player` (as its host: leaving ends it). Throws what went wrong, with everything started stopped again.
+    /// Over TLS (`syncplays://`) the server's certificate is checked against `trustRoots` (default: the system's).
     package static func joinRoom(_ address: SyncplayAddress, password: String?, name: String, file: String,
-                                 probe: MediaProbe, player: GStreamerPlayer,
-                                 options: TandemClient.Options) async throws -> RoomSession {
+                                 probe: MediaProbe, player: GStreamerPlayer, options: TandemClient.Options,
+                                 trustRoots: String? = nil) async throws -> RoomSession {
         let fileName = URL(fileURLWithPath: file).lastPathComponent
         let activity = MediaActivity(probe: probe, path: file, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0)
@@ -23,7 +24,7 @@ extension SyncplayBridge {
             let invite = try server.createSession(activity: try activity.envelope)
             let bridge = try await SyncplayBridge.connect(
                 room: address, passwordMD5: password.map(SyncplayClientState.Configuration.passwordHash), name: name,
-                invite: invite, probe: probe, fileName: fileName)
+                invite: invite, probe: probe, fileName: fileName, trustRoots: trustRoots)
             var options = options
             options.asHost = true
             do {

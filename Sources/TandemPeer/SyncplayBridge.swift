@@ -3,11 +3,13 @@ import Synchronization
 import Tandem
 import TandemSyncplay
 
-/// Where a Syncplay room is: `syncplay://HOST[:PORT]/ROOM` (`syncplays://` asks for TLS, not supported yet).
+/// Where a Syncplay room is: `syncplay://HOST[:PORT]/ROOM`, or `syncplays://…` to insist on TLS (Syncplay's
+/// STARTTLS; a server that does not offer it is refused).
 package struct SyncplayAddress: Sendable, Equatable {
     package var host: String
     package var port: Int
     package var room: String
+    package var tls = false
 
     package static let defaultPort = 8999
 
@@ -17,28 +19,26 @@ package struct SyncplayAddress: Sendable, Equatable {
         return lower.hasPrefix("syncplay://") || lower.hasPrefix("syncplays://")
     }
 
-    package init(host: String, port: Int = Self.defaultPort, room: String) {
+    package init(host: String, port: Int = Self.defaultPort, room: String, tls: Bool = false) {
         self.host = host
         self.port = port
         self.room = room
+        self.tls = tls
     }
 
-    package init(parsing text: String) throws(InviteSource.Problem) {
+    package init(parsing text: String) throws(PeerFailure) {
         let lower = text.lowercased()
-        if lower.hasPrefix("syncplays://") {
-            throw InviteSource.Problem(kind: .unreadable, description: "syncplays:// (Syncplay over TLS) is not supported "
-                + "yet — use syncplay:// with a server that allows plain connections")
-        }
-        guard lower.hasPrefix("syncplay://"), let url = URLComponents(string: text), let host = url.host, !host.isEmpty else {
-            throw InviteSource.Problem(kind: .unreadable, description: "'\(text)' is not a Syncplay room — write it as "
+        let tls = lower.hasPrefix("syncplays://")
+        guard lower.hasPrefix("syncplay://") || tls, let url = URLComponents(string: text), let host = url.host, !host.isEmpty else {
+            throw PeerFailure(.badInvite, "'\(text)' is not a Syncplay room — write it as "
                 + "syncplay://HOST[:PORT]/ROOM, e.g. syncplay://syncplay.pl:8999/movienight")
         }
         let room = url.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard !room.isEmpty, room.count <= 35 else {
-            throw InviteSource.Problem(kind: .unreadable, description: "a Syncplay room needs a name of 1 to 35 characters "
+            throw PeerFailure(.badInvite, "a Syncplay room needs a name of 1 to 35 characters "
                 + "after the host: syncplay://HOST[:PORT]/ROOM")
         }
-        self.init(host: host, port: url.port ?? Self.defaultPort, room: room)
+        self.init(host: host, port: url.port ?? Self.defaultPort, room: room, tls: tls)
     }
 }
 
@@ -72,8 +72,9 @@ package final class SyncplayBridge: Sendable {
     private let messages: AsyncStream<ServerMessage>
 
     /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
+    /// With `address.tls`, the server's certificate is checked against `trustRoots` (PEM; default: the system's).
     package static func connect(room address: SyncplayAddress, passwordMD5: String?, name: String, invite: Invite,
-                                probe: MediaProbe, fileName: String) async throws -> SyncplayBridge {
+                                probe: MediaProbe, fileName: String, trustRoots: String? = nil) async throws -> SyncplayBridge {
         var options = TandemClient.Options()
         options.prerollEstimate = .zero
         options.datagrams = false
@@ -85,7 +86,7 @@ package final class SyncplayBridge: Sendable {
         let room: SyncplayConnection
         do {
             room = try await SyncplayConnection.connect(
-                host: address.host, port: address.port,
+                host: address.host, port: address.port, tls: address.tls ? SyncplayTLS(trustRootsPath: trustRoots) : nil,
                 configuration: .init(username: name, room: address.room, passwordMD5: passwordMD5, file: file)) {
                     Self.playstate(latest.value, mapping: link.clockMapping(), now: clock.now)
                 }

@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
+import NIOTLS
 import Synchronization
 import TandemCore
 
@@ -31,12 +33,25 @@ struct LineFramer: ByteToMessageDecoder {
 public enum SyncplayConnectionError: Error, Sendable, CustomStringConvertible {
     case unreachable(String)
     case closed(String)
+    /// STARTTLS was refused or the TLS handshake failed (a certificate this peer does not trust, a wrong name).
+    case tls(String)
 
     public var description: String {
         switch self {
         case .unreachable(let detail): return "cannot reach the Syncplay server: \(detail)"
         case .closed(let reason): return "the Syncplay connection ended: \(reason)"
+        case .tls(let detail): return "Syncplay over TLS failed: \(detail)"
         }
+    }
+}
+
+/// Syncplay over TLS (its STARTTLS): the server's certificate is checked against the PEM roots in `trustRootsPath`
+/// (default: the system's) and against the host name, or the address when the host is one.
+public struct SyncplayTLS: Sendable {
+    public var trustRootsPath: String?
+
+    public init(trustRootsPath: String? = nil) {
+        self.trustRootsPath = trustRootsPath
     }
 }
 
@@ -51,9 +66,19 @@ public final class SyncplayConnection: Sendable {
     private let clock: any MonotonicClock
     private let ended = Mutex<String?>(nil)
     private let done: EventLoopPromise<Void>
+    /// STARTTLS under way: asked, then (once the server agreed) handshaking.
+    private let upgrade = Mutex<TLSUpgrade?>(nil)
 
-    /// Connects to `host:port` and says hello.
-    public static func connect(host: String, port: Int, configuration: SyncplayClientState.Configuration,
+    private struct TLSUpgrade {
+        let context: NIOSSLContext
+        let serverHostname: String?
+        let finished: EventLoopPromise<Void>
+        var handshaking = false
+    }
+
+    /// Connects to `host:port`, upgrades to TLS first when `tls` is given (the server must agree), and says hello.
+    public static func connect(host: String, port: Int, tls: SyncplayTLS? = nil,
+                               configuration: SyncplayClientState.Configuration,
                                clock: any MonotonicClock = SystemMonotonicClock(),
                                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
                                local: @escaping @Sendable () -> SyncplayLocalPlaystate) async throws(SyncplayConnectionError) -> SyncplayConnection {
@@ -78,6 +103,12 @@ public final class SyncplayConnection: Sendable {
         }
         let connection = SyncplayConnection(channel: channel, configuration: configuration, clock: clock, local: local)
         holder.withLock { $0 = connection }
+        if let tls {
+            do { try await connection.startTLS(tls, host: host) } catch {
+                await connection.close()
+                throw error
+            }
+        }
         connection.perform(connection.state.withLock { $0.start(now: clock.now) })
         connection.startTicking()
         return connection
@@ -94,6 +125,9 @@ public final class SyncplayConnection: Sendable {
         channel.closeFuture.whenComplete { [continuation, done] _ in
             continuation.finish()
             done.succeed()
+        }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.finishUpgrade(.tls("the connection closed: \(self?.endReason ?? "by the server")"))
         }
     }
 
@@ -127,6 +161,10 @@ public final class SyncplayConnection: Sendable {
 
     private func handle(_ event: LineHandler.Event) {
         switch event {
+        case .line(let text) where upgrade.withLock({ $0.map { !$0.handshaking } ?? false }):
+            answerUpgrade(text)
+        case .secured:
+            finishUpgrade(nil)
         case .line(let text):
             let commands: [SyncplayCommand]
             do { commands = try SyncplayCodec.decode(text) } catch {
@@ -137,7 +175,63 @@ public final class SyncplayConnection: Sendable {
             let now = clock.now
             perform(state.withLock { $0.receive(commands, now: now, local: playstate) })
         case .failed(let error):
+            finishUpgrade(.tls("the handshake failed (\(error)) — the server's certificate must be signed by one of "
+                + "the trust roots (--trust-roots, or the system's) and name this host"))
             fail("\(error)")
+        }
+    }
+
+    // MARK: STARTTLS
+
+    /// Asks the server to switch to TLS and waits (at most 10 s) until the handshake is done.
+    private func startTLS(_ tls: SyncplayTLS, host: String) async throws(SyncplayConnectionError) {
+        let context: NIOSSLContext
+        do {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            if let roots = tls.trustRootsPath { configuration.trustRoots = .file(roots) }
+            context = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw .tls("cannot use the trust roots \(tls.trustRootsPath ?? "of the system"): \(error)")
+        }
+        // A literal address is not a server name: the certificate is then checked against the address.
+        let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+        let finished = channel.eventLoop.makePromise(of: Void.self)
+        upgrade.withLock { $0 = TLSUpgrade(context: context, serverHostname: isAddress ? nil : host, finished: finished) }
+        send(.tls("send"))
+        let timeout = channel.eventLoop.scheduleTask(in: .seconds(10)) { [weak self] in
+            self?.finishUpgrade(.tls("no TLS within 10 s of asking"))
+        }
+        defer { timeout.cancel() }
+        do { try await finished.futureResult.get() } catch let error as SyncplayConnectionError { throw error } catch {
+            throw .tls("\(error)")
+        }
+    }
+
+    /// The server's answer to STARTTLS: on "true" the TLS handler goes in front of everything (on the event loop).
+    private func answerUpgrade(_ text: String) {
+        let commands = (try? SyncplayCodec.decode(text)) ?? []
+        guard commands.contains(.tls("true")) else {
+            finishUpgrade(.tls("the Syncplay server does not offer TLS — use syncplay:// to join it without TLS"))
+            return
+        }
+        // Marked first and added outside the lock: the handshake starts as the handler is added.
+        guard let pending = upgrade.withLock({ value in value?.handshaking = true; return value }) else { return }
+        do {
+            let handler = try NIOSSLClientHandler(context: pending.context, serverHostname: pending.serverHostname)
+            try channel.pipeline.syncOperations.addHandler(handler, position: .first)
+        } catch {
+            finishUpgrade(.tls("cannot start TLS: \(error)"))
+        }
+    }
+
+    /// Ends STARTTLS once: done (`nil`) or failed, which closes the connection.
+    private func finishUpgrade(_ error: SyncplayConnectionError?) {
+        guard let pending = upgrade.withLock({ value in defer { value = nil }; return value }) else { return }
+        if let error {
+            pending.finished.fail(error)
+            fail("\(error)")
+        } else {
+            pending.finished.succeed()
         }
     }
 
@@ -176,7 +270,7 @@ public final class SyncplayConnection: Sendable {
 /// Hands each framed line (or the failure that ends the connection) to its owner, on the event loop.
 private final class LineHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    enum Event { case line(String), failed(any Error) }
+    enum Event { case line(String), secured, failed(any Error) }
     let onEvent: @Sendable (Event) -> Void
 
     init(onEvent: @escaping @Sendable (Event) -> Void) { self.onEvent = onEvent }
@@ -184,6 +278,11 @@ private final class LineHandler: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         onEvent(.line(String(decoding: buffer.readableBytesView, as: UTF8.self)))
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted = event as? TLSUserEvent { onEvent(.secured) }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Tandem
+import TandemPeer
 
 @main
 struct TandemCommand: AsyncParsableCommand {

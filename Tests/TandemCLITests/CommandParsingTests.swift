@@ -64,8 +64,8 @@ import TandemPeer
         #expect(try HostCommand.readPlaylist(list.path)
                 == [directory.appendingPathComponent("a.webm").path, "/abs/b.webm", "https://example.com/c.webm"])
         try String(repeating: "x.webm\n", count: 101).write(to: list, atomically: true, encoding: .utf8)
-        #expect(throws: CLIError.self) { try HostCommand.readPlaylist(list.path) }
-        #expect(throws: CLIError.self) { try HostCommand.readPlaylist(directory.appendingPathComponent("none").path) }
+        #expect(throws: PeerFailure.self) { try HostCommand.readPlaylist(list.path) }
+        #expect(throws: PeerFailure.self) { try HostCommand.readPlaylist(directory.appendingPathComponent("none").path) }
     }
 
     @Test func badLinesSayWhatIsAccepted() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TandemPeer
 @testable import tandem
 #if canImport(Glibc)
 import Glibc
@@ -38,10 +39,10 @@ struct InviteInputTests {
         #expect(try J.inviteSource(argument: "movie-night", file: "m.webm", inviteFile: nil, environment: "tandem://h/s#y")
             == (.argument("movie-night"), "m.webm"))
         // A lone file and no invite anywhere (an empty TANDEM_INVITE counts as none).
-        #expect(throws: CLIError.self) {
+        #expect(throws: PeerFailure.self) {
             try J.inviteSource(argument: "m.webm", file: nil, inviteFile: nil, environment: "")
         }
-        #expect(throws: CLIError.self) {
+        #expect(throws: PeerFailure.self) {
             try J.inviteSource(argument: "tandem://h/s#x", file: "m.webm", inviteFile: "i.txt", environment: nil)
         }
         do {

@@ -13,7 +13,8 @@ final class SyncplayServerProcess: Sendable {
     let port: Int
     private let process: Process
 
-    init() async throws {
+    /// With `tls`, a directory holding cert.pem, privkey.pem and chain.pem: the server offers STARTTLS.
+    init(tls: String? = nil) async throws {
         let path = "/usr/bin/syncplay-server"
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw SyncplayTestError("syncplay-server is not installed — `make deps` installs Debian's syncplay-server")
@@ -23,7 +24,7 @@ final class SyncplayServerProcess: Sendable {
             let port = Int.random(in: 20_000..<40_000)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["--port", "\(port)"]
+            process.arguments = ["--port", "\(port)"] + (tls.map { ["--tls", $0] } ?? [])
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -62,6 +63,37 @@ final class SyncplayServerProcess: Sendable {
     }
 }
 
+/// A self-signed certificate for 127.0.0.1 and localhost laid out as `syncplay-server --tls DIR` wants it
+/// (cert.pem, privkey.pem, chain.pem), made with openssl.
+struct SyncplayCertificate {
+    let directory: String
+    var certificate: String { directory + "/cert.pem" }
+
+    /// Nil (with the test recorded as failed, saying why) when openssl is missing.
+    static func make() throws -> SyncplayCertificate? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
+            Issue.record("openssl is not installed — `make deps` installs it")
+            return nil
+        }
+        let directory = NSTemporaryDirectory() + "syncplay-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                             "-keyout", directory + "/privkey.pem", "-out", directory + "/cert.pem"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<300 where process.isRunning { usleep(20_000) }
+        guard !process.isRunning, process.terminationStatus == 0 else { throw SyncplayTestError("openssl could not make a certificate") }
+        try FileManager.default.copyItem(atPath: directory + "/cert.pem", toPath: directory + "/chain.pem")
+        return SyncplayCertificate(directory: directory)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
 struct SyncplayTestError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -74,13 +106,13 @@ final class SyncplayTestPeer: Sendable {
     private let heard: Shared<[SyncplayClientState.Event]>
     private let listener: Task<Void, Never>
 
-    init(_ name: String, port: Int, room: String) async throws {
+    init(_ name: String, port: Int, room: String, tls: SyncplayTLS? = nil) async throws {
         let playstate = Shared(SyncplayLocalPlaystate(position: 0, paused: true))
         let heard = Shared<[SyncplayClientState.Event]>([])
         self.heard = heard
         let file = SyncplayFile(name: "countdown.webm", duration: 92, size: .number(123_456))
         connection = try await SyncplayConnection.connect(
-            host: "127.0.0.1", port: port,
+            host: "127.0.0.1", port: port, tls: tls,
             configuration: .init(username: name, room: room, file: file)) { playstate.withLock { $0 } }
         self.playstate = playstate
         let events = connection.events
@@ -177,6 +209,48 @@ struct SyncplayServerTests {
     }
 }
 
+extension SyncplayServerTests {
+    static func isTLSError(_ error: any Error, containing text: String) -> Bool {
+        guard case .tls(let detail) = error as? SyncplayConnectionError else { return false }
+        return detail.contains(text)
+    }
+
+    @Test("STARTTLS: a server that offers TLS is joined over it (its certificate checked), beside a plain peer; one without TLS and an untrusted certificate are refused")
+    func startTLS() async throws {
+        guard let certificate = try SyncplayCertificate.make() else { return }
+        defer { certificate.remove() }
+        let secure = try await SyncplayServerProcess(tls: certificate.directory)
+        defer { secure.stop() }
+        let ann = try await SyncplayTestPeer("ann", port: secure.port, room: "tls-room",
+                                             tls: SyncplayTLS(trustRootsPath: certificate.certificate))
+        #expect(await ann.waitFor { if case .welcomed("ann", "tls-room", _) = $0 { true } else { false } }, "\(ann.events.prefix(4))")
+        // A plain Syncplay peer in the same room: both ways across the server.
+        let bob = try await SyncplayTestPeer("bob", port: secure.port, room: "tls-room")
+        #expect(await ann.waitFor { if case .userJoined("bob", _) = $0 { true } else { false } })
+        bob.change(position: 42, paused: true, seek: true)
+        #expect(await ann.waitFor { event in
+            if case .roomState(true, let position, true, "bob") = event { abs(position - 42) < 0.5 } else { false }
+        }, "\(ann.events.suffix(6))")
+        ann.connection.chat("over tls")
+        #expect(await bob.waitFor { $0 == .chat(from: "ann", message: "over tls") })
+        await bob.close()
+        await ann.close()
+
+        // The same server, but this certificate is not among the system's roots.
+        await #expect { _ = try await SyncplayConnection.connect(host: "127.0.0.1", port: secure.port, tls: SyncplayTLS(),
+                                                                 configuration: .init(username: "eve", room: "tls-room")) {
+            SyncplayLocalPlaystate(position: 0, paused: true) } } throws: { Self.isTLSError($0, containing: "the handshake failed") }
+
+        // A server without TLS says so, and nothing goes out in the clear.
+        let plain = try await SyncplayServerProcess()
+        defer { plain.stop() }
+        await #expect { _ = try await SyncplayConnection.connect(host: "127.0.0.1", port: plain.port,
+                                                                 tls: SyncplayTLS(trustRootsPath: certificate.certificate),
+                                                                 configuration: .init(username: "eve", room: "r")) {
+            SyncplayLocalPlaystate(position: 0, paused: true) } } throws: { Self.isTLSError($0, containing: "does not offer TLS") }
+    }
+}
+
 /// `tandem join syncplay://…`: real tandem processes in a real syncplay-server room.
 @Suite("Syncplay rooms from the command line", .serialized)
 struct SyncplayJoinProcessTests {
@@ -235,11 +309,37 @@ struct SyncplayJoinProcessTests {
         let noRoom = try TandemProcess(["join", "syncplay://127.0.0.1:1/", Self.sample, "--headless"])
         #expect(await noRoom.exitCode(within: 20) == 6)
         #expect(noRoom.stderr.contains("ROOM"))
-        let tls = try TandemProcess(["join", "syncplays://127.0.0.1/movie", Self.sample, "--headless"])
-        #expect(await tls.exitCode(within: 20) == 6)
-        #expect(tls.stderr.contains("not supported"))
         let unreachable = try TandemProcess(["join", "syncplay://127.0.0.1:1/movie", Self.sample, "--headless"])
         #expect(await unreachable.exitCode(within: 30) == 4, "\(unreachable.stderr)")
         #expect(unreachable.stderr.contains("Syncplay"))
+    }
+}
+
+extension SyncplayJoinProcessTests {
+    @Test("tandem join syncplays://: joins a TLS room with --trust-roots; refused without it, and by a server without TLS")
+    func joinOverTLS() async throws {
+        guard let certificate = try SyncplayCertificate.make() else { return }
+        defer { certificate.remove() }
+        let server = try await SyncplayServerProcess(tls: certificate.directory)
+        defer { server.stop() }
+        let watcher = try await SyncplayTestPeer("watcher", port: server.port, room: "movie")
+        defer { Task { await watcher.close() } }
+        let ann = try TandemProcess(["join", "syncplays://127.0.0.1:\(server.port)/movie", Self.sample, "--headless",
+                                     "--json", "--name", "ann", "--trust-roots", certificate.certificate])
+        defer { ann.stop() }
+        #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
+        #expect(await watcher.waitFor(20) { if case .userJoined("ann", _) = $0 { true } else { false } }, "\(watcher.events.suffix(4))")
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
+
+        let untrusted = try TandemProcess(["join", "syncplays://127.0.0.1:\(server.port)/movie", Self.sample, "--headless"])
+        #expect(await untrusted.exitCode(within: 30) == 4, "\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("TLS"), "\(untrusted.stderr)")
+        let plain = try await SyncplayServerProcess()
+        defer { plain.stop() }
+        let refused = try TandemProcess(["join", "syncplays://127.0.0.1:\(plain.port)/movie", Self.sample, "--headless",
+                                         "--trust-roots", certificate.certificate])
+        #expect(await refused.exitCode(within: 30) == 4, "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not offer TLS"), "\(refused.stderr)")
     }
 }

@@ -292,4 +292,41 @@ private let s: Int64 = 1_000_000_000
         #expect(T.sent(m.engineCompleted(again.0, .prepared(itemTime: it(4_500 * ms)), now: clock.now))
                 == [.prepared(generation: 3)])
     }
+
+    @Test func aSecondStallDuringTheFirstRecoveryLeavesNoSuspensionOpen() throws {
+        let clock = ManualClock(5 * s)
+        var m = Self.loaded(clock)
+        clock.set(7 * s)
+        _ = m.receive(.timeline(T.timeline(2, .playing, at: 3 * s, item: 0)), now: clock.now)
+        clock.set(10 * s)
+        _ = m.engineEvent(.stalled, now: clock.now)
+        clock.advance(by: 50 * ms)
+        _ = m.receive(.timeline(T.timeline(3, .waiting(for: [T.me: [.stallRecovery]]), at: 5 * s, item: 4_500 * ms)),
+                      now: clock.now)
+        clock.set(12 * s)
+        let first = try #require(T.engineCommands(m.engineEvent(.recovered, now: clock.now)).first)
+        guard case .prerolling(first.0, _, 3) = m.recovery else { Issue.record("\(m.recovery)"); return }
+
+        // The engine stalls again before that preroll is done: the new stall's suspension opens before the first
+        // one closes, so the group keeps waiting throughout.
+        clock.advance(by: 30 * ms)
+        let again = T.sent(m.engineEvent(.stalled, now: clock.now))
+        let began = again.firstIndex { if case .suspension(.begin) = $0 { true } else { false } }
+        let ended = again.firstIndex { if case .suspension(.end) = $0 { true } else { false } }
+        #expect(began != nil && ended != nil && began! < ended!, "\(again)")
+        #expect(m.recovery == .none)
+        #expect(m.localSuspensionReasons == [.stallRecovery])
+        // The superseded preroll completing changes nothing.
+        _ = m.engineCompleted(first.0, .prepared(itemTime: it(4_500 * ms)), now: clock.now)
+        #expect(m.localSuspensionReasons == [.stallRecovery])
+
+        // Recovered again: prerolls at the stop, acknowledges, and no suspension is left open.
+        clock.advance(by: 200 * ms)
+        let second = try #require(T.engineCommands(m.engineEvent(.recovered, now: clock.now)).first)
+        #expect(second.1 == .prepare(itemTime: it(4_500 * ms), rate: 1))
+        let done = T.sent(m.engineCompleted(second.0, .prepared(itemTime: it(4_500 * ms)), now: clock.now))
+        #expect(done.contains(.prepared(generation: 3)), "\(done)")
+        #expect(m.recovery == .none)
+        #expect(m.localSuspensionReasons.isEmpty)
+    }
 }

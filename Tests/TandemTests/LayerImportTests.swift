@@ -20,7 +20,7 @@ struct LayerImportTests {
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
-        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "Crypto"],
+        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "ArgumentParser", "Logging", "ServiceLifecycle",

@@ -43,6 +43,12 @@ extension PlaybackCoordinatorStateMachine {
     mutating func beginStall(into actions: inout [Action]) {
         guard stall == .flowing else { return }
         stall = .stalled(suspension: openSuspension(.stallRecovery, into: &actions))
+        // A recovery still prerolling from an earlier stall is superseded: the new stall's suspension (opened
+        // first, so the group never sees none) holds the group now, and the next recovery prerolls again.
+        if case .prerolling(_, let previous, _) = recovery {
+            recovery = .none
+            closeSuspension(previous, proposing: nil, into: &actions)
+        }
     }
 
     mutating func endStall(into actions: inout [Action]) {

@@ -136,7 +136,7 @@ struct HostCommand: AsyncParsableCommand {
             var previewImage: PreviewImage?
             if let preview {
                 do { previewImage = try PreviewImage.read(path: preview) } catch {
-                    throw CLIError(.usage, "--preview: \(error)")
+                    throw PeerFailure(.usage, "--preview: \(error)")
                 }
             }
             let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
@@ -146,79 +146,22 @@ struct HostCommand: AsyncParsableCommand {
                 items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
                                                    type: type.map { ActivityType(rawValue: $0) },
                                                    fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await probeMedia($0) }
-            } catch let error as CLIError { throw error } catch {
-                throw CLIError(.failure, "cannot encode the activity: \(error)")
+            } catch let error as PeerFailure { throw error } catch {
+                throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
-            let (activity, envelope, media) = (items.activity, items.envelope, items.media)
-            let player = try peer.makePeerPlayer(title: activity.metadata.title ?? activity.fileName)
-
-            var options = peer.applying(to: TandemClient.Options())
-            options.asHost = true
-            let invite: Invite
-            let dial: Invite
-            var embedded: SessionServer?
-            if let server {
-                invite = try Invite.forNewSession(onServer: server)
-                options.createSession = true
-                if let createTokenFile {
-                    options.createToken = try readCreateToken(createTokenFile)
-                }
-                dial = invite
-            } else {
-                let started: SessionServer
-                // Named before the server starts, so that --web-media can offer the file for this session alone.
-                let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
-                do {
-                    var configuration = ServerConfiguration()
-                    configuration.web = listen.webConfiguration
-                    if webMedia { configuration.web?.mediaFiles[sessionID] = file }
-                    started = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
-                                                            configuration: configuration,
-                                                            logger: Logger(label: "tandem.server"))
-                } catch let error as SessionServerError {
-                    throw CLIError(error)
-                }
-                embedded = started
-                let everywhere = listen.bind == "0.0.0.0" || listen.bind == "::"
-                let advertised = advertise ?? (everywhere ? primaryIPv4Address() : listen.bind)
-                do {
-                    invite = try started.createSession(id: sessionID, advertisedHost: advertised, activity: envelope)
-                } catch let error as SessionServerError {
-                    await started.shutdown()
-                    throw CLIError(error)
-                }
-                var local = invite
-                local.host = everywhere ? "127.0.0.1" : listen.bind
-                dial = local
+            let player = try peer.makePeerPlayer(title: items.activity.metadata.title ?? items.activity.fileName)
+            let place: HostServer = try server.map { .standalone(address: $0, createToken: try createTokenFile.map(CreateToken.read)) }
+                ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration,
+                             advertise: advertise, streamsFirstFile: webMedia)
+            let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.displayName,
+                                                     player: player, options: peer.applying(to: TandemClient.Options()),
+                                                     preview: previewImage, inviteFile: inviteFile) {
+                printError("tandem: warning: \($0)")
             }
-
-            let participant: LocalPeer
-            do {
-                participant = try await LocalPeer.connect(invite: dial, name: peer.displayName, file: file, media: media,
-                                                          player: player, options: options)
-            } catch {
-                await embedded?.shutdown()
-                throw error
-            }
-            do {
-                try await items.share(from: participant, setActivity: server != nil, preview: previewImage) {
-                    printError("tandem: warning: \($0)")
-                }
-            } catch {
-                await participant.leave()
-                throw CLIError(.failure, "\(error)")
-            }
-            if let inviteFile {
-                do { try invite.save(toPrivateFile: inviteFile) } catch {
-                    await participant.leave()
-                    await embedded?.shutdown()
-                    throw error
-                }
-            }
-            let header = items.header(invite: invite, paths: paths, web: listen.web)
+            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                participant, header: header, invite: invite, web: listen.web, server: embedded,
+                hosted.participant, header: header, invite: hosted.invite, web: listen.web, server: hosted.server,
                 tracks: TrackSharing(share: shareTracks, options: peer))
         }
     }
@@ -226,9 +169,7 @@ struct HostCommand: AsyncParsableCommand {
 
 extension HostCommand {
     /// The paths a playlist names (see `Playlist.read`).
-    static func readPlaylist(_ path: String) throws(CLIError) -> [String] {
-        do { return try Playlist.read(path, limit: AuthorityConfiguration().queue.maxEntries) } catch {
-            throw CLIError(.usage, error.description)
-        }
+    static func readPlaylist(_ path: String) throws(PeerFailure) -> [String] {
+        try Playlist.read(path, limit: AuthorityConfiguration().queue.maxEntries)
     }
 }

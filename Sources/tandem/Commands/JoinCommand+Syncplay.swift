@@ -6,17 +6,17 @@ import TandemSyncplay
 extension JoinCommand {
     /// `tandem join syncplay://HOST[:PORT]/ROOM FILE`: this player in a Syncplay room, through a local session.
     func joinSyncplay(_ text: String) async throws {
-        let address: SyncplayAddress
-        do { address = try SyncplayAddress(parsing: text) } catch { throw CLIError(error) }
-        guard let file else { throw CLIError(.usage, "give your copy of the media: tandem join \(text) FILE") }
+        let address = try SyncplayAddress(parsing: text)
+        guard let file else { throw PeerFailure(.usage, "give your copy of the media: tandem join \(text) FILE") }
         let probe = try await probeMedia(file)
         let room: SyncplayBridge.RoomSession
         do {
             room = try await SyncplayBridge.joinRoom(address, password: roomPassword, name: peer.displayName, file: file,
                                                      probe: probe, player: try peer.makePeerPlayer(),
-                                                     options: peer.applying(to: TandemClient.Options()))
+                                                     options: peer.applying(to: TandemClient.Options()), trustRoots: trustRoots)
         } catch let error as SyncplayConnectionError {
-            throw CLIError(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")
+            if case .tls = error { throw PeerFailure(.unreachable, "\(error)") }
+            throw PeerFailure(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")
         }
         // The room's end ends the session here too, saying why.
         let bridging = Task {

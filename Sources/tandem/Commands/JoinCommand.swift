@@ -27,7 +27,8 @@ struct JoinCommand: AsyncParsableCommand {
             `tandem join --invite-file invite.txt movie.webm`.
 
             `tandem join syncplay://HOST[:PORT]/ROOM FILE` joins a Syncplay room instead (port 8999 by default; \
-            --room-password for a server with a password): the room's pauses, plays and seeks apply here, and yours \
+            --room-password for a server with a password; syncplays:// insists on TLS, checked against --trust-roots or \
+            the system's certificates): the room's pauses, plays and seeks apply here, and yours \
             reach the room; its users' arrivals and chat appear as notices and chat lines.
 
             \(UserCommand.keyHelp)
@@ -56,7 +57,7 @@ struct JoinCommand: AsyncParsableCommand {
     var mediaDir: String?
 
     @Option(name: .customLong("trust-roots"), help: ArgumentHelp(
-        "PEM file of CA certificates to verify a TLS server against, when the invite carries no pin.",
+        "PEM file of CA certificates to verify a TLS server against (a tandems:// invite without a pin, or syncplays://).",
         valueName: "FILE"))
     var trustRoots: String?
 
@@ -78,73 +79,41 @@ struct JoinCommand: AsyncParsableCommand {
             if let invite, SyncplayAddress.looksLikeSyncplay(invite) { return try await joinSyncplay(invite) }
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
-            let text: String
-            do { text = try source.read() } catch { throw CLIError(error) }
+            let text = try source.read()
             let parsed: Invite
-            do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw CLIError(error) }
+            do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw PeerFailure(error) }
             var options = peer.applying(to: TandemClient.Options())
             options.trustRootsPath = trustRoots
-            let connection: TandemClientConnection
             // Enter without taking part: the header shows the activity and who is there; the file is checked; then
             // the peer joins and the timeline, notices and journal start to flow.
-            options.waitsToJoin = true
-            options.lazyAttachments = true
-            do {
-                connection = try await TandemClient.connect(invite: parsed, name: peer.displayName, options: options)
-            } catch {
-                throw CLIError(error)
-            }
-            let activity = connection.welcome.activity.flatMap {
-                try? JSONDecoder().decode(MediaActivity.self, from: $0.payload)
+            let joining: JoiningPeer
+            do { joining = try await .enter(invite: parsed, name: peer.displayName, options: options) } catch {
+                throw PeerFailure(error)
             }
             let mode = PeerConsole.mode(json: peer.json)
-            let header = MediaActivity.joinHeader(welcome: connection.welcome, me: connection.localParticipantID)
-
-            // The file: the one given, or the host's file name here.
-            let directory = mediaDir ?? FileManager.default.currentDirectoryPath
-            let path = file ?? activity.map { activity in
-                mediaDir.map { URL(fileURLWithPath: $0).appendingPathComponent(activity.fileName).path } ?? activity.fileName
-            }
-            let probe: MediaProbe
-            do {
-                guard let path else {
-                    throw CLIError(.badMedia, "no media file given and the session does not name one — add your copy: tandem join INVITE FILE")
-                }
-                probe = try await probeMedia(path)
-            } catch {
-                await connection.close()
-                if mode != .scripted(json: true) { for line in header { printError(line) } }
-                throw CLIError(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity, problem: CLIError(error).description, given: file))
-            }
-            let player: GStreamerPlayer
-            let title = activity.map { $0.metadata.title ?? $0.fileName } ?? connection.welcome.activity?.metadata.title
-            do { player = try peer.makePeerPlayer(title: title) } catch {
-                await connection.close()
+            let media: (path: String, probe: MediaProbe)
+            do { media = try await joining.media(file: file, mediaDirectory: mediaDir) } catch {
+                if mode != .scripted(json: true) { for line in joining.header { printError(line) } }
                 throw error
             }
-            let participant = LocalPeer(name: peer.displayName, player: player, connection: connection, file: path!,
-                                        media: QueueMedia(directory: directory))
-            // Subscribed before joining: a track proposal the host sends this newcomer at once is not missed.
-            let proposals = participant.trackProposals()
-            do { try await connection.send(.takePart) } catch {
-                await connection.close()
-                throw CLIError(.unreachable, "the connection closed while joining: \(error) — join again with the same invite")
+            let player: GStreamerPlayer
+            do { player = try peer.makePeerPlayer(title: joining.title) } catch {
+                await joining.connection.close()
+                throw error
             }
+            let (participant, proposals) = try await joining.takePart(name: peer.displayName, player: player,
+                                                                      path: media.path, mediaDirectory: mediaDir)
             let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.temporaryDirectory
-            let warnings = activity.flatMap { $0.difference(from: probe) }
-                .map { ["\($0) — you may not be watching the same thing"] } ?? []
-            try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: header,
-                                                  warnings: warnings, tracks: TrackSharing(options: peer),
-                                                  proposals: proposals)
+            try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: joining.header,
+                                                  warnings: joining.warnings(for: media.probe),
+                                                  tracks: TrackSharing(options: peer), proposals: proposals)
         }
     }
 
     /// Sorts the positional arguments into the invite's source and the media file (see `InviteSource.sort`).
     static func inviteSource(argument: String?, file: String?, inviteFile: String?,
-                             environment: String?) throws(CLIError) -> (source: InviteSource, file: String?) {
-        do { return try InviteSource.sort(argument: argument, file: file, inviteFile: inviteFile, environment: environment) } catch {
-            throw CLIError(error)
-        }
+                             environment: String?) throws(PeerFailure) -> (source: InviteSource, file: String?) {
+        try InviteSource.sort(argument: argument, file: file, inviteFile: inviteFile, environment: environment)
     }
 }

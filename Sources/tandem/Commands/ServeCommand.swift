@@ -75,16 +75,10 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
             configuration.sessionCreationsPerMinute = creationsPerMinute
             configuration.web = listen.webConfiguration
-            configuration.createToken = try createTokenFile.map(readCreateToken)
-            let server: SessionServer
-            do {
-                server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
+            configuration.createToken = try createTokenFile.map(CreateToken.read)
+            let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
                                                        configuration: configuration, logger: Logger(label: "tandem.server"))
-            } catch let error as SessionServerError {
-                throw CLIError(error)
-            }
-            let everywhere = listen.bind == "0.0.0.0" || listen.bind == "::"
-            let address = everywhere ? primaryIPv4Address() : listen.bind
+            let address = advertisedHost(bind: listen.bind)
             let url = server.address(advertising: address)
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")
@@ -99,7 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
             do {
                 try await group.run()
             } catch {
-                throw CLIError(.failure, "the server stopped: \(error)")
+                throw PeerFailure(.failure, "the server stopped: \(error)")
             }
         }
     }

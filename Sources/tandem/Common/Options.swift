@@ -90,7 +90,7 @@ struct PeerOptions: ParsableArguments {
     }
 
     /// The player these options describe, with the personal offset applied; its video window is titled `title`.
-    func makePeerPlayer(title: String? = nil) throws(CLIError) -> GStreamerPlayer {
+    func makePeerPlayer(title: String? = nil) throws(PeerFailure) -> GStreamerPlayer {
         var configuration = playerConfiguration
         configuration.windowTitle = title
         let player = try makePlayer(configuration)

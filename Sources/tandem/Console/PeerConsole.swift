@@ -62,7 +62,7 @@ final class PeerConsole: PeerOutput {
     /// when the person left or ended the session; throws when the session ended for another reason.
     func run(_ peer: LocalPeer, previewDirectory: URL? = nil, header: [String], invite: Invite? = nil, web: Bool = false,
              server: SessionServer? = nil, warnings: [String] = [], tracks: TrackSharing = TrackSharing(),
-             proposals: AsyncStream<(TrackProposal, ParticipantID)>? = nil) async throws(CLIError) {
+             proposals: AsyncStream<(TrackProposal, ParticipantID)>? = nil) async throws(PeerFailure) {
         let presenter = PeerPresenter(peer: peer, output: self, previewDirectory: previewDirectory, tracks: tracks,
                                       proposals: proposals)
         for warning in warnings { presenter.warn(warning) }
@@ -78,11 +78,11 @@ final class PeerConsole: PeerOutput {
             return
         case .invalidated(let reason):
             if reason.code == .connectionLost {
-                throw CLIError(.unreachable, "lost the connection to the session: \(reason.message) — join again with the same invite")
+                throw PeerFailure(.unreachable, "lost the connection to the session: \(reason.message) — join again with the same invite")
             }
-            throw CLIError(ended: reason)
+            throw PeerFailure(ended: reason)
         case .lost:
-            throw CLIError(.unreachable, "lost the connection to the session — join again with the same invite")
+            throw PeerFailure(.unreachable, "lost the connection to the session — join again with the same invite")
         }
     }
 

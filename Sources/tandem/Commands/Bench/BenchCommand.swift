@@ -95,27 +95,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
         try await reportingErrors {
             let path = try file ?? Samples.path("countdown.webm")
             let terminal = Terminal.stdoutIsTerminal
-            var reports: [SyncReport] = []
-            for policy in policy {
-                let configuration = SyncBench.Configuration(
-                    peers: peers, link: link, duration: duration, policy: policy, seed: seed,
-                    maxClockOffset: maxClockOffset, maxDriftPPM: maxDrift, file: path,
-                    preciseWait: .microseconds(preciseWait))
-                let outcome = try await SyncBench(configuration: configuration).run { line in
-                    if terminal { Terminal.shared.status("[\(policy.rawValue)] " + line) }
-                }
-                if terminal { Terminal.shared.status("") }
-                let report = SyncReport.make(outcome, command: configuration.command)
-                reports.append(report)
-                printLine(report.rendered)
-                printLine("")
-                try outcome.write(frames: frames, plot: plot, suffixed: self.policy.count > 1, say: printLine)
-            }
-            if reports.count > 1 { printLine(SyncReport.comparison(reports)) }
-            if let json {
-                try BenchFiles.write(try SyncReport.json(reports), to: json)
-                printLine("figures: \(json)")
-            }
+            let configuration = SyncBench.Configuration(
+                peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
+                maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait))
+            _ = try await SyncBench.run(configuration, policies: policy,
+                                        outputs: .init(frames: frames, plot: plot, json: json),
+                                        progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)
         }
     }
 }

@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import Tandem
+
+/// Where a host's session lives.
+package enum HostServer: Sendable {
+    /// A server started in this process, listening on `bind`:`port` (with TLS from `tls`, the browser page when
+    /// `web` is set). The invite names `advertise`, else this machine's first non-loopback IPv4 address when
+    /// listening everywhere, else `bind`. With `streamsFirstFile`, browsers of the session's members may stream the
+    /// first item over HTTP.
+    case embedded(bind: String, port: Int, tls: ServerTLSFiles?, web: WebConfiguration?, advertise: String?,
+                  streamsFirstFile: Bool)
+    /// A standalone server (`tandem serve`): its address `tandem://HOST:PORT` or an invite to reuse, and the
+    /// creation token it asks for, if any.
+    case standalone(address: String, createToken: String?)
+
+    /// Whether a server is started in this process.
+    package var isEmbedded: Bool {
+        if case .embedded = self { return true }
+        return false
+    }
+}
+
+/// A hosted session once it runs: the host as its first participant, the invite to hand on, and the embedded
+/// server when there is one (it ends with the host: "the host left").
+package struct HostSession: Sendable {
+    package let participant: LocalPeer
+    package let invite: Invite
+    package let server: SessionServer?
+
+    /// Creates the session for `items` on `server`, connects the host to it with `player`, shares what the session
+    /// does not have yet (`HostedItems.share`) and, with `inviteFile`, saves the invite there for its owner alone.
+    /// On any failure nothing is left running: the host leaves and an embedded server is shut down.
+    package static func start(items: HostedItems, file: String, on server: HostServer, name: String,
+                              player: GStreamerPlayer, options: TandemClient.Options, preview: PreviewImage?,
+                              inviteFile: String?, warn: (String) -> Void) async throws -> HostSession {
+        var options = options
+        options.asHost = true
+        let invite: Invite
+        let dial: Invite
+        var embedded: SessionServer?
+        switch server {
+        case .standalone(let address, let createToken):
+            invite = try Invite.forNewSession(onServer: address)
+            options.createSession = true
+            options.createToken = createToken
+            dial = invite
+        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile):
+            // Named before the server starts, so that the first file can be offered to this session alone.
+            let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
+            var configuration = ServerConfiguration()
+            configuration.web = web
+            if streamsFirstFile { configuration.web?.mediaFiles[sessionID] = file }
+            let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,
+                                                        logger: Logger(label: "tandem.server"))
+            embedded = started
+            let everywhere = bind == "0.0.0.0" || bind == "::"
+            do {
+                invite = try started.createSession(id: sessionID, advertisedHost: advertise ?? advertisedHost(bind: bind),
+                                                   activity: items.envelope)
+            } catch {
+                await started.shutdown()
+                throw error
+            }
+            var local = invite
+            local.host = everywhere ? "127.0.0.1" : bind
+            dial = local
+        }
+
+        let participant: LocalPeer
+        do {
+            participant = try await LocalPeer.connect(invite: dial, name: name, file: file, media: items.media,
+                                                      player: player, options: options)
+        } catch {
+            await embedded?.shutdown()
+            throw error
+        }
+        do {
+            try await items.share(from: participant, setActivity: !server.isEmbedded, preview: preview, warn: warn)
+            if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
+        } catch {
+            await participant.leave()
+            await embedded?.shutdown()
+            throw error
+        }
+        return HostSession(participant: participant, invite: invite, server: embedded)
+    }
+}
