@@ -47,7 +47,10 @@ make_opus() {
 make_webm() {
   local file="$1" seconds="$2"
   local frames=$((seconds * fps))
-  local buffers=$((seconds * 50))
+  # The audio starts 10 ms in (and ends 10 ms early): Opus's CodecDelay (6.5 ms) would otherwise put the first
+  # audio block before zero, and Chromium, which seeks an Opus file 80 ms early (SeekPreRoll) clamped to that
+  # start, then finds no Cue at or before it and fails every seek to the first ~87 ms.
+  local buffers=$((seconds * 50 - 1))
   gst-launch-1.0 -q \
     webmmux name=mux writing-app=tandem-make-samples ! filesink location="$file" \
     videotestsrc pattern=smpte num-buffers="$frames" \
@@ -55,7 +58,7 @@ make_webm() {
       ! timeoverlay time-mode=running-time halignment=center valignment=center font-desc="Sans Bold 28" \
       ! videoconvert ! vp8enc deadline=0 cpu-used=4 threads=1 target-bitrate=160000 keyframe-max-dist=30 \
       ! queue ! mux. \
-    $clicks num-buffers="$buffers" ! "$audio_caps" \
+    $clicks num-buffers="$buffers" timestamp-offset=10000000 ! "$audio_caps" \
       ! audioconvert dithering=none noise-shaping=none ! opusenc bitrate=32000 bitrate-type=cbr ! queue ! mux.
 }
 

@@ -2,12 +2,17 @@
 """Drives the browser page in headless Chromium against a real `tandem host --web`.
 
     web-peer-check.py TANDEM MEDIA SCREENSHOT
-    web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max)
+    web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max,
+                                                           command latency)
+    web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
+                                                           then loads each item by itself)
 
-Starts the host on 127.0.0.1 (headless player), opens the printed browser link, picks the same file, and checks
-that the page joins, reports ready, follows the host's play / pause / seek, sends its own play, shows notices,
-and that chat crosses both ways. Writes a screenshot, prints one line per check and a closing
-'N passed, N failed'. Exits 0 when every check passed, 1 otherwise, 77 when the browser cannot start.
+Starts the host on 127.0.0.1 (headless player, `--json`), opens the browser link of its `browser` event, picks the
+same file, and checks that the page joins, reports ready, follows the host's play / pause / seek, reports its
+render offset to the group (the host's `participants` events carry it), sends its own play, shows notices, that
+chat crosses both ways, and that after its WebSocket is closed it reconnects as the same participant and follows
+a later pause. Writes a screenshot, prints one line per check and a closing 'N passed, N failed'. Exits 0 when
+every check passed, 1 otherwise, 77 when the browser cannot start.
 Launches Debian's /usr/bin/chromium (Playwright's own browsers are never downloaded).
 """
 import json
@@ -22,23 +27,29 @@ import time
 CHROMIUM = os.environ.get("TANDEM_CHROMIUM", "/usr/bin/chromium")
 
 
-def video_only(media):
-    """A copy of MEDIA with its video track alone (GStreamer remux, no re-encoding). Chromium 156 fails to read
-    the bundled samples' Opus audio as GStreamer's webmmux writes it ("FFmpegDemuxer: demuxer seek failed"), so
-    the host shares, and the page loads, this copy."""
-    out = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), os.path.basename(media))
-    subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + media, "!", "matroskademux", "name=d",
-                    "d.video_0", "!", "queue", "!", "webmmux", "!", "filesink", "location=" + out],
-                   check=True, timeout=60, stdout=subprocess.DEVNULL)
-    return out
+def png(width=48, height=27):
+    """A small PNG (a horizontal gradient) written with zlib alone, for the host's --preview."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + bytes(v for x in range(width) for v in (x * 5 % 256, 80, 200)) for _ in range(height))
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    path = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), "preview.png")
+    with open(path, "wb") as out:
+        out.write(data)
+    return path
 
 
 class Host:
-    """`tandem host` with its stdout read line by line on a thread."""
+    """`tandem host --json` with its stdout read line by line on a thread."""
 
-    def __init__(self, tandem, media):
+    def __init__(self, tandem, media, *following, extra=()):
         self.process = subprocess.Popen(
-            [tandem, "host", media, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann"],
+            [tandem, "host", media, *following, *extra, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann",
+             "--json"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         self.lines = []
         self.queue = queue.Queue()
@@ -52,6 +63,32 @@ class Host:
     def send(self, command):
         self.process.stdin.write(command + "\n")
         self.process.stdin.flush()
+
+    def events(self, name):
+        """The host's `--json` events called NAME so far."""
+        found = []
+        for line in list(self.lines):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("event") == name:
+                found.append(event)
+        return found
+
+    def wait_for_event(self, name, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for event in self.events(name):
+                if predicate(event):
+                    return event
+            time.sleep(0.05)
+        return None
+
+    def browser_link(self, timeout=20):
+        """The link of the host's `browser` event."""
+        event = self.wait_for_event("browser", lambda e: True, timeout)
+        return event and event.get("link")
 
     def wait_for(self, predicate, timeout):
         deadline = time.monotonic() + timeout
@@ -76,15 +113,13 @@ def bench(tandem, media, seconds, pages):
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
     render to within a millisecond, for SECONDS."""
     from playwright.sync_api import sync_playwright
-    media = video_only(media)
     host = Host(tandem, media)
-    traces = []
+    traces, latencies = [], []
     try:
-        line = host.wait_for(lambda l: l.startswith("Browser: "), 20)
-        if line is None:
+        link = host.browser_link()
+        if link is None:
             print(json.dumps({"error": "the host printed no browser link: " + " | ".join(host.lines[-5:])}))
             return 1
-        link = line.split(" ", 1)[1].strip()
         with sync_playwright() as p:
             try:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=[
@@ -108,6 +143,16 @@ def bench(tandem, media, seconds, pages):
             time.sleep(seconds)
             for page, at in zip(opened, chosen):
                 traces.append((at, page.evaluate("tandem.follower.trace")))
+            # Command latency: from the host's command (its standard input) to each page holding the group's new
+            # timeline, both on this machine's wall clock.
+            for command in ["pause", "play", "seek 2", "pause"]:
+                generation = opened[0].evaluate("tandem.timeline.generation")
+                sent = time.time() * 1000
+                host.send(command)
+                for page in opened:
+                    page.wait_for_function("tandem.timeline.generation > %d" % generation, timeout=10000)
+                    latencies.append(page.evaluate("tandem.timelineAt") - sent)
+                time.sleep(0.5)
             browser.close()
     finally:
         host.stop()
@@ -126,16 +171,74 @@ def bench(tandem, media, seconds, pages):
     def q(p):
         return round(settled[min(len(settled) - 1, int(p * len(settled)))] / 1e6, 3) if settled else None
     never = any(t is None for t in sync_times)
+    latencies.sort()
     print(json.dumps({"pages": pages, "frames": len(settled), "p50Ms": q(0.5), "p99Ms": q(0.99),
                       "maxMs": round(settled[-1] / 1e6, 3) if settled else None,
-                      "syncSecondsAfterFileChosen": None if never else round(max(sync_times), 3)}))
+                      "syncSecondsAfterFileChosen": None if never else round(max(sync_times), 3),
+                      "commands": len(latencies),
+                      "commandP50Ms": round(latencies[len(latencies) // 2], 1) if latencies else None,
+                      "commandMaxMs": round(latencies[-1], 1) if latencies else None}))
     return 0
+
+
+def launch(p):
+    """Debian's Chromium, or None (after saying why) when it cannot start."""
+    try:
+        return p.chromium.launch(executable_path=CHROMIUM, args=["--autoplay-policy=no-user-gesture-required",
+                                                                  "--no-sandbox", "--mute-audio"])
+    except Exception as error:  # the one reason to skip: no browser to run the page in
+        print("SKIP: the browser cannot start: " + str(error).splitlines()[0])
+        return None
+
+
+def queue_check(tandem, first, second, check):
+    """`--queue`: the host shares a queue of two files; the page is given both files at once (in the order that
+    puts the second item first), loads the current item's by name and fingerprint, and the next one when the host
+    moves on, without asking."""
+    from playwright.sync_api import sync_playwright
+    host = Host(tandem, first, second)
+    try:
+        link = host.browser_link()
+        check("the host gives a browser link", link is not None, "\n".join(host.lines[-5:]) if link is None else "")
+        if link is None:
+            return
+        with sync_playwright() as p:
+            browser = launch(p)
+            if browser is None:
+                return 77
+            page = browser.new_page(bypass_csp=True)
+            page.goto(link)
+            page.wait_for_function("window.tandem && tandem.joined === true && (tandem.people || []).length === 2",
+                                   timeout=10000)
+            page.set_input_files("#file", [second, first])
+            page.wait_for_function("tandem.ready === true && tandem.libraryLoads === 1", timeout=10000)
+            check("from two files the page loads the current item's", page.evaluate("tandem.mismatch") is False
+                  and page.evaluate("tandem.library") == 2, page.text_content("#mediaNote") or "")
+            item = page.evaluate("tandem.activity.itemID")
+            page.evaluate("tandem.ready = false")
+            seen = len(host.events("participants"))
+            host.send("next")
+            page.wait_for_function("tandem.activity.itemID !== %s && tandem.ready === true && tandem.libraryLoads === 2"
+                                   % json.dumps(item), timeout=15000)
+            check("the next item loads without asking, matching the host's fingerprint",
+                  page.evaluate("tandem.mismatch") is False, page.text_content("#mediaNote") or "")
+            deadline, ready = time.monotonic() + 10, False
+            while not ready and time.monotonic() < deadline:
+                ready = any(p.get("name") == "browser" and p.get("readiness", {}).get("state") == "ready"
+                            for e in host.events("participants")[seen:] for p in e.get("participants", []))
+                time.sleep(0.05)
+            check("the host sees the page ready for the next item", ready)
+            browser.close()
+    except Exception as error:
+        check("no step timed out", False, str(error).splitlines()[0])
+        print("  host said: " + " | ".join(host.lines[-8:]))
+    finally:
+        host.stop()
 
 
 def main():
     if sys.argv[1] == "--bench":
         return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]))
-    tandem, media, screenshot = sys.argv[1:4]
     results = []
 
     def check(name, ok, detail=""):
@@ -150,15 +253,22 @@ def main():
     if not os.access(CHROMIUM, os.X_OK):
         print("SKIP: no Chromium at " + CHROMIUM + "; run `make deps`")
         return 77
+    if sys.argv[1] == "--queue":
+        if queue_check(sys.argv[2], sys.argv[3], sys.argv[4], check) == 77:
+            return 77
+        passed = sum(1 for r in results if r)
+        print("web peer queue: %d passed, %d failed" % (passed, len(results) - passed))
+        return 0 if results and passed == len(results) else 1
+    tandem, media, screenshot = sys.argv[1:4]
 
-    media = video_only(media)
-    host = Host(tandem, media)
+    host = Host(tandem, media, extra=("--preview", png()))
     try:
-        line = host.wait_for(lambda l: l.startswith("Browser: "), 20)
-        check("the host prints a browser link", line is not None, line or "\n".join(host.lines[-5:]))
-        if line is None:
+        event = host.wait_for_event("browser", lambda e: True, 20)
+        check("the host's --json output has a browser event", event is not None and bool(event.get("link"))
+              and event.get("loopbackLink", "absent") is None, json.dumps(event) if event else "\n".join(host.lines[-5:]))
+        if event is None:
             return 1
-        link = line.split(" ", 1)[1].strip()
+        link = event["link"]
         check("the secret is in the fragment", "#" in link and "/join/" in link, link.split("#")[0])
         with sync_playwright() as p:
             try:
@@ -179,6 +289,10 @@ def main():
             check("the page shows both participants", True, ", ".join(page.evaluate("tandem.people")))
             title = page.text_content("#title")
             check("the page shows the activity", bool(title) and title != "Tandem", title or "")
+            page.wait_for_function("tandem.preview && document.getElementById('preview').naturalWidth === 48",
+                                   timeout=10000)
+            check("the page shows the host's preview image (fetched from the journal, opened, checked)", True,
+                  json.dumps(page.evaluate("tandem.preview")))
 
             page.set_input_files("#file", media)
             page.wait_for_function("tandem.ready === true", timeout=10000)
@@ -196,6 +310,14 @@ def main():
                 stats["frames"], (stats["p50"] or 0) / 1e6, (stats["p99"] or 0) / 1e6, (stats["max"] or 0) / 1e6)
             check("frames are measured against the group's line", stats["frames"] > 0 and stats["p50"] is not None
                   and stats["p50"] < 200e6, detail)
+
+            def reported(e):
+                return any(p.get("name") == "browser" and isinstance(p.get("renderOffsetMs"), (int, float))
+                           for p in e.get("participants", []))
+            event = host.wait_for_event("participants", reported, 5)
+            offset = event and [p["renderOffsetMs"] for p in event["participants"] if p.get("name") == "browser"][0]
+            check("the page's render offset reaches the host (participants event)",
+                  event is not None and abs(offset) < 200, "renderOffsetMs %s" % offset)
 
             host.send("pause")
             page.wait_for_function("statusOf(tandem.timeline) === 'paused' && video.paused", timeout=5000)
@@ -224,6 +346,22 @@ def main():
             host.send("chat hello from the terminal")
             page.wait_for_function("tandem.chat.includes('hello from the terminal')", timeout=5000)
             check("chat from the host reaches the page", True)
+
+            # The link drops (the page's socket closes under it): the page reconnects as the same participant
+            # and follows what the group does next.
+            before = page.evaluate("tandem.me.id")
+            page.evaluate("tandem.wire.ws.close()")
+            page.wait_for_function("tandem.reconnecting >= 1", timeout=5000)
+            page.wait_for_function("tandem.rejoined >= 1 && tandem.wire.state === 'accepted'", timeout=20000)
+            after = page.evaluate("tandem.me.id")
+            check("the page reconnects as the same participant", before == after, "%s, then %s" % (before, after))
+            page.wait_for_function("statusOf(tandem.timeline) === 'playing' && !video.paused", timeout=10000)
+            host.send("pause")
+            page.wait_for_function("statusOf(tandem.timeline) === 'paused' && video.paused && "
+                                   "Math.abs(video.currentTime * 1e9 - tandem.timeline.anchorItemTime) < 0.05e9",
+                                   timeout=10000)
+            check("after reconnecting the page follows the host's pause", True,
+                  "%.3f s" % page.evaluate("tandem.timeline.anchorItemTime / 1e9"))
 
             time.sleep(1)
             page.screenshot(path=screenshot)

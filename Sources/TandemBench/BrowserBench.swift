@@ -12,6 +12,10 @@ package enum BrowserBench {
         package var p99Ms: Double?
         package var maxMs: Double?
         package var syncSecondsAfterFileChosen: Double?
+        /// Commands given to the host, and the time from each to a page holding the group's new timeline.
+        package var commands: Int?
+        package var commandP50Ms: Double?
+        package var commandMaxMs: Double?
 
         /// The report, with the targets (p99 ≤ 20 ms, in sync ≤ 2 s after the file is chosen) met or missed.
         package func report(duration: Double) -> String {
@@ -23,6 +27,7 @@ package enum BrowserBench {
                 browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s
                 render offset from the group: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)) (target ≤ 20 ms: \(p99Met ? "met" : "missed")), max \(ms(maxMs))
                 in sync after the file was chosen: \(sync) (target ≤ 2 s: \(syncMet ? "met" : "missed"))
+                command latency (host command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs))
                 """
         }
     }

@@ -106,11 +106,10 @@ extension HostedItems {
         }
         var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
         guard web else { return header }
-        header.append("Browser: \(WebPage.link(for: invite))")
-        if !invite.tls, !["127.0.0.1", "localhost", "::1"].contains(invite.host) {
-            var loopback = invite
-            loopback.host = "127.0.0.1"
-            header.append("  on this machine: \(WebPage.link(for: loopback)) (elsewhere: --tls-cert, or an SSH tunnel)")
+        let links = WebPage.links(for: invite)
+        header.append("Browser: \(links.link)")
+        if let loopback = links.loopback {
+            header.append("  on this machine: \(loopback) (elsewhere: --tls-cert, or an SSH tunnel)")
         }
         return header
     }

@@ -15,7 +15,7 @@ struct WebPeerBrowserTests {
         FileManager.default.isExecutableFile(atPath: python) && FileManager.default.isExecutableFile(atPath: chromium)
     }
 
-    @Test("a page joins a native host's session, loads its file, follows play, pause and seek, and chats",
+    @Test("a page joins a native host's session, loads its file, follows play, pause and seek, reports its offset, chats and reconnects",
           .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
           .timeLimit(.minutes(2)))
     func pageFollowsNativeHost() async throws {
@@ -23,7 +23,7 @@ struct WebPeerBrowserTests {
         let driver = try TandemProcess([Self.repository.appendingPathComponent("scripts/web-peer-check.py").path,
                                         TandemBinary.path, TandemBinary.sample("short.webm"), screenshot],
                                        executable: Self.python)
-        let code = await driver.exitCode(within: 90)
+        let code = await driver.exitCode(within: 110)
         if code == 77 {
             // The one allowed skip: the browser could not start here.
             print("browser peer test skipped: \(driver.stdout.split(separator: "\n").last ?? "")")
@@ -34,6 +34,24 @@ struct WebPeerBrowserTests {
         if code == nil { driver.stop() }
     }
 
+    @Test("given both files of a queue at once, a page loads each item by name and fingerprint without asking",
+          .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
+          .timeLimit(.minutes(2)))
+    func pageLoadsQueueItemsFromPickedFiles() async throws {
+        let driver = try TandemProcess([Self.repository.appendingPathComponent("scripts/web-peer-check.py").path, "--queue",
+                                        TandemBinary.path, TandemBinary.sample("short.webm"),
+                                        TandemBinary.sample("countdown.webm")],
+                                       executable: Self.python)
+        let code = await driver.exitCode(within: 90)
+        if code == 77 {
+            print("browser queue test skipped: \(driver.stdout.split(separator: "\n").last ?? "")")
+            return
+        }
+        #expect(code == 0, "\(driver.stdout)\n\(driver.stderr)")
+        #expect(driver.stdout.contains("web peer queue: 4 passed, 0 failed"), "\(driver.stdout)")
+        if code == nil { driver.stop() }
+    }
+
     @Test("bench browser: a short run with one page reports the render offset and the time to sync",
           .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
           .timeLimit(.minutes(2)))
@@ -41,7 +59,7 @@ struct WebPeerBrowserTests {
         let bench = try TandemProcess(["bench", "browser", "--duration", "2",
                                        "--python", Self.python,
                                        "--script", Self.repository.appendingPathComponent("scripts/web-peer-check.py").path])
-        let code = await bench.exitCode(within: 90)
+        let code = await bench.exitCode(within: 110)
         if code == nil { bench.stop() }
         if bench.stderr.contains("the browser cannot start") {
             print("bench browser smoke skipped: \(bench.stderr)")
@@ -50,5 +68,7 @@ struct WebPeerBrowserTests {
         #expect(code == 0, "\(bench.stdout)\n\(bench.stderr)")
         #expect(bench.stdout.contains("render offset from the group"), "\(bench.stdout)")
         #expect(bench.stdout.contains("in sync after the file was chosen"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("command latency (host command to the page's new timeline, 4 commands)"),
+                "\(bench.stdout)")
     }
 }

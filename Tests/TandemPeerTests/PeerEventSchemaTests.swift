@@ -9,6 +9,7 @@ struct PeerEventSchemaTests {
     /// One of each event with every optional field set (three participants show every readiness).
     static let examples: [any PeerEvent] = [
         InviteEvent(invite: "tandem://10.0.0.2:7420/s#secret"),
+        BrowserEvent(link: "http://10.0.0.2:7420/join/s#secret", loopbackLink: "http://127.0.0.1:7420/join/s#secret"),
         JoinedEvent(session: "s", participant: .init(id: "p1", name: "ann"),
                     activity: .init(title: "Film", subtitle: "cut", type: "watchTogether",
                                     fallbackURL: "https://example.com/film.webm", fileName: "film.webm", duration: 90)),
@@ -20,7 +21,8 @@ struct PeerEventSchemaTests {
         ParticipantsEvent(participants: [
             .init(id: "p2", name: "bob", host: false, readiness: .loading(progress: 0.5), suspensions: ["loading"],
                   oneWayDelayMs: 1.25),
-            .init(id: "p3", name: "carol", host: false, readiness: .ready(duration: 90), suspensions: [], oneWayDelayMs: 0),
+            .init(id: "p3", name: "carol", host: false, readiness: .ready(duration: 90), suspensions: [], oneWayDelayMs: 0,
+                  renderOffsetMs: -2.5),
             .init(id: "p4", name: "dave", host: false, readiness: .failed(reason: "no such file"), suspensions: [],
                   oneWayDelayMs: 0),
         ]),

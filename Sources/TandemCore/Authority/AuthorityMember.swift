@@ -28,6 +28,10 @@ struct Member: Sendable {
     var joinedAt: SessionInstant
     var oneWayDelay: TimeSpan = .zero
     var errorBound: TimeSpan = .zero
+    /// The last render offset it reported, and what the others were last told, when.
+    var renderOffset: TimeSpan?
+    var sharedRenderOffset: TimeSpan?
+    var renderOffsetSharedAt: SessionInstant?
     var readiness: Readiness = .unknown
     var suspensions: [HeldSuspension] = []
     var prepared: PreparedPosition?
@@ -66,12 +70,27 @@ struct Member: Sendable {
 
     func isPrepared(at position: ItemPosition) -> Bool { prepared?.position == position }
 
+    /// Keeps a reported render offset (clamped to ±1 h). True when the others should hear of it: it moved by a
+    /// millisecond or more since they last did, and they did not in the last second (however often it reports).
+    mutating func noteRenderOffset(_ offset: TimeSpan?, now: SessionInstant) -> Bool {
+        guard let offset else { return false }
+        let bound = TimeSpan.seconds(3600).nanoseconds
+        let clamped = TimeSpan(nanoseconds: min(max(offset.nanoseconds, -bound), bound))
+        renderOffset = clamped
+        if let at = renderOffsetSharedAt, now - at < .seconds(1) { return false }
+        if let shared = sharedRenderOffset, (shared - clamped).magnitude < .milliseconds(1) { return false }
+        sharedRenderOffset = clamped
+        renderOffsetSharedAt = now
+        return true
+    }
+
     var state: ParticipantState {
         var reasons: [SuspensionReason] = []
         for suspension in suspensions where !reasons.contains(suspension.reason) { reasons.append(suspension.reason) }
         return ParticipantState(participant: participant, readiness: readiness, suspensions: reasons, isHost: isHost,
                                 oneWayDelay: oneWayDelay, prerollEstimate: prerollEstimate,
-                                preparedGeneration: prepared?.generation, hasJoined: hasJoined)
+                                preparedGeneration: prepared?.generation, hasJoined: hasJoined,
+                                renderOffset: renderOffset)
     }
 }
 

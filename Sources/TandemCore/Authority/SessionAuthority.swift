@@ -258,10 +258,10 @@ public struct SessionAuthority: Sendable {
             actions = handleQueue(request, from: id, now: now)
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
-        case .linkReport(let oneWayDelay, let errorBound):
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset):
             members[id]?.oneWayDelay = max(.zero, oneWayDelay)
             members[id]?.errorBound = max(.zero, errorBound)
-            actions = []
+            actions = members[id]?.noteRenderOffset(renderOffset, now: now) == true ? broadcastParticipants() : []
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:

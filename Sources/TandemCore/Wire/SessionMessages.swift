@@ -163,10 +163,14 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     public var prerollEstimate: TimeSpan
     /// The generation this participant has reported being prepared for, if any.
     public var preparedGeneration: UInt64?
+    /// The participant's last reported render offset from the group's line (positive: ahead), if it reports one.
+    /// Absent on the wire when none.
+    public var renderOffset: TimeSpan?
 
     public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
                 isHost: Bool = false, oneWayDelay: TimeSpan = .zero, prerollEstimate: TimeSpan = .zero,
-                preparedGeneration: UInt64? = nil, hasJoined: Bool = true) {
+                preparedGeneration: UInt64? = nil, hasJoined: Bool = true, renderOffset: TimeSpan? = nil) {
+        self.renderOffset = renderOffset
         self.participant = participant
         self.hasJoined = hasJoined
         self.readiness = readiness
@@ -179,6 +183,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case participant, readiness, suspensions, isHost, hasJoined, oneWayDelay, prerollEstimate, preparedGeneration
+        case renderOffset
     }
 
     public init(from decoder: any Decoder) throws {
@@ -191,6 +196,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         oneWayDelay = try c.decode(TimeSpan.self, forKey: .oneWayDelay)
         prerollEstimate = try c.decode(TimeSpan.self, forKey: .prerollEstimate)
         preparedGeneration = try c.decodeIfPresent(UInt64.self, forKey: .preparedGeneration)
+        renderOffset = try c.decodeIfPresent(TimeSpan.self, forKey: .renderOffset)
     }
 }
 
@@ -282,8 +288,10 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case setActivity(ActivityEnvelope)
     case appMessage(OutgoingAppMessage)
     case journal(JournalMessage)
-    /// The peer's own estimate of its one-way delay and clock error, for scheduling and status.
-    case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan)
+    /// The peer's own estimate of its one-way delay and clock error, for scheduling and status. `renderOffset`
+    /// (optional) is how far the peer's picture is from the group's line, as the peer measures it (positive:
+    /// ahead); the authority passes it on in `ParticipantState` (browser pages send it, measured per frame).
+    case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
     /// messages; everyone receives it as a `notice` of kind `app`.
     case notice(text: String)

@@ -9,6 +9,14 @@ extension WebPage {
     const secret = decodeURIComponent(location.hash.slice(1));
     const CHAT_TYPE = "TandemPeer.ChatLine";
     let me = null, people = [], activity = null, hostMedia = null, requestID = 0, follower = null, objectURL = null;
+    let reconnectToken = null, readyInfo = null;
+    /** Files picked together (several, or a folder): each item of the queue is found here by name and fingerprint. */
+    let library = [];
+    const MAX_LIBRARY = 5000, MAX_FINGERPRINTS = 200;
+    /** The host's preview image: a journal attachment of this name, fetched when offered, at most this large
+     *  (256 KiB of image as base64 JSON, sealed), one at a time, each at most once. */
+    const PREVIEW_NAME = "value:TandemPeer.PreviewImage", MAX_PREVIEW_BYTES = 415061;
+    let preview = null; const previewTried = new Set();
     const tandem = window.tandem = { events: [], notices: [], chat: [] };
 
     function show(id, text, cls) { const el = $(id); el.textContent = text; el.className = cls || ""; }
@@ -26,16 +34,29 @@ extension WebPage {
       status("This link is incomplete: open the browser link tandem prints (…/join/SESSION#SECRET).", "error");
     } else {
       const wire = new TandemWire(session, secret, {
-        accepted() {
-          status("Authenticated; joining…");
-          wire.sendMessage({ join: { name: "browser", prerollEstimate: 500000000 } });
+        accepted(again) {
+          status(again ? "Connected again; rejoining…" : "Authenticated; joining…");
+          const join = { name: "browser", prerollEstimate: 500000000, lazyJournal: true };
+          // The same participant again: the id and the token of the latest welcome.
+          if (again && me && reconnectToken) { join.reconnectAs = me.id; join.reconnectToken = reconnectToken; }
+          wire.sendMessage({ join });
         },
+        reconnecting(reason, secondsLeft) {
+          tandem.reconnecting = (tandem.reconnecting || 0) + 1; setControls(false);
+          status("Connection lost (" + reason + "); reconnecting… (for up to " + secondsLeft + " s more)", "warn");
+        },
+        renderOffset() { return follower ? follower.currentOffset() : null; },
         message(m) { onMessage(m); },
         clock(offset, roundTrip) {
           show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());
           if (follower) follower.clockReady();
         },
         app(source, plaintext) { onApp(source, plaintext); },
+        journalChunk(id, offset, bytes) {
+          if (!preview || preview.id !== id) return;
+          if (offset !== preview.got || preview.got + bytes.length > preview.size) { previewFailed("its chunks do not add up"); return; }
+          preview.buffer.set(bytes, preview.got); preview.got += bytes.length;
+        },
         closed(reason) { status("Disconnected: " + reason, "error"); tandem.closed = reason; setControls(false); },
       });
       tandem.wire = wire;
@@ -48,14 +69,21 @@ extension WebPage {
         const [kind] = Object.keys(m), body = m[kind];
         switch (kind) {
         case "welcome": {
-          const snap = body._0; me = snap.localParticipant; people = snap.participants;
-          status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
-          tandem.joined = true;
+          const snap = body._0, again = tandem.joined === true, before = me;
+          me = tandem.me = snap.localParticipant; people = snap.participants; reconnectToken = snap.reconnectToken || null;
+          wire.rejoined();
           if (snap.activity) showActivity(snap.activity);
           renderPeople(); setControls(true);
-          wire.sendMessage({ readiness: { _0: { loading: {} } } });
+          if (again) {
+            // The server dropped this participant's readiness and preroll with the old connection: say them again.
+            tandem.rejoined = (tandem.rejoined || 0) + 1;
+            status("Reconnected as " + me.name + (before && before.id !== me.id ? " (a new participant: the old one had expired)" : "") + ".");
+            addLine("notices", "Reconnected to the session.");
+          } else status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
+          tandem.joined = true;
+          wire.sendMessage({ readiness: { _0: readyInfo ? { ready: { _0: readyInfo } } : { loading: {} } } });
           if (snap.timeline) timelineChanged(snap.timeline);
-          offerHostMedia();
+          if (again) follower.reportPreparedAgain(); else offerHostMedia();
           break; }
         case "timeline": timelineChanged(body._0); break;
         case "participants": people = body._0; renderPeople(); break;
@@ -65,6 +93,7 @@ extension WebPage {
           addLine("notices", (n.kind === "app" ? nameOf(n.participant) + ": " : "") + n.text,
                   n.kind === "differentMedia" || n.kind === "limitExceeded" ? "warn" : "");
           break; }
+        case "journal": onJournal(body._0); break;
         case "rejected": addLine("notices", "Not done: " + body.reason, "warn"); break;
         case "refused": addLine("notices", "Refused: " + body.reason, "warn"); break;
         case "invalidated": status("The session ended for you: " + body._0.message, "error"); break;
@@ -73,7 +102,7 @@ extension WebPage {
       }
 
       function timelineChanged(t) {
-        tandem.timeline = t;
+        tandem.timeline = t; tandem.timelineAt = performance.timeOrigin + performance.now();
         const kind = statusOf(t);
         $("play").textContent = kind === "paused" ? "Play" : "Pause";
         $("rate").value = String(t.rate);
@@ -87,13 +116,14 @@ extension WebPage {
       function showActivity(envelope) {
         const moved = activity && activity.itemID !== envelope.itemID;
         activity = envelope; const meta = envelope.metadata || {};
+        try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         if (moved) {
           // Another item of the queue: the file loaded so far is not it.
-          follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
+          readyInfo = null; follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
           wire.sendMessage({ readiness: { _0: { loading: {} } } });
-          show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
+          if (library.length) loadFromLibrary();
+          else show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
         }
-        try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         show("title", meta.title || (hostMedia && hostMedia.fileName) || "Tandem");
         show("subtitle", meta.subtitle || "");
         let line = "Type: " + (meta.type || "generic");
@@ -115,6 +145,46 @@ extension WebPage {
         $("stream").onclick = () => load(url, null, hostMedia && hostMedia.contentID);
       }
 
+      /** Attachments: only the host's preview image is fetched (lazily, bounded), checked and shown. */
+      async function onJournal(j) {
+        const [kind] = Object.keys(j), body = j[kind];
+        if (kind === "available") {
+          const info = body._0;
+          if (preview || previewTried.has(info.id) || (me && info.owner === me.id)) return;
+          let name = null;
+          try { name = fromUTF8.decode(await open(wire.appKey, unb64(info.name))); } catch (e) { return; }
+          if (name !== PREVIEW_NAME || preview || previewTried.has(info.id)) return;
+          previewTried.add(info.id);
+          if (info.size > MAX_PREVIEW_BYTES) { addLine("notices", "Ignored a preview image of " + info.size + " bytes (the limit is " + MAX_PREVIEW_BYTES + ")", "warn"); return; }
+          preview = { id: info.id, size: info.size, sha256: info.sha256, got: 0, buffer: new Uint8Array(info.size) };
+          wire.sendMessage({ journal: { _0: { fetch: { id: info.id } } } });
+        } else if (kind === "failed" && preview && body.id === preview.id) previewFailed(body.reason);
+        else if (kind === "commit" && preview && body.id === preview.id) {
+          const done = preview;
+          if (done.got !== done.size) return previewFailed("it ended early");
+          const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", done.buffer));
+          if (Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("") !== done.sha256) return previewFailed("its checksum differs");
+          try {
+            const value = JSON.parse(fromUTF8.decode(await openRecords(wire.appKey, done.buffer)));
+            const bytes = unb64(value.bytes), format = imageFormat(bytes);
+            if (!format || format !== value.format || bytes.length > 256 * 1024) return previewFailed("it is not a PNG, JPEG, GIF or WebP image");
+            $("preview").src = URL.createObjectURL(new Blob([bytes], { type: "image/" + format }));
+            $("preview").hidden = false; tandem.preview = { format, bytes: bytes.length };
+            preview = null;
+          } catch (e) { previewFailed("it does not open with this session's key"); }
+        }
+      }
+      function previewFailed(why) { preview = null; addLine("notices", "Could not show the host's preview image: " + why, "warn"); }
+      /** An image's format by its first bytes, as native peers judge it. */
+      function imageFormat(b) {
+        const starts = (...m) => m.every((x, i) => b[i] === x), text = (at, t) => fromUTF8.decode(b.slice(at, at + t.length)) === t;
+        if (starts(0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A)) return "png";
+        if (starts(0xFF, 0xD8, 0xFF)) return "jpeg";
+        if (text(0, "GIF87a") || text(0, "GIF89a")) return "gif";
+        if (b.length >= 12 && text(0, "RIFF") && text(8, "WEBP")) return "webp";
+        return null;
+      }
+
       function renderPeople() {
         const list = $("people"); list.replaceChildren();
         for (const p of people) {
@@ -129,7 +199,7 @@ extension WebPage {
 
       /** Loads a file or URL; `file` (a File) is checked against the host's fingerprint first. */
       async function load(source, file, knownContentID) {
-        follower.setLoaded(false);
+        readyInfo = null; follower.setLoaded(false);
         wire.sendMessage({ readiness: { _0: { loading: {} } } });
         let contentID = knownContentID || null;
         if (file) {
@@ -149,6 +219,7 @@ extension WebPage {
           if (isFinite(video.duration)) info.duration = Math.round(video.duration * 1e9);
           if (contentID) info.contentID = contentID;
           $("seek").max = isFinite(video.duration) ? String(video.duration) : "0";
+          readyInfo = info;
           wire.sendMessage({ readiness: { _0: { ready: { _0: info } } } });
           tandem.ready = true;
           status("Ready as " + me.name + ": the group plays when it plays.");
@@ -160,9 +231,36 @@ extension WebPage {
           wire.sendMessage({ readiness: { _0: { failed: { _0: why } } } });
         }, { once: true });
       }
-      $("file").addEventListener("change", (e) => {
-        const file = e.target.files[0]; if (file) load(URL.createObjectURL(file), file);
-      });
+      /** The picked file for the current item: the host's file name with the host's fingerprint, else the same
+       *  content under another name (at most MAX_FINGERPRINTS files read), else the same name (with the warning). */
+      async function findInLibrary() {
+        if (!hostMedia) return null;
+        const named = library.filter((f) => f.name === hostMedia.fileName);
+        if (!hostMedia.contentID) return named[0] || null;
+        let read = 0;
+        for (const f of named.concat(library.filter((f) => f.name !== hostMedia.fileName))) {
+          if (read++ >= MAX_FINGERPRINTS) break;
+          if (await fingerprint(f) === hostMedia.contentID) return f;
+        }
+        return named[0] || null;
+      }
+      async function loadFromLibrary() {
+        const item = activity && activity.itemID;
+        const file = await findInLibrary();
+        if (!activity || activity.itemID !== item) return;  // the group moved on meanwhile
+        if (file) { tandem.libraryLoads = (tandem.libraryLoads || 0) + 1; return load(URL.createObjectURL(file), file); }
+        show("mediaNote", "None of the " + library.length + " files you picked is " + ((hostMedia && hostMedia.fileName)
+          || "this item") + ": choose your copy of it.", "warn");
+      }
+      /** One file: that is the copy. Several, or a folder: the library the queue's items are found in. */
+      function picked(files) {
+        const list = Array.from(files).filter((f) => f.size > 0);
+        if (list.length === 1) { library = []; return load(URL.createObjectURL(list[0]), list[0]); }
+        library = list.slice(0, MAX_LIBRARY); tandem.library = library.length;
+        if (library.length) loadFromLibrary();
+      }
+      $("file").addEventListener("change", (e) => picked(e.target.files));
+      $("folder").addEventListener("change", (e) => picked(e.target.files));
 
       // Controls: requests to the group; nothing plays until the group's timeline says so.
       function request(command) {

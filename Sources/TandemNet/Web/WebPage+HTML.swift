@@ -13,6 +13,7 @@ extension WebPage {
     </head>
     <body>
     <header>
+      <img id="preview" alt="The host's preview image" hidden>
       <h1 id="title">Tandem</h1>
       <p id="subtitle"></p>
       <p id="meta"></p>
@@ -32,7 +33,8 @@ extension WebPage {
           </select>
         </div>
         <div id="media">
-          <label>Your copy of the file: <input id="file" type="file" accept="video/*,audio/*"></label>
+          <label>Your copy of the file (several for a queue): <input id="file" type="file" accept="video/*,audio/*" multiple></label>
+          <label>or a folder: <input id="folder" type="file" webkitdirectory></label>
           <button id="stream" type="button" hidden>Stream the host's file</button>
           <button id="fallback" type="button" hidden>Play from the fallback URL</button>
           <p id="mediaNote"></p>
@@ -70,6 +72,6 @@ extension WebPage {
     #seek { flex: 1; } ul { list-style: none; padding: 0; margin: 0; max-height: 12em; overflow-y: auto; }
     li { padding: 0.1em 0; } .keys, #sync { color: #888; font-size: 0.9em; }
     #chatForm { display: flex; gap: 0.3em; margin-top: 0.3em; } #chatText { flex: 1; }
-    a { color: #9cf; }
+    a { color: #9cf; } #preview { float: right; max-width: 240px; max-height: 135px; margin-left: 1em; }
     """#
 }

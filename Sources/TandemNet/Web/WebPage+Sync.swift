@@ -29,6 +29,8 @@ extension WebPage {
       apply(timeline) {
         if (!timeline) return;
         if (this.timeline && timeline.generation < this.timeline.generation) return;
+        // The same generation again (a welcome after a reconnect): already followed, nothing to redo.
+        if (this.applied && this.timeline && timeline.generation === this.timeline.generation) return;
         const stopping = this.timeline && statusOf(this.timeline) === "playing" && !this.video.paused;
         this.timeline = timeline;
         if (!this.loaded || !this.wire.synchronised) { this.applied = false; return; }
@@ -96,7 +98,7 @@ extension WebPage {
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
           if (this.errors.length < 6) return;
           const median = this.errors.slice().sort((a, b) => a - b)[3];
-          this.lastError = median;
+          this.lastError = median; this.lastErrorAt = localNanos();
           if (this.measuringStart) {
             // The first frames after a start: behind by e means play() needed e longer than assumed.
             this.measuringStart = false;
@@ -124,6 +126,22 @@ extension WebPage {
         }
         // Audio has no frames to watch: its position is read ten times a second instead.
         setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
+      }
+
+      /** The latest measured offset from the line (ns, positive: ahead) while playing and measuring, else null:
+       *  what the page reports to the group in its link reports. */
+      currentOffset() {
+        const t = this.timeline;
+        if (!t || statusOf(t) !== "playing" || this.video.paused || this.lastErrorAt === undefined
+            || localNanos() - this.lastErrorAt > 1.5e9) return null;
+        return this.lastError;
+      }
+
+      /** After a reconnect the server has forgotten `prepared`: say it again when stopped at the anchor. */
+      reportPreparedAgain() {
+        const t = this.timeline;
+        if (!this.applied || !t || statusOf(t) === "playing" || this.video.seeking) return;
+        if (Math.abs(this.position() - t.anchorItemTime) < 2e6) this.wire.sendMessage({ prepared: { generation: t.generation } });
       }
 
       /** Render offsets so far (ns): p50, p99, max of |error|, and the frames measured. */

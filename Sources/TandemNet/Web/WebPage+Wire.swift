@@ -22,24 +22,61 @@ extension WebPage {
       new DataView(out.buffer).setUint32(0, body.length + 1); out[4] = kind; out.set(body, 5); return out;
     }
 
-    /** One participant's connection: WebSocket, handshake, heartbeats, clock sync, session messages. */
+    /** Codes after which the session is over for this page: it does not reconnect. */
+    const FINAL_CODES = ["ended", "hostLeft", "removed", "left", "serverShutdown", "authenticationFailed",
+                         "noSuchSession", "sessionEnded", "sessionFull", "serverFull", "protocolVersion"];
+    /** Reconnecting: 0.25 s doubling to 2 s between attempts, for at most this long after the link was lost. */
+    const RECONNECT_FOR_MS = 60000;
+
+    /** One participant's connection: WebSocket, handshake, heartbeats, clock sync, session messages; a lost
+     *  connection is opened again (handlers.reconnecting, then handlers.accepted once more). */
     class TandemWire {
       constructor(session, secret, handlers) {
         this.session = session; this.secret = secret; this.handlers = handlers;
         this.pending = new Uint8Array(0); this.state = "connecting"; this.sequence = 0; this.appSequence = 0;
         this.samples = []; this.offset = null; this.roundTrip = null; this.lastHeard = performance.now();
+        this.lostAt = null; this.attempts = 0; this.connections = 0;
       }
 
       async open() {
         if (!window.crypto || !crypto.subtle) throw new Error("this page needs a secure context for WebCrypto: open it over https (a host with --tls-cert) or on 127.0.0.1 / localhost (e.g. through an SSH tunnel)");
         this.appKey = await deriveAppKey(this.secret, this.session);
+        this.connect();
+      }
+
+      connect() {
         const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-        this.ws = new WebSocket(scheme + "//" + location.host + "/ws");
-        this.ws.binaryType = "arraybuffer";
-        this.ws.onopen = () => this.sendJSON(Kind.hello, { protocolVersion: PROTOCOL_VERSION, session: this.session });
-        this.ws.onmessage = (event) => this.receive(new Uint8Array(event.data));
-        this.ws.onclose = (event) => this.closed(this.closeReason || ("connection closed (" + event.code + ")"));
-        this.ws.onerror = () => { this.closeReason = this.closeReason || "the connection failed"; };
+        const ws = new WebSocket(scheme + "//" + location.host + "/ws");
+        this.ws = ws; this.pending = new Uint8Array(0); this.closeReason = null; this.finalReason = null;
+        this.state = "connecting"; this.connections += 1; this.lastHeard = performance.now();
+        ws.binaryType = "arraybuffer";
+        ws.onopen = () => this.sendJSON(Kind.hello, { protocolVersion: PROTOCOL_VERSION, session: this.session });
+        ws.onmessage = (event) => { if (ws === this.ws) this.receive(new Uint8Array(event.data)); };
+        ws.onclose = (event) => { if (ws === this.ws) this.lost(this.closeReason || ("connection closed (" + event.code + ")")); };
+        ws.onerror = () => { this.closeReason = this.closeReason || "the connection failed"; };
+      }
+
+      /** Gives up on this connection at once (a dead link may take long to finish a WebSocket close). */
+      drop(reason) {
+        const ws = this.ws; this.ws = null;
+        try { ws.close(); } catch (e) { /* already closing */ }
+        this.lost(reason);
+      }
+
+      /** The connection ended: over for good after a final code, else tried again with backoff for a while. */
+      lost(reason) {
+        if (this.state === "closed") return;
+        clearInterval(this.heartbeat); clearTimeout(this.clockTimer);
+        if (this.finalReason) return this.closed(this.finalReason);
+        const now = performance.now();
+        if (this.lostAt === null) { this.lostAt = now; this.attempts = 0; }
+        if (now - this.lostAt >= RECONNECT_FOR_MS) {
+          return this.closed(reason + "; no connection for " + RECONNECT_FOR_MS / 1000 + " s, so the page stopped trying: reload it to join again");
+        }
+        this.state = "reconnecting";
+        const delay = Math.min(2000, 250 * 2 ** this.attempts); this.attempts += 1;
+        this.handlers.reconnecting(reason, Math.ceil((RECONNECT_FOR_MS - (now - this.lostAt)) / 1000));
+        this.retryTimer = setTimeout(() => this.connect(), delay);
       }
 
       send(kind, body) { if (this.ws && this.ws.readyState === 1) this.ws.send(frame(kind, body)); }
@@ -67,11 +104,19 @@ extension WebPage {
         case Kind.pong: return;
         case Kind.error: case Kind.close: {
           const reason = JSON.parse(fromUTF8.decode(body));
-          this.closeReason = reason.message + " (" + reason.code + ")"; return this.ws.close(); }
+          this.closeReason = reason.message + " (" + reason.code + ")";
+          if (FINAL_CODES.includes(reason.code)) this.finalReason = this.closeReason;
+          return this.ws.close(); }
         case Kind.clockPong: return this.clockPong(body, receivedAt);
         case Kind.session: return this.handlers.message(JSON.parse(fromUTF8.decode(body)));
         case Kind.appMessage: return this.appMessage(body);
-        default: return;  // journal chunks: the page loads no attachments
+        case Kind.journalChunk: {
+          // id str | offset i64 | bytes: the page fetches one attachment at a time (the preview image).
+          const view = new DataView(body.buffer, body.byteOffset), idLength = view.getUint16(0);
+          if (body.length < 10 + idLength) return;
+          const id = fromUTF8.decode(body.slice(2, 2 + idLength));
+          return this.handlers.journalChunk(id, Number(view.getBigInt64(2 + idLength)), body.slice(10 + idLength)); }
+        default: return;
         }
       }
 
@@ -89,9 +134,10 @@ extension WebPage {
         this.state = "accepted";
         this.heartbeatMs = body.heartbeatIntervalMs || 500;
         this.timeoutMs = body.heartbeatTimeoutMs || 2000;
-        this.handlers.accepted();
+        this.handlers.accepted(this.lostAt !== null);
+        clearInterval(this.heartbeat);
         this.heartbeat = setInterval(() => {
-          if (performance.now() - this.lastHeard > this.timeoutMs * 2) { this.closeReason = "nothing heard from the server"; this.ws.close(); return; }
+          if (performance.now() - this.lastHeard > this.timeoutMs * 2) { this.drop("nothing heard from the server"); return; }
           this.send(Kind.ping, new Uint8Array(0));
         }, this.heartbeatMs);
         this.pingClock();
@@ -123,7 +169,10 @@ extension WebPage {
         if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9)) {
           this.lastReport = t4;
           const half = Math.max(0, Math.round(this.roundTrip / 2));
-          this.sendMessage({ linkReport: { oneWayDelay: half, errorBound: half } });
+          const report = { oneWayDelay: half, errorBound: half };
+          const offset = this.handlers.renderOffset ? this.handlers.renderOffset() : null;
+          if (offset !== null && isFinite(offset)) report.renderOffset = Math.round(offset);
+          this.sendMessage({ linkReport: report });
         }
         if (this.handlers.clock) this.handlers.clock(this.offset, this.roundTrip);
       }
@@ -152,16 +201,20 @@ extension WebPage {
         } catch (e) { /* sealed with another key, or altered: dropped */ }
       }
 
+      /** Back in the session (a welcome after a reconnect): the next loss gets a fresh 60 s. */
+      rejoined() { this.lostAt = null; this.attempts = 0; }
+
       leave() {
         this.sendMessage({ leave: {} });
         this.sendJSON(Kind.close, { code: "left", message: "left the session" });
-        this.closeReason = "you left the session";
-        this.ws.close();
+        this.finalReason = "you left the session";
+        clearTimeout(this.retryTimer);
+        if (this.ws) this.ws.close(); else this.closed(this.finalReason);
       }
 
       closed(reason) {
         if (this.state === "closed") return;
-        this.state = "closed"; clearInterval(this.heartbeat); clearTimeout(this.clockTimer);
+        this.state = "closed"; clearInterval(this.heartbeat); clearTimeout(this.clockTimer); clearTimeout(this.retryTimer);
         this.handlers.closed(reason);
       }
     }
@@ -181,6 +234,18 @@ extension WebPage {
     async function open(key, box) {
       if (box.length < 28) throw new Error("short box");
       return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: box.slice(0, 12) }, key, box.slice(12)));
+    }
+
+    /** Opens an attachment's records (`length u32 BE ‖ box` each) and joins the plaintext. */
+    async function openRecords(key, sealed) {
+      const parts = []; let at = 0;
+      while (at < sealed.length) {
+        if (sealed.length - at < 4) throw new Error("cut records");
+        const length = new DataView(sealed.buffer, sealed.byteOffset + at).getUint32(0); at += 4;
+        if (length > sealed.length - at) throw new Error("cut records");
+        parts.push(await open(key, sealed.slice(at, at + length))); at += length;
+      }
+      return concat(...parts);
     }
 
     /** The token for the host's media (`--web-media`): hex HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session). */

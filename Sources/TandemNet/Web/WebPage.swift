@@ -44,6 +44,15 @@ public enum WebPage {
         return components.string ?? "\(components.scheme!)://\(invite.host):\(invite.port)/join/\(invite.session)#\(invite.secret)"
     }
 
+    /// The browser link, and the same on 127.0.0.1 when the link is plain http to another address: browsers give
+    /// plain-http pages WebCrypto only on loopback.
+    public static func links(for invite: Invite) -> (link: String, loopback: String?) {
+        guard !invite.tls, !["127.0.0.1", "localhost", "::1"].contains(invite.host) else { return (link(for: invite), nil) }
+        var loopback = invite
+        loopback.host = "127.0.0.1"
+        return (link(for: invite), link(for: loopback))
+    }
+
     /// Headers on every answer: nothing from elsewhere (no CDN, no inline script), nothing cached, no referrer.
     static var securityHeaders: HTTPHeaders {
         [

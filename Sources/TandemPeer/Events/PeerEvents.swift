@@ -10,6 +10,23 @@ package struct InviteEvent: PeerEvent, Equatable {
     package init(invite: String) { self.invite = invite }
 }
 
+/// `browser` (host with `--web`, after `invite`): the browser link, and the same on loopback when the link is plain
+/// http to another address (browsers give such pages WebCrypto only on loopback).
+package struct BrowserEvent: PeerEvent, Equatable {
+    package static let name = "browser"
+    package var link: String
+    @Nullable package var loopbackLink: String?
+    package init(link: String, loopbackLink: String?) {
+        self.link = link
+        self.loopbackLink = loopbackLink
+    }
+
+    package init(invite: Invite) {
+        let links = WebPage.links(for: invite)
+        self.init(link: links.link, loopbackLink: links.loopback)
+    }
+}
+
 /// `joined`: this peer is in the session.
 package struct JoinedEvent: PeerEvent, Equatable {
     package static let name = "joined"
@@ -158,9 +175,13 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package var oneWayDelayMs: Double
         /// `syncplay` for a Syncplay client (followed at Syncplay's precision); absent for Tandem peers.
         package var via: String?
+        /// How far its picture is from the group's line as it measures it (positive: ahead); browser pages report
+        /// it, `null` for peers that do not.
+        @Nullable package var renderOffsetMs: Double?
 
         package init(id: String, name: String, host: Bool, readiness: Readiness, suspensions: [String],
-                     oneWayDelayMs: Double, via: String? = nil) {
+                     oneWayDelayMs: Double, via: String? = nil, renderOffsetMs: Double? = nil) {
+            self.renderOffsetMs = renderOffsetMs
             self.id = id
             self.name = name
             self.host = host
@@ -173,7 +194,8 @@ package struct ParticipantsEvent: PeerEvent, Equatable {
         package init(_ state: ParticipantState) {
             self.init(id: state.participant.id.rawValue, name: state.participant.name, host: state.isHost,
                       readiness: Readiness(state.readiness), suspensions: state.suspensions.map(\.rawValue),
-                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds), via: state.participant.via)
+                      oneWayDelayMs: EventUnits.milliseconds(state.oneWayDelay.nanoseconds), via: state.participant.via,
+                      renderOffsetMs: EventUnits.milliseconds(state.renderOffset?.nanoseconds))
         }
     }
 
@@ -393,7 +415,7 @@ package struct EndedEvent: PeerEvent, Equatable {
 
 /// Every event type, for checks of the documented schema.
 package let allPeerEventTypes: [any PeerEvent.Type] = [
-    InviteEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
+    InviteEvent.self, BrowserEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
     NoticeEvent.self, ChatEvent.self, TrackProposalEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]

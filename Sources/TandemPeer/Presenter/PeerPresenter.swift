@@ -65,7 +65,7 @@ package final class PeerPresenter: Sendable {
     /// group traps them before anything is said (`invite`, then `header`): a person (or a script) may press Ctrl-C
     /// as soon as they see the invite. `start` runs after the header (a terminal enters raw mode there); `beside`
     /// run until the peer stops (input, the status line). Returns why the run ended.
-    package func run(header: [String], invite: Invite? = nil, server: SessionServer? = nil,
+    package func run(header: [String], invite: Invite? = nil, web: Bool = false, server: SessionServer? = nil,
                      start: @escaping @Sendable () -> Void = {},
                      beside: [@Sendable () async -> Void] = []) async -> PeerEnding {
         // Subscribed before the peer runs, so that its first events are seen.
@@ -73,7 +73,10 @@ package final class PeerPresenter: Sendable {
         let connectionEvents = peer.connection.connectionEvents()
         let serverMessages = peer.connection.serverMessages()
         let peerService = PeerService(peer: peer, alongside: {
-            if let invite { self.emit(InviteEvent(invite: invite.description)) }
+            if let invite {
+                self.emit(InviteEvent(invite: invite.description))
+                if web { self.emit(BrowserEvent(invite: invite)) }
+            }
             await self.interact(header: header, events: events, connectionEvents: connectionEvents,
                                 serverMessages: serverMessages, start: start, beside: beside)
         }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })

@@ -171,7 +171,7 @@ struct HostCommand: AsyncParsableCommand {
                 + (hosted.syncplay?.header(invite: hosted.invite) ?? [])
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                hosted.participant, header: header, invite: hosted.invite, server: hosted.server,
+                hosted.participant, header: header, invite: hosted.invite, web: listen.web, server: hosted.server,
                 tracks: TrackSharing(share: shareTracks, options: peer))
             await hosted.syncplay?.close()
         }

@@ -13,8 +13,9 @@ struct BrowserBenchCommand: AsyncParsableCommand {
             link in Debian's headless Chromium (driven by Playwright), picks the file in each and plays. Each \
             page measures every presented frame (requestVideoFrameCallback) against the group's timeline, which \
             the native host renders to within a millisecond; the report gives the time from choosing the file to \
-            being in sync (|offset| < 20 ms for 10 frames running) and the offset's p50, p99 and max from then on. \
-            Targets: p99 ≤ 20 ms on loopback, in sync ≤ 2 s after the file is chosen.
+            being in sync (|offset| < 20 ms for 10 frames running) and the offset's p50, p99 and max from then on; \
+            then the host pauses, plays, seeks and pauses, and the report gives the command latency (from the \
+            host's command to each page holding the group's new timeline). Targets: p99 ≤ 20 ms on loopback, in sync ≤ 2 s after the file is chosen.
 
             Needs `make deps` (chromium, and Playwright in .build/web-venv) and the source tree's \
             scripts/web-peer-check.py: run it from the repository.
@@ -46,7 +47,6 @@ struct BrowserBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            // Chromium cannot read countdown.webm (its demuxer fails on it); short.webm plays.
             let media = try file ?? Samples.path("short.webm")
             let tandem = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
             let (figures, line) = try BrowserBench.run(python: python, script: script, pages: pages, duration: duration,
