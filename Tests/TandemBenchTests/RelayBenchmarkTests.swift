@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TandemBench
 
@@ -18,5 +19,25 @@ struct RelayBenchmarkTests {
         #expect(result.p50 > 0 && result.p50 <= result.p99 && result.p99 <= result.max)
         #expect(result.residentMemory ?? 1 > 0)
         #expect(result.description.contains("p99"))
+    }
+}
+
+@Suite("Relay instruction counts")
+struct RelayInstructionCountTests {
+    @Test("callgrind's total is read from its output; the per-delivery figure is the difference over the difference")
+    func totalsAndDifference() throws {
+        let path = NSTemporaryDirectory() + "callgrind-\(UUID().uuidString).out"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "# callgrind format\nversion: 1\nevents: Ir\nfn=main\n12 345\nsummary: 98765432\ntotals: 98765432\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(RelayBenchmark.callgrindTotal(atPath: path) == 98_765_432)
+        #expect(RelayBenchmark.callgrindTotal(atPath: path + ".missing") == nil)
+
+        var count = RelayBenchmark.InstructionCount(participants: 16, perSession: 4, rates: (2, 6), duration: 8,
+                                                    low: (1_000_000, 600), high: (3_400_000, 1_800))
+        #expect(count.perDelivery == 2_000)
+        #expect(count.description.contains("2000 instructions"))
+        count.high = (900_000, 1_800)  // fewer instructions for more deliveries: no figure rather than a wrong one
+        #expect(count.perDelivery == nil)
     }
 }

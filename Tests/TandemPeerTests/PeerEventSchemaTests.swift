@@ -25,6 +25,8 @@ struct PeerEventSchemaTests {
                   renderOffsetMs: -2.5),
             .init(id: "p4", name: "dave", host: false, readiness: .failed(reason: "no such file"), suspensions: [],
                   oneWayDelayMs: 0),
+            .init(id: "p5", name: "erin", host: false, readiness: .ready(duration: 90), suspensions: [], oneWayDelayMs: 0,
+                  via: "syncplay"),
         ]),
         NoticeEvent(kind: "joined", participant: "p2", text: "bob joined"),
         ChatEvent(participant: "p2", name: "bob", text: "back in five"),

@@ -2,11 +2,11 @@ import Foundation
 
 /// A `tandem serve` of its own for benchmarks that measure a standalone server (relay, soak).
 package enum ServeProcess {
-    /// Starts `tandem serve` on a free loopback port with one event-loop thread, pinned to core 0 when `taskset`
-    /// exists.
-    package static func start(sessions: Int, perSession: Int) throws(BenchError) -> (process: Process, port: Int) {
-        let me = BenchProcess.executable
-        let serve = [me, "serve", "--bind", "127.0.0.1", "--port", "0", "--max-sessions", "\(sessions + 10)",
+    /// Starts `tandem serve` (`executable`, by default this one, run under `wrapper` when given, e.g. valgrind) on
+    /// a free loopback port with one event-loop thread, pinned to core 0 when `taskset` exists.
+    package static func start(sessions: Int, perSession: Int, executable: String = BenchProcess.executable,
+                              wrapper: [String] = []) throws(BenchError) -> (process: Process, port: Int) {
+        let serve = wrapper + [executable, "serve", "--bind", "127.0.0.1", "--port", "0", "--max-sessions", "\(sessions + 10)",
                      "--max-participants", "\(perSession + 2)", "--threads", "1",
                      // Everyone connects from 127.0.0.1 within seconds (the generator joins 50 at a time):
                      // above the per-address bounds meant for strangers.
