@@ -10,7 +10,7 @@ struct BenchSmokeTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-bench-\(UUID().uuidString)")
         let json = directory.appendingPathComponent("sync.json").path
         let plot = directory.appendingPathComponent("sync.svg").path
-        let bench = try TandemProcess(["bench", "sync", "--peers", "3", "--link", "lan", "--duration", "12",
+        let bench = try TandemProcess(["bench", "sync", "--peers", "3", "--link", "lan", "--duration", "7",
                                        "--policy", "tandem", "syncplay-rules", "--json", json, "--plot", plot])
         #expect(await bench.exitCode(within: 120) == 0, "\(bench.stderr)")
         #expect(bench.stdout.contains("render skew"))
@@ -43,12 +43,12 @@ struct BenchSmokeTests {
 
     @Test("bench soak: a few seconds of churn lose nothing and leave no file descriptor behind")
     func soak() async throws {
-        let bench = try TandemProcess(["bench", "soak", "--duration", "8", "--stable", "3", "--churners", "4",
+        let bench = try TandemProcess(["bench", "soak", "--duration", "5", "--stable", "3", "--churners", "4",
                                        "--rate", "20"])
         #expect(await bench.exitCode(within: 90) == 0, "\(bench.stdout)\n\(bench.stderr)")
         #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
         #expect(bench.stdout.contains("duplicated 0, reordered 0"), "\(bench.stdout)")
-        // Memory is judged over minutes (`make soak`), not in eight seconds; descriptors must be back at once.
+        // Memory is judged over minutes (`make soak`), not in five seconds; descriptors must be back at once.
         let fds = try #require(bench.stdout.firstMatch(of: /fds (\d+) before clients, (\d+) after/), "\(bench.stdout)")
         #expect(fds.1 == fds.2, "\(bench.stdout)")
     }
