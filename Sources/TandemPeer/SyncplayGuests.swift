@@ -44,11 +44,13 @@ package final class SyncplayGuests: Sendable {
 
     private func follow(_ guest: SyncplayGuest, dial: Invite) {
         let key = ObjectIdentifier(guest)
-        let task = Task {
-            await SyncplayGuestLink.run(guest, dial: dial)
-            _ = self.links.withLock { $0.removeValue(forKey: key) }
+        // Entered under the lock before it can run, so a link that ends at once is still taken out of the table.
+        links.withLock { links in
+            links[key] = Task {
+                await SyncplayGuestLink.run(guest, dial: dial)
+                _ = self.links.withLock { $0.removeValue(forKey: key) }
+            }
         }
-        links.withLock { $0[key] = task }
     }
 }
 
