@@ -118,20 +118,28 @@ package final class SyncplayBridge: Sendable {
         session.join()
     }
 
-    /// Runs until the room or the session ends; then closes both.
-    package func run() async {
+    /// Runs `session` and the bridge's `tasks` (following each side, passing chat on) until the first of them
+    /// ends — either side going away ends the bridge — then cancels the rest.
+    static func untilOneEnds(session: GroupSession<MediaActivity>, _ tasks: [@Sendable () async -> Void]) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.session.run() }
-            group.addTask { await self.followSession() }
-            group.addTask { await self.followRoom() }
-            group.addTask {
-                for await (line, _) in self.chat.messages(of: ChatLine.self) {
-                    if let text = Chat.clean(line.text) { self.room.chat(text) }
-                }
-            }
+            group.addTask { await session.run() }
+            for task in tasks { group.addTask(operation: task) }
             _ = await group.next()
             group.cancelAll()
         }
+    }
+
+    /// Runs until the room or the session ends; then closes both.
+    package func run() async {
+        await Self.untilOneEnds(session: session, [
+            { await self.followSession() },
+            { await self.followRoom() },
+            {
+                for await (line, _) in self.chat.messages(of: ChatLine.self) {
+                    if let text = Chat.clean(line.text) { self.room.chat(text) }
+                }
+            },
+        ])
         await room.close()
         await link.close()
     }

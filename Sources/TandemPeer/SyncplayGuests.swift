@@ -113,19 +113,16 @@ final class SyncplayGuestLink: Sendable {
     }
 
     private func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.session.run() }
-            group.addTask { await self.followSession() }
-            group.addTask { await self.followGuest() }
-            group.addTask {
+        await SyncplayBridge.untilOneEnds(session: session, [
+            { await self.followSession() },
+            { await self.followGuest() },
+            {
                 for await (line, context) in self.chat.messages(of: ChatLine.self) where context.source != self.link.localParticipantID {
                     guard let text = Chat.clean(line.text) else { continue }
                     self.guest.chat(from: self.names.value[context.source] ?? "?", text)
                 }
-            }
-            _ = await group.next()
-            group.cancelAll()
-        }
+            },
+        ])
         guest.close(guest.endReason ?? "the Tandem session ended")
         await link.close()
     }

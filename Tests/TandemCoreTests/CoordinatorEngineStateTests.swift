@@ -263,7 +263,9 @@ private let s: Int64 = 1_000_000_000
         #expect(m.start == .started(at: clock.now))
     }
 
-    @Test func aFailedStallRecoveryPrepareEndsTheSuspensionWithoutAnAcknowledgement() throws {
+    /// A playing peer that stalled at 10 s, was told to recover at item 4.5 s (generation 3), and recovered at
+    /// 12 s: the machine, its clock and the recovery's prepare command.
+    static func recoveringFromStall() throws -> (Machine, ManualClock, (UInt64, EngineCommand)) {
         let clock = ManualClock(5 * s)
         var m = Self.loaded(clock)
         clock.set(7 * s)
@@ -275,6 +277,12 @@ private let s: Int64 = 1_000_000_000
                       now: clock.now)
         clock.set(12 * s)
         let prepare = try #require(T.engineCommands(m.engineEvent(.recovered, now: clock.now)).first)
+        return (m, clock, prepare)
+    }
+
+    @Test func aFailedStallRecoveryPrepareEndsTheSuspensionWithoutAnAcknowledgement() throws {
+        let (recovering, clock, prepare) = try Self.recoveringFromStall()
+        var m = recovering
         guard case .prerolling(prepare.0, _, 3) = m.recovery else { Issue.record("\(m.recovery)"); return }
         #expect(m.localSuspensionReasons == [.stallRecovery])
 
@@ -294,17 +302,8 @@ private let s: Int64 = 1_000_000_000
     }
 
     @Test func aSecondStallDuringTheFirstRecoveryLeavesNoSuspensionOpen() throws {
-        let clock = ManualClock(5 * s)
-        var m = Self.loaded(clock)
-        clock.set(7 * s)
-        _ = m.receive(.timeline(T.timeline(2, .playing, at: 3 * s, item: 0)), now: clock.now)
-        clock.set(10 * s)
-        _ = m.engineEvent(.stalled, now: clock.now)
-        clock.advance(by: 50 * ms)
-        _ = m.receive(.timeline(T.timeline(3, .waiting(for: [T.me: [.stallRecovery]]), at: 5 * s, item: 4_500 * ms)),
-                      now: clock.now)
-        clock.set(12 * s)
-        let first = try #require(T.engineCommands(m.engineEvent(.recovered, now: clock.now)).first)
+        let (recovering, clock, first) = try Self.recoveringFromStall()
+        var m = recovering
         guard case .prerolling(first.0, _, 3) = m.recovery else { Issue.record("\(m.recovery)"); return }
 
         // The engine stalls again before that preroll is done: the new stall's suspension opens before the first
