@@ -19,16 +19,8 @@ struct QueueEditingProcessTests {
 
     @Test("host A B C, a joiner with --media-dir: move and remove change both queues; jump makes both load and play the item")
     func moveRemoveJump() async throws {
-        let host = try TandemProcess(["host"] + Self.files.map(TandemBinary.sample) + [
-            "--headless", "--json", "--bind", "127.0.0.1", "--port", "0", "--name", "ann"])
-        defer { host.stop() }
-        let invite = try await SessionProcessTests.invite(of: host)
-        let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-qedit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: elsewhere) }
-        let bob = try TandemProcess(["join", invite, "--media-dir", TandemBinary.samples.path, "--headless", "--json",
-                                     "--name", "bob"], currentDirectory: elsewhere)
-        defer { bob.stop() }
+        let (host, bob, elsewhere) = try await QueueProcessTests.hostAndJoiner(Self.files.map(TandemBinary.sample))
+        defer { host.stop(); bob.stop(); try? FileManager.default.removeItem(at: elsewhere) }
         for peer in [host, bob] {
             #expect(await Self.sees(peer, Self.files, current: 0, within: 30), "no queue of three; stderr: \(peer.stderr)")
         }

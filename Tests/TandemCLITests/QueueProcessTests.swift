@@ -16,19 +16,28 @@ struct QueueProcessTests {
         }
     }
 
+    /// ann hosting `files`, and bob joining from an empty directory elsewhere: he finds the items in
+    /// `--media-dir` (the samples), not in his current directory. The caller stops both and removes `elsewhere`.
+    static func hostAndJoiner(_ files: [String]) async throws -> (host: TandemProcess, bob: TandemProcess, elsewhere: URL) {
+        let host = try TandemProcess(["host"] + files + ["--headless", "--json", "--bind", "127.0.0.1",
+                                                         "--port", "0", "--name", "ann"])
+        do {
+            let invite = try await SessionProcessTests.invite(of: host)
+            let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-queue-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+            let bob = try TandemProcess(["join", invite, "--media-dir", TandemBinary.samples.path, "--headless", "--json",
+                                         "--name", "bob"], currentDirectory: elsewhere)
+            return (host, bob, elsewhere)
+        } catch {
+            host.stop()
+            throw error
+        }
+    }
+
     @Test("host A B; a joiner finds both in --media-dir; `next` makes both load item 2 and start it together")
     func nextAcrossProcesses() async throws {
-        let host = try TandemProcess(["host", Self.first, Self.second, "--headless", "--json", "--bind", "127.0.0.1",
-                                      "--port", "0", "--name", "ann"])
-        defer { host.stop() }
-        let invite = try await SessionProcessTests.invite(of: host)
-        // The joiner runs elsewhere: it finds the items in --media-dir, not in its current directory.
-        let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-queue-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: elsewhere) }
-        let bob = try TandemProcess(["join", invite, "--media-dir", TandemBinary.samples.path, "--headless", "--json",
-                                     "--name", "bob"], currentDirectory: elsewhere)
-        defer { bob.stop() }
+        let (host, bob, elsewhere) = try await Self.hostAndJoiner([Self.first, Self.second])
+        defer { host.stop(); bob.stop(); try? FileManager.default.removeItem(at: elsewhere) }
 
         // Both see the queue of two, the first playing.
         for peer in [host, bob] {

@@ -87,6 +87,26 @@ func collectAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within
     }
 }
 
+/// Connects to `port` on 127.0.0.1 (from `source`, another loopback address, when given; with a small receive
+/// buffer when `receiveBuffer` is given) with the handler `make` builds. The handler goes in before the
+/// connection is up, so a server that closes at once is seen closing.
+func loopbackConnection<Handler: ChannelInboundHandler & Sendable>(
+    port: Int, from source: String? = nil, receiveBuffer: Int? = nil,
+    make: @escaping @Sendable (any Channel) -> Handler
+) async throws -> Handler {
+    var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+    if let receiveBuffer { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer)) }
+    let made = NIOLockedValueBox<Handler?>(nil)
+    bootstrap = bootstrap.channelInitializer { channel in
+        let handler = make(channel)
+        made.withLockedValue { $0 = handler }
+        return channel.pipeline.addHandler(handler)
+    }
+    _ = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+    return made.withLockedValue { $0! }
+}
+
 /// A raw TCP peer for feeding the server bytes a real client never would.
 final class RawPeer: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
@@ -102,19 +122,9 @@ final class RawPeer: ChannelInboundHandler, Sendable {
     /// Connects from `source` (another loopback address, e.g. 127.0.0.2) when given, with a small receive
     /// buffer when `receiveBuffer` is given.
     static func connect(port: Int, from source: String? = nil, receiveBuffer: Int? = nil) async throws -> RawPeer {
-        let group = MultiThreadedEventLoopGroup.singleton
-        var bootstrap = ClientBootstrap(group: group)
-        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
-        if let receiveBuffer { bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer)) }
-        // The handler goes in before the connection is up, so a server that closes at once is seen closing.
-        let made = NIOLockedValueBox<RawPeer?>(nil)
-        bootstrap = bootstrap.channelInitializer { channel in
-            let peer = RawPeer(channel: channel, received: channel.eventLoop.makePromise())
-            made.withLockedValue { $0 = peer }
-            return channel.pipeline.addHandler(peer)
+        try await loopbackConnection(port: port, from: source, receiveBuffer: receiveBuffer) { channel in
+            RawPeer(channel: channel, received: channel.eventLoop.makePromise())
         }
-        _ = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
-        return made.withLockedValue { $0! }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

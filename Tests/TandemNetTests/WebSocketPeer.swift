@@ -19,16 +19,7 @@ final class WebSocketPeer: ChannelInboundHandler, Sendable {
     }
 
     static func connect(port: Int, from source: String? = nil) async throws -> WebSocketPeer {
-        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
-        let made = NIOLockedValueBox<WebSocketPeer?>(nil)
-        bootstrap = bootstrap.channelInitializer { channel in
-            let peer = WebSocketPeer(channel: channel)
-            made.withLockedValue { $0 = peer }
-            return channel.pipeline.addHandler(peer)
-        }
-        _ = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
-        return made.withLockedValue { $0! }
+        try await loopbackConnection(port: port, from: source) { WebSocketPeer(channel: $0) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
