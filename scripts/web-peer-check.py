@@ -156,6 +156,11 @@ def bench(tandem, media, seconds, pages):
             browser.close()
     finally:
         host.stop()
+    if os.environ.get("TANDEM_TRACE_FILE"):
+        # Per page: when the file was chosen (local ns), and every measured frame as [display time (local ns),
+        # signed error (ns, positive: ahead)].
+        with open(os.environ["TANDEM_TRACE_FILE"], "w") as out:
+            json.dump([{"chosen": at, "frames": trace} for at, trace in traces], out)
     settled, sync_times = [], []
     for chosen_at, trace in traces:
         run, in_sync_at = 0, None

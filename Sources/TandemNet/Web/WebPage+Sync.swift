@@ -4,14 +4,15 @@ extension WebPage {
     /// requestVideoFrameCallback (every 100 ms from currentTime for audio).
     static let syncScript = #"""
     "use strict";
-    const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.1;
+    // Nudges take the rate at most 25 % off and aim to close the error within half a second.
+    const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.25, NUDGE_SECONDS = 0.5;
 
     class Follower {
       constructor(video, wire, events) {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0 };
-        this.startLatency = 20e6; this.measuringStart = false;
+        this.startLatency = 60e6; this.measuringStart = false;
         this.video.addEventListener("ended", () => {
           const t = this.timeline;
           if (t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
@@ -86,7 +87,19 @@ extension WebPage {
 
       /** Measures every presented frame against the line and corrects: nudge the rate, or seek when far off. */
       watchFrames() {
-        const measure = (displayedAtLocal, mediaTime) => {
+        // A shown frame's error comes in whole frame durations: the browser shows each video frame on its own
+        // cadence of display refreshes and only drops or repeats one when it has drifted by a frame. Errors under
+        // half a frame are as close as the page can get; nudging them only moves the error a frame the other way.
+        const durations = [];
+        let last = null;
+        const frameDuration = (meta) => {
+          if (last && meta.presentedFrames === last.presentedFrames + 1 && meta.mediaTime > last.mediaTime) {
+            durations.push((meta.mediaTime - last.mediaTime) * 1e9); if (durations.length > 30) durations.shift();
+          }
+          last = meta;
+          return durations.length ? Math.min(...durations) : 0;
+        };
+        const measure = (displayedAtLocal, mediaTime, frame = 0) => {
           const t = this.timeline;
           if (!t || statusOf(t) !== "playing" || this.video.paused || !this.wire.synchronised) return;
           const session = this.wire.sessionTime(displayedAtLocal);
@@ -110,7 +123,9 @@ extension WebPage {
             this.corrections.seeks += 1; this.token += 1; clearTimeout(this.timer); this.errors = [];
             return this.schedule(t);
           }
-          const nudge = Math.abs(median) < DEADBAND ? 0 : Math.max(-MAX_NUDGE, Math.min(MAX_NUDGE, -median / 1e9));
+          const deadband = Math.max(DEADBAND, Math.min(frame / 2 + 1e6, 30e6));
+          const nudge = Math.abs(median) < deadband ? 0
+            : Math.max(-MAX_NUDGE, Math.min(MAX_NUDGE, -median / (NUDGE_SECONDS * 1e9)));
           const rate = t.rate * (1 + nudge);
           if (Math.abs(this.video.playbackRate - rate) > 1e-4) {
             if (nudge !== 0) this.corrections.nudges += 1;
@@ -119,7 +134,7 @@ extension WebPage {
         };
         if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
           const onFrame = (now, meta) => {
-            measure(Math.round(meta.expectedDisplayTime * 1e6), meta.mediaTime);
+            measure(Math.round(meta.expectedDisplayTime * 1e6), meta.mediaTime, frameDuration(meta));
             this.video.requestVideoFrameCallback(onFrame);
           };
           this.video.requestVideoFrameCallback(onFrame);
