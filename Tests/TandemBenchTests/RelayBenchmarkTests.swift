@@ -11,6 +11,7 @@ struct RelayBenchmarkTests {
         configuration.sessions = 2
         configuration.messagesPerSecond = 20
         configuration.duration = 1
+        configuration.settle = 0
         let result = try await RelayBenchmark.run(configuration)
         #expect(result.joined == 6)
         #expect(result.sent >= 6 * 15)

@@ -31,7 +31,7 @@ struct BenchSmokeTests {
     @Test("bench relay: a small load relays every message")
     func relay() async throws {
         let bench = try TandemProcess(["bench", "relay", "--participants", "12", "--per-session", "4", "--rate", "10",
-                                       "--duration", "2"])
+                                       "--duration", "2", "--settle", "0"])
         #expect(await bench.exitCode(within: 60) == 0, "\(bench.stderr)")
         #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
         // The load comes from a process of its own, which reports its CPU; the server's CPU per delivery and

@@ -27,13 +27,14 @@ extension RelayBenchmark {
     /// second for `duration` seconds. Standalone (the default for the command), the server is a `tandem serve` of
     /// its own pinned to core 0 (one event-loop thread) and the load generator another process of this executable
     /// (`tandem bench relay-load`) pinned to core 1, one event loop; otherwise both run in this process.
-    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double,
+    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double, settle: Double = 7,
                                 standalone: Bool) async throws(BenchError) -> Result {
         var configuration = Configuration()
         configuration.participants = participants
         configuration.sessions = max(1, participants / perSession)
         configuration.messagesPerSecond = rate
         configuration.duration = duration
+        configuration.settle = settle
         guard standalone else {
             configuration.clientThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
             do { return try await run(configuration) } catch { throw BenchError("the relay benchmark failed: \(error)") }

@@ -19,6 +19,10 @@ package enum RelayBenchmark {
         public var messagesPerSecond: Double = 10
         /// Seconds of sending (after everyone has joined).
         public var duration: Double = 5
+        /// Seconds between everyone having joined and the first message: a client probes the clock at up to 50 Hz
+        /// (over TCP and UDP) for its first ~6.4 s, then once a second, so the load phase measures a session's
+        /// steady state rather than the start-up of its clock sync (0: start at once).
+        public var settle: Double = 7
         /// Payload bytes per message (at least 16: send time and sender index).
         public var payloadSize: Int = 64
         /// Threads of the server's event loop group (1 = "one core").
@@ -206,6 +210,7 @@ package enum RelayBenchmark {
             }
         }
 
+        if configuration.settle > 0 { try? await Task.sleep(nanoseconds: UInt64(configuration.settle * 1e9)) }
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
         let ownCPUAtStart = processCPUTime(getpid())

@@ -36,6 +36,9 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of sending.")
     var duration = 20.0
 
+    @Option(help: "Seconds between the joins and the load: clock sync's start-up probing is over by 7 s.")
+    var settle = 7.0
+
     @Flag(help: "Double the participants until a target is missed.")
     var ramp = false
 
@@ -52,6 +55,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard perSession >= 2 else { throw ValidationError("--per-session must be at least 2") }
         guard participants >= perSession else { throw ValidationError("--participants must be at least --per-session") }
         guard rate > 0, duration > 0 else { throw ValidationError("--rate and --duration must be positive") }
+        guard (0...600).contains(settle) else { throw ValidationError("--settle must be 0 to 600 seconds") }
     }
 
     func run() async throws {
@@ -66,7 +70,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             var rows: [RelayBenchmark.Result] = []
             while true {
                 let result = try await RelayBenchmark.measure(participants: level, perSession: perSession, rate: rate,
-                                                              duration: duration, standalone: !inProcess)
+                                                              duration: duration, settle: settle, standalone: !inProcess)
                 rows.append(result)
                 printLine(result.description)
                 printLine("")
@@ -75,6 +79,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             }
             if rows.count > 1 { printLine(RelayBenchmark.Result.table(rows)) }
             var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
+            if settle != 7 { command += " --settle \(String(format: "%g", settle))" }
             if ramp { command += " --ramp" }
             if inProcess { command += " --in-process" }
             printLine("machine: \(machineDescription())")
