@@ -73,6 +73,9 @@ package enum RelayBenchmark {
         /// The load generator's own CPU while messages flowed (percent of one core), when it runs in a process
         /// of its own (then pinned to its own core).
         public var generatorCPUPercent: Double?
+        /// Clock probes the participants sent as datagrams while messages flowed, per participant and second
+        /// (steady state: 1, as many again over TCP); more means clock estimates started over during the load.
+        public var clockProbesPerParticipantSecond: Double?
 
         /// Server CPU per delivered message (µs).
         public var serverMicrosecondsPerDelivery: Double? {
@@ -213,6 +216,7 @@ package enum RelayBenchmark {
         if configuration.settle > 0 { try? await Task.sleep(nanoseconds: UInt64(configuration.settle * 1e9)) }
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
+        let probesAtStart = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
         let ownCPUAtStart = processCPUTime(getpid())
         let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
@@ -243,6 +247,8 @@ package enum RelayBenchmark {
         }
         try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now.nanoseconds)))
         for task in tasks { task.cancel() }
+        let probes = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent } - probesAtStart
+        let probeRate = Double(probes) / Swift.max(1, Double(connections.count)) / configuration.duration
         // Let the last deliveries drain, then measure memory while everyone is still connected.
         try? await Task.sleep(nanoseconds: 1_000_000_000)
         let after = residentMemoryBytes()
@@ -275,7 +281,8 @@ package enum RelayBenchmark {
                       p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
                       residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
                       serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU,
-                      serverCPUTime: serverCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU)
+                      serverCPUTime: serverCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU,
+                      clockProbesPerParticipantSecond: probeRate)
     }
 
     /// Latencies recorded from the event loops.
