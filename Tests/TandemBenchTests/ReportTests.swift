@@ -51,6 +51,26 @@ struct ReportTests {
         #expect(!result.meetsTargets)
     }
 
+    @Test("a generator whose timers fire late is flagged, though its average CPU is low; clock probes above 1/s are named")
+    func relayGeneratorLag() {
+        var result = Self.relayResult(participants: 40, p99: 1_500_000)
+        result.serverResidentMemory = 20 * 1_048_576
+        result.generatorCPUPercent = 25
+        result.sent = 2_000
+        result.generatorLagP99 = 400_000
+        result.clockProbesPerParticipantSecond = 1.0
+        #expect(result.description.contains("load generator's timers fired late by 0.400 ms at p99"))
+        #expect(result.description.contains("clock probes as datagrams during the load: 1.0 per participant a second"))
+        #expect(!result.description.contains("busy in bursts") && !result.description.contains("started over"))
+        #expect(result.meetsTargets)
+        result.generatorLagP99 = 12_000_000
+        result.clockProbesPerParticipantSecond = 3.8
+        #expect(result.description.contains("fired late by 12.000 ms at p99 — it was busy in bursts"))
+        #expect(result.description.contains("3.8 per participant a second (steady state is 1"))
+        #expect(!result.meetsTargets, "a lagging generator's latency does not count")
+        #expect(RelayBenchmark.Result.table([result]).contains("25 % LAGGED"))
+    }
+
     @Test("relay runs side by side: one row each, under a header and a rule")
     func relayTable() {
         let table = RelayBenchmark.Result.table([Self.relayResult(participants: 40, p99: 1_500_000),

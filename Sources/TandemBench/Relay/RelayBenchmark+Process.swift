@@ -14,6 +14,10 @@ extension RelayBenchmark.Result {
             lines.append(String(format: "load generator (own process, own core): CPU %.0f %% of its core", generatorCPUPercent)
                          + (generatorSaturated ? " — SATURATED: these figures may be the generator's limit, not the relay's" : ""))
         }
+        if let lag = generatorLagP99 {
+            lines.append(String(format: "load generator's timers fired late by %.3f ms at p99", Double(lag) / 1e6)
+                         + (generatorLagged ? " — it was busy in bursts: the latency may be the generator's" : ""))
+        }
         if let rate = clockProbesPerParticipantSecond {
             lines.append(String(format: "clock probes as datagrams during the load: %.1f per participant a second", rate)
                          + (rate > 1.5 ? " (steady state is 1: some clock estimates started over)" : ""))

@@ -15,7 +15,7 @@ extension RelayBenchmark.Result {
                        r.serverResidentMemory.map { String(format: "%.1f", Double($0) / 1_048_576) } ?? "–",
                        r.serverCPUPercent.map { String(format: "%.0f %%", $0) } ?? "–",
                        r.serverMicrosecondsPerDelivery.map { String(format: "%.2f", $0) } ?? "–",
-                       r.generatorCPUPercent.map { String(format: "%.0f %%", $0) + (r.generatorSaturated ? " SATURATED" : "") } ?? "–",
+                       r.generatorCPUPercent.map { String(format: "%.0f %%", $0) + (r.generatorSaturated ? " SATURATED" : r.generatorLagged ? " LAGGED" : "") } ?? "–",
                        r.meetsTargets ? "met" : "missed"])
         }
         return "where it breaks (one server, one core):\n" + table.rendered

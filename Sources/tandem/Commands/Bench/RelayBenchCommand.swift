@@ -20,7 +20,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             flagged (its figures would be the generator's limit, not the relay's).
 
             With --ramp, the load doubles from --participants until a target is missed (p99 ≤ 2 ms, no loss, \
-            ≤ 100 MB resident, generator not saturated), which shows where it breaks.
+            ≤ 100 MB resident, generator neither saturated nor lagging), which shows where it breaks.
             """
     )
 
