@@ -240,12 +240,14 @@ package enum RelayBenchmark {
             let phase = Int64(index) * interval / Int64(Swift.max(1, connections.count))
             let link = entry.link
             let payloadSize = Swift.max(16, configuration.payloadSize)
+            // A repeated task runs `interval` after the previous run: how much later than that it ran is the lag.
+            let due = NIOLoopBoundBox(sendingStarted + phase, eventLoop: link.eventLoop)
             tasks.append(link.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
                                                                      delay: .nanoseconds(interval)) { task in
                 let now = clock.now.nanoseconds
                 guard now < endAt else { task.cancel(); return }
-                // Due at sendingStarted + phase + k × interval: how late this one fired (under one interval).
-                lags.record((now - sendingStarted - phase) % interval)
+                lags.record(Swift.max(0, now - due.value))
+                due.value = now + interval
                 var payload = Data(count: payloadSize)
                 payload.withUnsafeMutableBytes { raw in
                     raw.storeBytes(of: now, as: Int64.self)
