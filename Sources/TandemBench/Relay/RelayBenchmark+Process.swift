@@ -20,7 +20,7 @@ extension RelayBenchmark.Result {
         }
         if let rate = clockProbesPerParticipantSecond {
             lines.append(String(format: "clock probes as datagrams during the load: %.1f per participant a second", rate)
-                         + (rate > 1.5 ? " (steady state is 1: some clock estimates started over)" : ""))
+                         + (rate > 1.5 ? " (steady state is 1: clocks still acquiring, or estimates started over)" : ""))
         }
         if generatorFellShort {
             lines.append("the generator sent \(sent + sendFailures) of the \(scheduled) messages scheduled: the load "

@@ -241,7 +241,7 @@ package enum RelayBenchmark {
             let link = entry.link
             let payloadSize = Swift.max(16, configuration.payloadSize)
             // A repeated task runs `interval` after the previous run: how much later than that it ran is the lag.
-            let due = NIOLoopBoundBox(sendingStarted + phase, eventLoop: link.eventLoop)
+            let due = NIOLoopBoundBox.makeBoxSendingValue(sendingStarted + phase, eventLoop: link.eventLoop)
             tasks.append(link.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
                                                                      delay: .nanoseconds(interval)) { task in
                 let now = clock.now.nanoseconds
