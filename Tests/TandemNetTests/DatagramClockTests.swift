@@ -54,6 +54,30 @@ import Testing
         await server.shutdown()
     }
 
+    @Test("steady clock probes are spaced by their interval give or take a tenth, so peers that joined together drift apart")
+    func steadyProbesAreJittered() async throws {
+        let server = try await DatagramTests.server()
+        let invite = try server.createSession(id: "jitter")
+        var options = DatagramTests.options()
+        options.clockSync.burstCount = 1
+        options.clockSync.acquisitionCount = 0
+        options.clockSync.steadyInterval = .milliseconds(500)
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: options)
+        let samples = ann.clockSamples()
+        let gathered = await Self.freshSamples(samples, after: SystemMonotonicClock().now, for: 5.5)
+        // A probe goes over both paths: two samples whose t1 differ by the moment between the two sends.
+        var sent: [Int64] = []
+        for t1 in gathered.map(\.t1.nanoseconds).sorted() where sent.last.map({ t1 - $0 > 20_000_000 }) ?? true { sent.append(t1) }
+        let gaps = zip(sent.dropFirst(), sent).map { Double($0 - $1) / 1e9 }
+        #expect(gaps.count >= 6, "\(gaps)")
+        // Never sooner than 0.45 s (a timer does not fire early); later only by a loaded machine's delay.
+        #expect(gaps.allSatisfy { $0 >= 0.449 && $0 < 0.9 }, "\(gaps)")
+        // Uniform over ±50 ms: eight gaps all within 4 ms of each other would be the lockstep this prevents.
+        #expect((gaps.max() ?? 0) - (gaps.min() ?? 0) > 0.004, "\(gaps)")
+        await ann.close()
+        await server.shutdown()
+    }
+
     @Test func withUDPBlockedClockProbesGoOverTCP() async throws {
         let server = try await DatagramTests.server()
         server.setDropsIncomingDatagrams(true)
