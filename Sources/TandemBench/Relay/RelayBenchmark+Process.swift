@@ -35,7 +35,7 @@ extension RelayBenchmark {
     /// second for `duration` seconds. Standalone (the default for the command), the server is a `tandem serve` of
     /// its own pinned to core 0 (one event-loop thread) and the load generator another process of this executable
     /// (`tandem bench relay-load`) pinned to core 1, one event loop; otherwise both run in this process.
-    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double, settle: Double = 7,
+    package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double, settle: Double = 40,
                                 standalone: Bool) async throws(BenchError) -> Result {
         var configuration = Configuration()
         configuration.participants = participants

@@ -19,10 +19,11 @@ package enum RelayBenchmark {
         public var messagesPerSecond: Double = 10
         /// Seconds of sending (after everyone has joined).
         public var duration: Double = 5
-        /// Seconds between everyone having joined and the first message: a client probes the clock at up to 50 Hz
-        /// (over TCP and UDP) for its first ~6.4 s, then once a second, so the load phase measures a session's
-        /// steady state rather than the start-up of its clock sync (0: start at once).
-        public var settle: Double = 7
+        /// The longest wait between everyone having joined and the first message: a client probes the clock at up
+        /// to 50 Hz (over TCP and UDP) until its estimate is firm — ~6.4 s on a quiet path, up to ~30 s when round
+        /// trips are long — then about once a second. The load starts once the probes are at that steady rate, so
+        /// it measures a session's steady state rather than the start-up of its clock sync (0: start at once).
+        public var settle: Double = 40
         /// Payload bytes per message (at least 16: send time and sender index).
         public var payloadSize: Int = 64
         /// Threads of the server's event loop group (1 = "one core").
@@ -224,7 +225,16 @@ package enum RelayBenchmark {
             }
         }
 
-        if configuration.settle > 0 { try? await Task.sleep(nanoseconds: UInt64(configuration.settle * 1e9)) }
+        // Clock sync settles first: the load starts once the participants probe at the steady rate (at most 1.5
+        // datagram probes a second each over the last second), or after `settle` seconds at the most.
+        let settleUntil = clock.now.nanoseconds + Int64(configuration.settle * 1e9)
+        var settling = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
+        while clock.now.nanoseconds < settleUntil {
+            try? await Task.sleep(nanoseconds: UInt64(Swift.min(1e9, Double(settleUntil - clock.now.nanoseconds))))
+            let now = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
+            defer { settling = now }
+            if Double(now - settling) <= 1.5 * Double(connections.count) { break }
+        }
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
         let probesAtStart = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }

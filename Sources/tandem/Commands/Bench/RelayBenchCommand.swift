@@ -36,8 +36,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of sending.")
     var duration = 20.0
 
-    @Option(help: "Seconds between the joins and the load: clock sync's start-up probing is over by 7 s.")
-    var settle = 7.0
+    @Option(help: "Longest wait between the joins and the load, which starts once clock sync probes at its steady rate.")
+    var settle = 40.0
 
     @Flag(help: "Double the participants until a target is missed.")
     var ramp = false
@@ -79,7 +79,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             }
             if rows.count > 1 { printLine(RelayBenchmark.Result.table(rows)) }
             var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
-            if settle != 7 { command += " --settle \(String(format: "%g", settle))" }
+            if settle != 40 { command += " --settle \(String(format: "%g", settle))" }
             if ramp { command += " --ramp" }
             if inProcess { command += " --in-process" }
             printLine("machine: \(machineDescription())")
