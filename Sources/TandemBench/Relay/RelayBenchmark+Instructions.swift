@@ -4,7 +4,8 @@ extension RelayBenchmark {
     /// Instructions the server executes per delivered message, counted by `valgrind --tool=callgrind` (repeatable
     /// on a noisy machine, unlike time). The same participants and sessions run twice for the same time at two
     /// message rates; the difference in the server's instructions over the difference in deliveries is the cost
-    /// of a delivery alone — start-up, joining, heartbeats and clock sync are the same in both runs and cancel.
+    /// of a delivery alone. Only the load phase is counted (start-up, joining and clock sync's acquisition vary
+    /// from run to run); heartbeats and steady clock probes during it are the same in both runs and cancel.
     package struct InstructionCount: Sendable, CustomStringConvertible {
         package var participants: Int
         package var perSession: Int
@@ -65,10 +66,13 @@ extension RelayBenchmark {
             configuration.messagesPerSecond = rate
             configuration.duration = duration
             configuration.clientThreads = 1
+            configuration.collectOnlyDuringLoad = true
             let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession,
-                                                 executable: stripped, wrapper: [valgrind, "--tool=callgrind", "--callgrind-out-file=\(output)"])
+                                                 executable: stripped, wrapper: [valgrind, "--tool=callgrind", "--collect-atstart=no",
+                                                                                 "--callgrind-out-file=\(output)"])
             let server = started.process
-            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: nil)
+            // taskset runs valgrind, which runs the server, in one process: its identifier is the server's.
+            configuration.server = .external(host: "127.0.0.1", port: started.port, processID: server.processIdentifier)
             let result: Result
             do { result = try await runGenerator(configuration) } catch {
                 if server.isRunning { server.terminate() }
@@ -84,6 +88,17 @@ extension RelayBenchmark {
             if index == 0 { count.low = (instructions, result.received) } else { count.high = (instructions, result.received) }
         }
         return count
+    }
+
+    /// Turns callgrind's counting in process `pid` on or off (`callgrind_control -i`).
+    static func callgrindCollect(_ on: Bool, pid: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/callgrind_control")
+        process.arguments = ["-i", on ? "on" : "off", "\(pid)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return }
+        process.waitUntilExit()
     }
 
     /// The total of a callgrind output file (its `summary:` or `totals:` line), if it has one.

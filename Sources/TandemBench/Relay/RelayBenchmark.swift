@@ -24,6 +24,9 @@ package enum RelayBenchmark {
         /// trips are long — then about once a second. The load starts once the probes are at that steady rate, so
         /// it measures a session's steady state rather than the start-up of its clock sync (0: start at once).
         public var settle: Double = 40
+        /// With an external server run under callgrind with `--collect-atstart=no`: count its instructions only
+        /// while messages flow (and drain), so the joins and clock sync's start-up, which vary, are left out.
+        public var collectOnlyDuringLoad = false
         /// Payload bytes per message (at least 16: send time and sender index).
         public var payloadSize: Int = 64
         /// Threads of the server's event loop group (1 = "one core").
@@ -239,6 +242,7 @@ package enum RelayBenchmark {
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
         let probesAtStart = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
         let ownCPUAtStart = processCPUTime(getpid())
+        if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(true, pid: pid) }
         let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
         let sentCounts = Locked<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
@@ -276,6 +280,7 @@ package enum RelayBenchmark {
         let probeRate = Double(probes) / Swift.max(1, Double(connections.count)) / configuration.duration
         // Let the last deliveries drain, then measure memory while everyone is still connected.
         try? await Task.sleep(nanoseconds: 1_000_000_000)
+        if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(false, pid: pid) }
         let after = residentMemoryBytes()
         var serverMemory: (Int64, Int64)?
         var serverCPU: Double?
