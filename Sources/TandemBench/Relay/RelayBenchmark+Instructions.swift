@@ -68,7 +68,7 @@ extension RelayBenchmark {
             configuration.clientThreads = 1
             configuration.collectOnlyDuringLoad = true
             let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession,
-                                                 executable: stripped, wrapper: [valgrind, "--tool=callgrind", "--collect-atstart=no",
+                                                 executable: stripped, wrapper: [valgrind, "--tool=callgrind", "--instr-atstart=no",
                                                                                  "--callgrind-out-file=\(output)"])
             let server = started.process
             // taskset runs valgrind, which runs the server, in one process: its identifier is the server's.

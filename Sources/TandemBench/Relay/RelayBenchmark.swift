@@ -24,7 +24,7 @@ package enum RelayBenchmark {
         /// trips are long — then about once a second. The load starts once the probes are at that steady rate, so
         /// it measures a session's steady state rather than the start-up of its clock sync (0: start at once).
         public var settle: Double = 40
-        /// With an external server run under callgrind with `--collect-atstart=no`: count its instructions only
+        /// With an external server run under callgrind with `--instr-atstart=no`: count its instructions only
         /// while messages flow (and drain), so the joins and clock sync's start-up, which vary, are left out.
         public var collectOnlyDuringLoad = false
         /// Payload bytes per message (at least 16: send time and sender index).
