@@ -141,8 +141,19 @@ def bench(tandem, media, seconds, pages):
             for page in opened:
                 page.wait_for_function("tandem.follower.frames > 10", timeout=20000)
             time.sleep(seconds)
+            # Ground truth: each frame's display time on the system clock (the page's time origin on the wall
+            # clock, moved to CLOCK_MONOTONIC, which is the embedded server's session clock) against the group's
+            # line; not the page's own estimate of its error, which rests on its clock sync.
+            wall_minus_monotonic = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             for page, at in zip(opened, chosen):
-                traces.append((at, page.evaluate("tandem.follower.trace")))
+                line = page.evaluate("[performance.timeOrigin, tandem.timeline.anchorItemTime, "
+                                     "tandem.timeline.anchorSessionTime, tandem.timeline.rate]")
+                origin, anchor_item, anchor_session, rate = line
+                frames = []
+                for local, own, media in page.evaluate("tandem.follower.trace"):
+                    session = origin * 1e6 + local - wall_minus_monotonic
+                    frames.append((local, media * 1e9 - (anchor_item + (session - anchor_session) * rate), own))
+                traces.append((at, frames))
             # Command latency: from the host's command (its standard input) to each page holding the group's new
             # timeline, both on this machine's wall clock.
             for command in ["pause", "play", "seek 2", "pause"]:
@@ -158,31 +169,35 @@ def bench(tandem, media, seconds, pages):
         host.stop()
     if os.environ.get("TANDEM_TRACE_FILE"):
         # Per page: when the file was chosen (local ns), and every measured frame as [display time (local ns),
-        # signed error (ns, positive: ahead)].
+        # signed error from the group's line on the system clock (ns, positive: ahead), the page's own estimate].
         with open(os.environ["TANDEM_TRACE_FILE"], "w") as out:
-            json.dump([{"chosen": at, "frames": trace} for at, trace in traces], out)
-    settled, sync_times = [], []
+            json.dump([{"chosen": at, "frames": frames} for at, frames in traces], out)
+    settled, sync_times, own = [], [], []
     for chosen_at, trace in traces:
         run, in_sync_at = 0, None
-        for at, error in trace:
+        for at, error, _ in trace:
             run = run + 1 if abs(error) < 20e6 else 0
             if run >= 10:
                 in_sync_at = at
                 break
         sync_times.append(None if in_sync_at is None else (in_sync_at - chosen_at) / 1e9)
-        settled += [abs(e) for at, e in trace if in_sync_at is not None and at >= in_sync_at]
+        settled += [abs(e) for at, e, _ in trace if in_sync_at is not None and at >= in_sync_at]
+        own += [abs(o - e) for at, e, o in trace if in_sync_at is not None and at >= in_sync_at]
     settled.sort()
 
     def q(p):
         return round(settled[min(len(settled) - 1, int(p * len(settled)))] / 1e6, 3) if settled else None
     never = any(t is None for t in sync_times)
     latencies.sort()
+    own.sort()
     print(json.dumps({"pages": pages, "frames": len(settled), "p50Ms": q(0.5), "p99Ms": q(0.99),
                       "maxMs": round(settled[-1] / 1e6, 3) if settled else None,
                       "syncSecondsAfterFileChosen": None if never else round(max(sync_times), 3),
                       "commands": len(latencies),
                       "commandP50Ms": round(latencies[len(latencies) // 2], 1) if latencies else None,
-                      "commandMaxMs": round(latencies[-1], 1) if latencies else None}))
+                      "commandMaxMs": round(latencies[-1], 1) if latencies else None,
+                      "ownEstimateP50Ms": round(own[len(own) // 2] / 1e6, 3) if own else None,
+                      "ownEstimateP99Ms": round(own[min(len(own) - 1, int(0.99 * len(own)))] / 1e6, 3) if own else None}))
     return 0
 
 

@@ -1,7 +1,9 @@
 import Foundation
 
 /// `tandem bench browser`: headless Chromium pages (driven by Playwright through the source tree's page driver)
-/// beside a native host, each measuring every presented frame against the group's timeline.
+/// beside a native host. Every presented frame's display time is mapped to the system clock (the page's time
+/// origin on the wall clock, then CLOCK_MONOTONIC, which is the host's embedded server's session clock) and
+/// compared with the group's timeline there: ground truth, not the page's own estimate.
 package enum BrowserBench {
     /// The driver's JSON line.
     package struct Figures: Decodable, Sendable {
@@ -16,6 +18,9 @@ package enum BrowserBench {
         package var commands: Int?
         package var commandP50Ms: Double?
         package var commandMaxMs: Double?
+        /// How far the page's own estimate of its offset (from its clock sync) was from the ground truth.
+        package var ownEstimateP50Ms: Double?
+        package var ownEstimateP99Ms: Double?
 
         /// The report, with the targets (p99 ≤ 20 ms, in sync ≤ 2 s after the file is chosen) met or missed.
         package func report(duration: Double) -> String {
@@ -28,6 +33,7 @@ package enum BrowserBench {
                 render offset from the group: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)) (target ≤ 20 ms: \(p99Met ? "met" : "missed")), max \(ms(maxMs))
                 in sync after the file was chosen: \(sync) (target ≤ 2 s: \(syncMet ? "met" : "missed"))
                 command latency (host command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs))
+                the page's own estimate of its offset, against this: off by p50 \(ms(ownEstimateP50Ms)), p99 \(ms(ownEstimateP99Ms))
                 """
         }
     }
