@@ -104,7 +104,7 @@ let package = Package(
             "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
-        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay",
+        .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay", "TandemBench",
                                                            "TandemTestDisplay"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

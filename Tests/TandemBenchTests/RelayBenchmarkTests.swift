@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TandemBench
+import TandemPeer
 
 @Suite("Relay benchmark")
 struct RelayBenchmarkTests {
@@ -40,5 +41,21 @@ struct RelayInstructionCountTests {
         #expect(count.description.contains("2000 instructions"))
         count.high = (900_000, 1_800)  // fewer instructions for more deliveries: no figure rather than a wrong one
         #expect(count.perDelivery == nil)
+    }
+}
+
+@Suite("Syncplay skew benchmark")
+struct SyncplaySkewBenchTests {
+    @Test("two Tandem peers in a real syncplay-server room: frames rendered by both, skew and settling reported")
+    func smoke() async throws {
+        let media = try Samples.path("countdown.webm")
+        let report = try await SyncplaySkewBench.run(media: media, duration: 10)
+        #expect(report.showings > 20, "\(report)")
+        // Bounds for a loaded machine: Syncplay's own rules leave up to seconds of drift alone.
+        #expect(report.p99 < 1_000_000_000, "\(report)")
+        #expect(report.settling.map(\.command) == ["play", "seek", "play again"])
+        #expect(report.settling.allSatisfy { $0.seconds != nil }, "\(report)")
+        #expect(report.pauseApart != nil, "\(report)")
+        #expect(report.description.contains("render skew between the peers (ground truth)"))
     }
 }
