@@ -108,7 +108,11 @@ package enum SyncplaySkewBench {
         }
         for (index, command) in issued.enumerated() where command.name != "pause" {
             let until = index + 1 < issued.count ? issued[index + 1].at : Int64.max
-            let first = showings.first { $0.median > command.at && $0.median < until && $0.spread <= 100_000_000 }
+            // After the seek only frames from its new place count (frames of the old one may still be on their way).
+            let from: Int64 = command.name == "seek" ? 19_500_000_000 : .min
+            let first = showings.first {
+                $0.median > command.at && $0.median < until && $0.item >= from && $0.spread <= 100_000_000
+            }
             settling.append((command.name, first.map { Double($0.median - command.at) / 1e9 }))
         }
         return Report(duration: duration, showings: spreads.count,
