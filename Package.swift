@@ -64,7 +64,7 @@ let package = Package(
         ]),
         // Benchmarks (sync, relay, clock, soak), ensembles of peers, baseline policies, reports and plots.
         .target(name: "TandemBench", dependencies: [
-            "TandemPeer", "Tandem", "TandemTesting",
+            "TandemPeer", "Tandem", "TandemSyncplay", "TandemTesting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

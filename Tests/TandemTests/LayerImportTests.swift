@@ -21,7 +21,7 @@ struct LayerImportTests {
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "Logging", "ServiceLifecycle"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
-        "TandemBench": ["TandemPeer", "Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
+        "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "ArgumentParser", "Logging", "ServiceLifecycle",
                    "UnixSignals"],
