@@ -74,13 +74,16 @@ package enum DatagramCodec {
         header.writeInteger(type.rawValue)
         header.writeInteger(channel)
         header.writeInteger(sequence)
-        let aad = header.readableBytesView
-        let box = try AES.GCM.seal(body.readableBytesView, using: key,
-                                   nonce: nonce(direction: direction, sequence: sequence), authenticating: aad)
+        // Contiguous bytes all the way (not ByteBufferView): swift-crypto then copies them once, without the
+        // generic, per-region path that made sealing a small datagram cost tens of thousands of instructions.
+        let nonce = nonce(direction: direction, sequence: sequence)
+        let box = try body.withUnsafeReadableBytes { plain in
+            try header.withUnsafeReadableBytes { aad in try AES.GCM.seal(plain, using: key, nonce: nonce, authenticating: aad) }
+        }
         var out = allocator.buffer(capacity: headerSize + body.readableBytes + tagSize)
         out.writeBuffer(&header)
-        out.writeBytes(box.ciphertext)
-        out.writeBytes(box.tag)
+        box.ciphertext.withUnsafeBytes { _ = out.writeBytes($0) }
+        box.tag.withUnsafeBytes { _ = out.writeBytes($0) }
         return out
     }
 
@@ -100,18 +103,19 @@ package enum DatagramCodec {
     /// Authenticates and opens a datagram whose header was read with `header(of:)`; returns the body.
     package static func open(_ datagram: ByteBuffer, header: Header, key: SymmetricKey,
                              direction: DatagramDirection) throws(DatagramRejection) -> ByteBuffer {
-        let start = datagram.readerIndex
-        let sealedLength = datagram.readableBytes - headerSize
-        guard let aad = datagram.getSlice(at: start, length: headerSize),
-              let sealed = datagram.getSlice(at: start + headerSize, length: sealedLength) else { throw .malformed }
-        let ciphertext = sealed.readableBytesView.prefix(sealedLength - tagSize)
-        let tag = sealed.readableBytesView.suffix(tagSize)
+        guard datagram.readableBytes >= headerSize + tagSize else { throw .malformed }
+        let nonce = nonce(direction: direction, sequence: header.sequence)
         do {
-            let box = try AES.GCM.SealedBox(nonce: nonce(direction: direction, sequence: header.sequence),
-                                            ciphertext: ciphertext, tag: tag)
-            let plain = try AES.GCM.open(box, using: key, authenticating: aad.readableBytesView)
+            // As in `seal`: contiguous bytes, not views.
+            let plain = try datagram.withUnsafeReadableBytes { raw in
+                let aad = UnsafeRawBufferPointer(rebasing: raw[..<headerSize])
+                let ciphertext = UnsafeRawBufferPointer(rebasing: raw[headerSize..<(raw.count - tagSize)])
+                let tag = UnsafeRawBufferPointer(rebasing: raw[(raw.count - tagSize)...])
+                let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+                return try AES.GCM.open(box, using: key, authenticating: aad)
+            }
             var out = ByteBufferAllocator().buffer(capacity: plain.count)
-            out.writeBytes(plain)
+            plain.withUnsafeBytes { _ = out.writeBytes($0) }
             return out
         } catch {
             throw .badAuthentication
