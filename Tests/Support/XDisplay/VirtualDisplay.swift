@@ -57,8 +57,12 @@ public final class VirtualDisplay {
             process.waitUntilExit()
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: log)
-            tried.append(":\(number): \(text.split(separator: "\n").suffix(3).joined(separator: " / "))")
-            if tried.count >= 3 { break }
+            let how = process.terminationReason == .uncaughtSignal ? "signal" : "exit status"
+            tried.append(":\(number) (\(how) \(process.terminationStatus)): \(text.split(separator: "\n").suffix(3).joined(separator: " / "))")
+            // A server that went at once without a word may have met the previous test's, still going away: a
+            // moment's pause, then the next number (six tries in all).
+            if tried.count >= 6 { break }
+            Thread.sleep(forTimeInterval: 0.25)
         }
         throw Unavailable(description: "Xvfb could not start: " + tried.joined(separator: "; "))
     }
