@@ -231,16 +231,18 @@ package enum RelayBenchmark {
         // Clock sync settles first: the load starts once the participants probe at the steady rate (at most 1.5
         // datagram probes a second each over the last second), or after `settle` seconds at the most.
         let settleUntil = clock.now.nanoseconds + Int64(configuration.settle * 1e9)
-        var settling = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
+        /// Datagram clock probes sent so far by all the participants.
+        func probesSent() -> Int { joinedLinks.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent } }
+        var settling = probesSent()
         while clock.now.nanoseconds < settleUntil {
             try? await Task.sleep(nanoseconds: UInt64(Swift.min(1e9, Double(settleUntil - clock.now.nanoseconds))))
-            let now = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
+            let now = probesSent()
             defer { settling = now }
             if Double(now - settling) <= 1.5 * Double(connections.count) { break }
         }
         // The external server's CPU from here on: the load phase, not the joins.
         let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
-        let probesAtStart = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent }
+        let probesAtStart = probesSent()
         let ownCPUAtStart = processCPUTime(getpid())
         if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(true, pid: pid) }
         let sendingStarted = clock.now.nanoseconds
@@ -276,7 +278,7 @@ package enum RelayBenchmark {
         }
         try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now.nanoseconds)))
         for task in tasks { task.cancel() }
-        let probes = connections.reduce(0) { $0 + $1.link.datagramStatus.clockPingsSent } - probesAtStart
+        let probes = probesSent() - probesAtStart
         let probeRate = Double(probes) / Swift.max(1, Double(connections.count)) / configuration.duration
         // Let the last deliveries drain, then measure memory while everyone is still connected.
         try? await Task.sleep(nanoseconds: 1_000_000_000)

@@ -9,8 +9,8 @@ import NIOPosix
 final class TickFlusher {
     // nonisolated(unsafe): each thread reads and writes only its own value, and a flusher never leaves its thread.
     nonisolated(unsafe) private static let perThread = ThreadSpecificVariable<TickFlusher>()
-    /// Each connection once, however many writes it queued this tick.
-    private var pending: [ObjectIdentifier: ServerConnectionHandler] = [:]
+    /// Connections to flush this tick: each once, since a handler asks only while its `flushRequested` is off.
+    private var pending: [ServerConnectionHandler] = []
     private var scheduled = false
 
     /// The flusher of the calling thread (an event loop's).
@@ -23,7 +23,7 @@ final class TickFlusher {
 
     /// Flushes `handler` once the loop has run what is queued now (reads of this tick and the tasks they queued).
     func flushSoon(_ handler: ServerConnectionHandler, on loop: any EventLoop) {
-        pending[ObjectIdentifier(handler)] = handler
+        pending.append(handler)
         guard !scheduled else { return }
         scheduled = true
         let bound = NIOLoopBound(self, eventLoop: loop)
@@ -34,6 +34,6 @@ final class TickFlusher {
         scheduled = false
         let handlers = pending
         pending.removeAll(keepingCapacity: true)
-        for handler in handlers.values { handler.flushRequestedWrites() }
+        for handler in handlers { handler.flushRequestedWrites() }
     }
 }
