@@ -52,14 +52,18 @@ extension RelayBenchmark {
         guard FileManager.default.isExecutableFile(atPath: valgrind) else {
             throw BenchError("valgrind is not installed — `make deps` installs it")
         }
+        // TANDEM_CALLGRIND_PROFILE=DIR keeps both runs' counts in DIR, with function names (only the debug
+        // information is stripped), for `callgrind_annotate DIR/relay-high.out | swift demangle`.
+        let profiles = ProcessInfo.processInfo.environment["TANDEM_CALLGRIND_PROFILE"]
         let stripped = NSTemporaryDirectory() + "tandem-callgrind-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: stripped) }
-        try strip(BenchProcess.executable, to: stripped)
+        try strip(BenchProcess.executable, to: stripped, keepingNames: profiles != nil)
         var count = InstructionCount(participants: participants, perSession: perSession, rates: rates, duration: duration,
                                      low: (0, 0), high: (0, 0))
         for (index, rate) in [rates.0, rates.1].enumerated() {
-            let output = NSTemporaryDirectory() + "tandem-callgrind-\(getpid())-\(index).out"
-            defer { try? FileManager.default.removeItem(atPath: output) }
+            let output = profiles.map { "\($0)/relay-\(index == 0 ? "low" : "high").out" }
+                ?? NSTemporaryDirectory() + "tandem-callgrind-\(getpid())-\(index).out"
+            defer { if profiles == nil { try? FileManager.default.removeItem(atPath: output) } }
             var configuration = Configuration()
             configuration.participants = participants
             configuration.sessions = max(1, participants / perSession)
@@ -110,10 +114,10 @@ extension RelayBenchmark {
         return nil
     }
 
-    private static func strip(_ path: String, to destination: String) throws(BenchError) {
+    private static func strip(_ path: String, to destination: String, keepingNames: Bool) throws(BenchError) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/strip")
-        process.arguments = ["--strip-all", "-o", destination, path]
+        process.arguments = [keepingNames ? "--strip-debug" : "--strip-all", "-o", destination, path]
         do { try process.run() } catch { throw BenchError("cannot run strip (binutils): \(error)") }
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw BenchError("strip failed on \(path)") }
