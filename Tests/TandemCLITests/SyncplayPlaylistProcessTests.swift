@@ -82,6 +82,55 @@ struct SyncplayPlaylistProcessTests {
         #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
     }
 
+    @Test("with a real syncplay client (mpv) in the room: its queue add and select reach ann's queue and move her to the item; ann's select and removal reach it")
+    func realSyncplayClient() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        let ann = try SyncplayJoinProcessTests.join(server.port, room: "films", name: "ann")
+        defer { ann.stop() }
+        #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
+        let carol = try SyncplayClientProcess(port: server.port, room: "films", password: "", name: "carol",
+                                              file: SyncplayJoinProcessTests.sample)
+        defer { carol.stop() }
+        #expect(await carol.waitFor(30) { $0.contains("Successfully connected") }, "\(carol.text.suffix(800))")
+        // carol's client has the room's playlist, ann's file.
+        var mark = carol.text.count
+        try await Task.sleep(for: .seconds(1))
+        carol.send("ql")
+        #expect(await carol.waitFor(10, after: mark) { $0.contains("1: countdown.webm") }, "\(carol.text.suffix(800))")
+
+        // carol adds short.webm to the playlist and selects it: ann's queue has it, and her player plays it.
+        carol.send("qa short.webm")
+        #expect(await QueueEditingProcessTests.sees(ann, ["countdown.webm", "short.webm"], current: 0),
+                "\(ann.events("queue").suffix(2)) — carol: \(carol.text.suffix(600))")
+        try await Task.sleep(for: .seconds(1))
+        carol.send("qs 2")
+        #expect(await ann.event("item", within: 20) { $0["index"]?.number == 2 && $0["title"]?.string == "short.webm" } != nil,
+                "\(ann.events("item")) — carol: \(carol.text.suffix(600))")
+
+        // ann goes back to item 1 and removes item 2: carol's client hears both from ann.
+        try await Task.sleep(for: .seconds(1))
+        mark = carol.text.count
+        ann.send("jump 1")
+        #expect(await carol.waitFor(20, after: mark) { $0.contains("ann changed the playlist selection") }, "\(carol.text.suffix(800))")
+        #expect(await QueueEditingProcessTests.sees(ann, ["countdown.webm", "short.webm"], current: 0))
+        mark = carol.text.count
+        ann.send("queue remove 2")
+        #expect(await carol.waitFor(20, after: mark) { $0.contains("ann updated the playlist") }, "\(carol.text.suffix(800))")
+        let removal = mark
+        mark = carol.text.count
+        carol.send("ql")
+        #expect(await carol.waitFor(10, after: mark) { $0.contains("countdown.webm") && !$0.contains("short.webm") },
+                "\(carol.text.suffix(800))")
+        // Nobody answers anybody: one change, one notification, and ann's queue stays as she left it.
+        try await Task.sleep(for: .seconds(2))
+        let updates = carol.text.dropFirst(removal).components(separatedBy: "updated the playlist").count - 1
+        #expect(updates == 1, "\(carol.text.suffix(800))")
+        #expect(await QueueEditingProcessTests.sees(ann, ["countdown.webm"], current: 0), "\(ann.events("queue").suffix(2))")
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
+    }
+
     /// Whether `peer` hears an event that `matches` after its first `count` events, within 20 s.
     static func heard(_ peer: SyncplayTestPeer, after count: Int, _ matches: @escaping (SyncplayClientState.Event) -> Bool) async -> Bool {
         await peer.waitFor(20) { _ in peer.events.dropFirst(count).contains(where: matches) }
