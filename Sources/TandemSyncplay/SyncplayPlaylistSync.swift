@@ -42,9 +42,9 @@ public struct SyncplayPlaylistSync: Sendable {
 
     public init() {}
 
-    /// Whether `files` is a playlist Syncplay's server accepts.
+    /// Whether `files` is a playlist Syncplay's server accepts (it counts characters as Python does: code points).
     public static func fits(_ files: [String]) -> Bool {
-        files.count <= maxEntries && files.reduce(0) { $0 + $1.count } <= maxCharacters
+        files.count <= maxEntries && files.reduce(0) { $0 + $1.unicodeScalars.count } <= maxCharacters
     }
 
     // MARK: Room → session

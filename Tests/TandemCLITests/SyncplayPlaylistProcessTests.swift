@@ -73,9 +73,19 @@ struct SyncplayPlaylistProcessTests {
         ann.send("queue remove 3")
         #expect(await Self.heard(bob, after: before) { Self.playlist($0, ["countdown.webm", "short.webm"], by: "ann") },
                 "\(bob.events.suffix(6))")
+        // She adds a file and moves it first: the room gets each playlist, with file names only.
+        before = bob.events.count
+        ann.send("queue add \(TandemBinary.sample("countdown.opus"))")
+        #expect(await Self.heard(bob, after: before) { Self.playlist($0, ["countdown.webm", "short.webm", "countdown.opus"], by: "ann") },
+                "\(bob.events.suffix(6))")
+        before = bob.events.count
+        ann.send("queue move 3 1")
+        #expect(await Self.heard(bob, after: before) { Self.playlist($0, ["countdown.opus", "countdown.webm", "short.webm"], by: "ann") },
+                "\(bob.events.suffix(6))")
+        #expect(await Self.heard(bob, after: before) { Self.index($0, 1, by: "ann") }, "\(bob.events.suffix(6))")
         // …and the room's echo of them does not come back as another change.
         try await Task.sleep(for: .seconds(1))
-        #expect(await QueueEditingProcessTests.sees(ann, ["countdown.webm", "short.webm"], current: 0))
+        #expect(await QueueEditingProcessTests.sees(ann, ["countdown.opus", "countdown.webm", "short.webm"], current: 1))
         #expect(ann.events("item").count(where: { $0["index"]?.number == 1 }) == 1, "\(ann.events("item"))")
 
         ann.send("leave")
