@@ -18,6 +18,9 @@ struct PlaylistFollowing: Sendable {
     var steps = 0
     /// The room's entries last reported missing here (so that the notice is not repeated for the same ones).
     var missing: [String] = []
+    /// The current item's duration, when the bridge knows it (its file's probe), and the report of its end to come.
+    var duration: TimeSpan?
+    var endReport: Task<Void, Never>?
 }
 
 extension MediaActivity {
@@ -136,9 +139,40 @@ extension SyncplayBridge {
         let info = MediaInfo(duration: probe?.duration, isSeekable: probe?.isSeekable ?? true, hasVideo: probe?.hasVideo ?? false,
                              hasAudio: probe?.hasAudio ?? false, contentID: probe?.contentID, title: probe?.title)
         try? await link.send(.readiness(.ready(info)))
+        playlist.withLock { $0.duration = probe?.duration }
         guard let media else { return }
         let size = probe.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.location)[.size] as? Int } ?? 0
         let duration = (probe?.duration ?? media.duration)?.seconds ?? 0
         room.set(.file(SyncplayFile(name: media.fileName, duration: duration, size: .number(Double(size)))))
+    }
+}
+
+extension SyncplayBridge {
+    /// The bridge has no player to reach the end of an item, so it reports the end itself when the playing timeline
+    /// gets to the item's duration (from its file's probe): the group then goes on once the players have reached it,
+    /// without waiting its end-of-item grace for the bridge. Called for every timeline; a later one cancels it.
+    func scheduleEndReport() {
+        let current = timeline.value
+        var report: Task<Void, Never>?
+        if let current, current.isPlaying, current.rate > 0, let duration = playlist.withLock({ $0.duration }),
+           let mapping = link.clockMapping() {
+            let end = current.projection.inverse(ItemTime(nanoseconds: duration.nanoseconds))
+            let wait = mapping.localTime(atSession: end) - clock.now
+            if wait < .seconds(86_400) {
+                let generation = current.generation
+                report = Task { [link] in
+                    if wait > .zero { try? await Task.sleep(for: .nanoseconds(wait.nanoseconds)) }
+                    guard !Task.isCancelled else { return }
+                    try? await link.send(.reachedEnd(generation: generation))
+                }
+            }
+        }
+        let previous = playlist.withLock { state in defer { state.endReport = report }; return state.endReport }
+        previous?.cancel()
+    }
+
+    /// Cancels a report of the end still to come (the bridge is closing).
+    func cancelEndReport() {
+        playlist.withLock { state in defer { state.endReport = nil }; return state.endReport }?.cancel()
     }
 }

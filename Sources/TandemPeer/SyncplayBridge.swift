@@ -62,7 +62,7 @@ package final class SyncplayBridge: Sendable {
     private let chat: GroupSessionMessenger
     let clock = SystemMonotonicClock()
     /// The session's latest timeline (also read by the room's heartbeat).
-    private let timeline: Locked<Timeline?>
+    let timeline: Locked<Timeline?>
     /// The latest timeline that was playing or paused (not waiting): what the room was last told about.
     private let settled = Mutex<Timeline?>(nil)
     /// Who asked for the change the group is waiting on.
@@ -102,6 +102,7 @@ package final class SyncplayBridge: Sendable {
             throw error
         }
         let bridge = SyncplayBridge(room: room, link: link, latest: latest, directories: directories)
+        bridge.playlist.withLock { $0.duration = probe.duration }
         let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
                              hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
         do { try await link.send(.readiness(.ready(info))) } catch {
@@ -150,6 +151,7 @@ package final class SyncplayBridge: Sendable {
                 }
             },
         ])
+        cancelEndReport()
         await room.close()
         await link.close()
     }
@@ -161,6 +163,7 @@ package final class SyncplayBridge: Sendable {
             switch message {
             case .timeline(let new):
                 timeline.withLock { $0 = new }
+                scheduleEndReport()
                 // No player here: prepared at once, so the group never waits for the bridge. A change that waits
                 // for everyone (a seek, a start) settles later under no one's name: it stays its requester's.
                 if case .waiting = new.status {

@@ -88,6 +88,20 @@ struct SyncplayPlaylistProcessTests {
         #expect(await QueueEditingProcessTests.sees(ann, ["countdown.opus", "countdown.webm", "short.webm"], current: 1))
         #expect(ann.events("item").count(where: { $0["index"]?.number == 1 }) == 1, "\(ann.events("item"))")
 
+        // At the end of countdown.webm the group goes on to item 3 as soon as ann's player got there (the room's
+        // side reports its end too, so the group does not wait its grace for it), and the room is told.
+        before = bob.events.count
+        let notices = ann.events("notice").count
+        ann.send("seek 37")
+        ann.send("play")
+        func moved(_ process: TandemProcess) -> JSON? {
+            process.events("notice").dropFirst(notices).first { ($0["text"]?.string ?? "").contains("item 3 of 3") }
+        }
+        #expect(await ann.wait(for: 20) { moved($0) != nil }, "\(ann.events("notice").suffix(3))")
+        #expect(moved(ann)?["text"]?.string?.hasPrefix("everyone reached the end of countdown.webm") == true,
+                "\(ann.events("notice").suffix(3))")
+        #expect(await Self.heard(bob, after: before) { Self.index($0, 2, by: "ann") }, "\(bob.events.suffix(6))")
+
         ann.send("leave")
         #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
     }
