@@ -45,7 +45,7 @@ package final class QueueMedia: Sendable {
     package func location(for envelope: ActivityEnvelope) async -> String {
         if let location = known.withLock({ $0[envelope.itemID] }) { return location }
         guard let media = MediaActivity(envelope) else { return envelope.itemID }
-        if let directories { return await resolve(media, in: directories) }
+        if let directories { return await resolve(media, itemID: envelope.itemID, in: directories) }
         let location = await resolve(media, title: envelope.metadata.title ?? media.fileName)
         register(itemID: envelope.itemID, location: location)
         return location
@@ -75,13 +75,13 @@ package final class QueueMedia: Sendable {
 extension QueueMedia {
     /// Finds a room's entry by name in the media directories (not remembered when missing, so that a copy put there
     /// later is found). A missing or refused entry resolves to nothing playable, so nothing else plays in its place.
-    private func resolve(_ media: MediaActivity, in directories: MediaDirectories) async -> String {
+    private func resolve(_ media: MediaActivity, itemID: String, in directories: MediaDirectories) async -> String {
         switch directories.resolve(media.fileName) {
         case .file(let path):
             if let probe = try? await MediaProbe.probe(path), let difference = media.difference(from: probe) {
                 warn("\(media.fileName): \(difference) — you may not be watching the same thing")
             }
-            register(itemID: media.itemID, location: path)
+            register(itemID: itemID, location: path)
             return path
         case .url(let url):
             return url
