@@ -28,6 +28,14 @@ package struct MediaActivity: GroupActivity, Hashable {
         contentID = probe.contentID
     }
 
+    /// An activity known only by its file name (a Syncplay room's playlist entry), with `metadata` as given.
+    package init(metadata: GroupActivityMetadata, fileName: String) {
+        self.metadata = metadata
+        self.fileName = fileName
+        duration = nil
+        contentID = nil
+    }
+
     package var envelope: ActivityEnvelope {
         get throws { try envelope(itemID: itemID) }
     }

@@ -10,11 +10,20 @@ import Tandem
 package final class QueueMedia: Sendable {
     /// Where a joiner looks for items by file name (nil: only registered items are known).
     package let directory: String?
+    /// A Syncplay room's media directories: items are looked for there instead (`MediaDirectories`).
+    package let directories: MediaDirectories?
     private let known = Mutex<[String: String]>([:])
     private let warningSink = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     package init(directory: String?) {
         self.directory = directory
+        directories = nil
+    }
+
+    /// Finds items by name in `directories`, as a Syncplay client finds a room's playlist entries.
+    package init(directories: MediaDirectories) {
+        directory = nil
+        self.directories = directories
     }
 
     /// Says where the item `itemID` is (the host's files, a joiner's file given on the command line).
@@ -36,6 +45,7 @@ package final class QueueMedia: Sendable {
     package func location(for envelope: ActivityEnvelope) async -> String {
         if let location = known.withLock({ $0[envelope.itemID] }) { return location }
         guard let media = MediaActivity(envelope) else { return envelope.itemID }
+        if let directories { return await resolve(media, itemID: envelope.itemID, in: directories) }
         let location = await resolve(media, title: envelope.metadata.title ?? media.fileName)
         register(itemID: envelope.itemID, location: location)
         return location
@@ -59,6 +69,30 @@ package final class QueueMedia: Sendable {
         warn("\"\(title)\" (\(media.fileName)) is not in \(directory) and the host gave no fallback URL — put a copy "
             + "there; the group goes on without you for this item")
         return candidate
+    }
+}
+
+extension QueueMedia {
+    /// Finds a room's entry by name in the media directories (not remembered when missing, so that a copy put there
+    /// later is found). A missing or refused entry resolves to nothing playable, so nothing else plays in its place.
+    private func resolve(_ media: MediaActivity, itemID: String, in directories: MediaDirectories) async -> String {
+        switch directories.resolve(media.fileName) {
+        case .file(let path):
+            if let probe = try? await MediaProbe.probe(path), let difference = media.difference(from: probe) {
+                warn("\(media.fileName): \(difference) — you may not be watching the same thing")
+            }
+            register(itemID: itemID, location: path)
+            return path
+        case .url(let url):
+            return url
+        case .missing:
+            warn("\(media.fileName) is not in \(directories.described) — put a copy in one of them (or add a directory "
+                + "with --media-dir); nothing plays here for this item")
+            return ""
+        case .refused(let why):
+            warn("the Syncplay room's entry \"\(media.fileName)\" is not played: \(why)")
+            return ""
+        }
     }
 }
 

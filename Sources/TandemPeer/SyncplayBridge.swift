@@ -50,18 +50,19 @@ package struct SyncplayAddress: Sendable, Equatable {
 /// session is moved only when it is more than `SyncplayBridge.rewindThreshold` ahead of the room or
 /// `fastForwardThreshold` behind it (Syncplay's defaults, 4 s and 5 s). Session → room: a timeline change made by
 /// a participant of the session (not by the bridge) is sent as Syncplay's state change. Room users joining and
-/// leaving are notices; chat crosses both ways. The bridge is always prepared: it has no player of its own.
+/// leaving are notices; chat crosses both ways; the room's shared playlist and the session's queue are kept the same
+/// both ways (`SyncplayBridge+Playlist.swift`). The bridge is always prepared: it has no player of its own.
 package final class SyncplayBridge: Sendable {
     package static let rewindThreshold = 4.0
     package static let fastForwardThreshold = 5.0
 
     package let room: SyncplayConnection
-    private let link: TandemClientConnection
-    private let session: GroupSession<MediaActivity>
+    let link: TandemClientConnection
+    let session: GroupSession<MediaActivity>
     private let chat: GroupSessionMessenger
-    private let clock = SystemMonotonicClock()
+    let clock = SystemMonotonicClock()
     /// The session's latest timeline (also read by the room's heartbeat).
-    private let timeline: Locked<Timeline?>
+    let timeline: Locked<Timeline?>
     /// The latest timeline that was playing or paused (not waiting): what the room was last told about.
     private let settled = Mutex<Timeline?>(nil)
     /// Who asked for the change the group is waiting on.
@@ -70,11 +71,17 @@ package final class SyncplayBridge: Sendable {
     private let readyToldRoom = Mutex<Bool?>(nil)
     /// The session's messages, subscribed to from the start so that none is missed before `run`.
     private let messages: AsyncStream<ServerMessage>
+    /// The room's playlist and the session's queue, kept the same (`SyncplayBridge+Playlist.swift`).
+    let playlist = Mutex(PlaylistFollowing())
+    /// Where the room's playlist entries are found here.
+    let directories: MediaDirectories
 
     /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
     /// With `address.tls`, the server's certificate is checked against `trustRoots` (PEM; default: the system's).
+    /// The room's playlist entries are looked for in `directories`.
     package static func connect(room address: SyncplayAddress, passwordMD5: String?, name: String, invite: Invite,
-                                probe: MediaProbe, fileName: String, trustRoots: String? = nil) async throws -> SyncplayBridge {
+                                probe: MediaProbe, fileName: String, directories: MediaDirectories,
+                                trustRoots: String? = nil) async throws -> SyncplayBridge {
         var options = TandemClient.Options()
         options.prerollEstimate = .zero
         options.datagrams = false
@@ -94,7 +101,8 @@ package final class SyncplayBridge: Sendable {
             await link.close()
             throw error
         }
-        let bridge = SyncplayBridge(room: room, link: link, latest: latest)
+        let bridge = SyncplayBridge(room: room, link: link, latest: latest, directories: directories)
+        bridge.playlist.withLock { $0.duration = probe.duration }
         let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
                              hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
         do { try await link.send(.readiness(.ready(info))) } catch {
@@ -105,9 +113,11 @@ package final class SyncplayBridge: Sendable {
         return bridge
     }
 
-    private init(room: SyncplayConnection, link: TandemClientConnection, latest: Locked<Timeline?>) {
+    private init(room: SyncplayConnection, link: TandemClientConnection, latest: Locked<Timeline?>,
+                 directories: MediaDirectories) {
         self.room = room
         self.link = link
+        self.directories = directories
         self.timeline = latest
         self.messages = link.serverMessages()
         // The timeline at connecting came in the welcome; later ones arrive as messages.
@@ -116,6 +126,7 @@ package final class SyncplayBridge: Sendable {
         self.session = GroupSession(link: link)
         self.chat = GroupSessionMessenger(session: session)
         session.join()
+        if let queue = link.welcome.queue { _ = sessionQueueChanged(queue) }
     }
 
     /// Runs `session` and the bridge's `tasks` (following each side, passing chat on) until the first of them
@@ -140,6 +151,7 @@ package final class SyncplayBridge: Sendable {
                 }
             },
         ])
+        cancelEndReport()
         await room.close()
         await link.close()
     }
@@ -151,6 +163,7 @@ package final class SyncplayBridge: Sendable {
             switch message {
             case .timeline(let new):
                 timeline.withLock { $0 = new }
+                scheduleEndReport()
                 // No player here: prepared at once, so the group never waits for the bridge. A change that waits
                 // for everyone (a seek, a start) settles later under no one's name: it stays its requester's.
                 if case .waiting = new.status {
@@ -173,6 +186,13 @@ package final class SyncplayBridge: Sendable {
                 let ready = !others.isEmpty && others.allSatisfy { if case .ready = $0.readiness { true } else { false } }
                 let changed = readyToldRoom.withLock { told in defer { told = ready }; return told != ready }
                 if changed { room.setReady(ready) }
+            case .queue(let queue):
+                await perform(sessionQueueChanged(queue))
+                await followPlaylist()
+            case .activity(let envelope):
+                await loaded(envelope)
+            case .refused(let reason):
+                await refused(reason)
             default:
                 continue
             }
@@ -199,7 +219,11 @@ package final class SyncplayBridge: Sendable {
                 try? await session.showNotice("\(name) is \(isReady ? "ready" : "not ready") in the Syncplay room")
             case .serverError(let message):
                 try? await session.showNotice("the Syncplay server: \(message)")
-            case .welcomed, .usersListed, .userFile, .playlist, .playlistIndex:
+            case .playlist(let files, let user):
+                await perform(playlist.withLock { $0.sync.roomPlaylist(files, by: user, username: room.username, now: clock.now) })
+            case .playlistIndex(let index, let user):
+                await perform(playlist.withLock { $0.sync.roomIndex(index, by: user, username: room.username, now: clock.now) })
+            case .welcomed, .usersListed, .userFile:
                 continue
             }
         }

@@ -150,6 +150,20 @@ public final class SyncplayConnection: Sendable {
     /// Says whether this peer is ready.
     public func setReady(_ ready: Bool) { send(.set([.ready(username: nil, isReady: ready, manuallyInitiated: false)])) }
 
+    /// Sends one setting to the room: a playlist (`playlistChange`), the entry selected in it (`playlistIndex`), the
+    /// file this player now plays (`file`). Texts are bounded as the codec bounds what it reads.
+    public func set(_ setting: SyncplaySetting) {
+        switch setting {
+        case .playlistChange(let user, let files):
+            send(.set([.playlistChange(user: user, files: files.prefix(SyncplayCodec.maxPlaylistEntries).map(SyncplayCodec.text))]))
+        case .file(var file):
+            file.name = SyncplayCodec.text(file.name)
+            send(.set([.file(file)]))
+        default:
+            send(.set([setting]))
+        }
+    }
+
     /// Closes the connection.
     public func close() async {
         ended.withLock { $0 = $0 ?? "closed here" }

@@ -13,7 +13,8 @@ extension JoinCommand {
         do {
             room = try await SyncplayBridge.joinRoom(address, password: roomPassword, name: peer.displayName, file: file,
                                                      probe: probe, player: try peer.makePeerPlayer(),
-                                                     options: peer.applying(to: TandemClient.Options()), trustRoots: trustRoots)
+                                                     options: peer.applying(to: TandemClient.Options()),
+                                                     mediaDirectories: mediaDir, trustRoots: trustRoots)
         } catch let error as SyncplayConnectionError {
             if case .tls = error { throw PeerFailure(.unreachable, "\(error)") }
             throw PeerFailure(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")

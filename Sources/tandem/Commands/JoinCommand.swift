@@ -29,7 +29,9 @@ struct JoinCommand: AsyncParsableCommand {
             `tandem join syncplay://HOST[:PORT]/ROOM FILE` joins a Syncplay room instead (port 8999 by default; \
             --room-password for a server with a password; syncplays:// insists on TLS, checked against --trust-roots or \
             the system's certificates): the room's pauses, plays and seeks apply here, and yours \
-            reach the room; its users' arrivals and chat appear as notices and chat lines.
+            reach the room; its users' arrivals and chat appear as notices and chat lines. The room's shared playlist \
+            becomes the queue (its entries found by name in FILE's directory and each --media-dir), and your queue \
+            changes reach the room.
 
             \(UserCommand.keyHelp)
 
@@ -52,9 +54,9 @@ struct JoinCommand: AsyncParsableCommand {
     var inviteFile: String?
 
     @Option(name: .customLong("media-dir"), help: ArgumentHelp(
-        "Where to find the session's items by the host's file names (default: the current directory).",
+        "Where to find the session's items by the host's file names (default: the current directory). With syncplay://, where to look for the room's playlist entries besides FILE's directory (repeatable).",
         valueName: "DIR"))
-    var mediaDir: String?
+    var mediaDir: [String] = []
 
     @Option(name: .customLong("trust-roots"), help: ArgumentHelp(
         "PEM file of CA certificates to verify a TLS server against (a tandems:// invite without a pin, or syncplays://).",
@@ -77,6 +79,8 @@ struct JoinCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
             if let invite, SyncplayAddress.looksLikeSyncplay(invite) { return try await joinSyncplay(invite) }
+            guard mediaDir.count <= 1 else { throw PeerFailure(.usage, "give one --media-dir to join a session (several are for syncplay:// rooms)") }
+            let mediaDir = mediaDir.first
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
             let text = try source.read()
