@@ -40,14 +40,19 @@ extension SessionAuthority {
 
     /// Refills the sender's token bucket for the time passed and takes one token if there is one.
     mutating func takeMessageToken(for id: ParticipantID, now: SessionInstant) -> Bool {
-        guard var member = members[id] else { return false }
+        // In place: a member is a large value, and this runs for every app message.
+        guard let index = members.index(forKey: id) else { return false }
         let capacity = Double(max(1, configuration.appMessageBurst))
+        let rate = Double(configuration.appMessagesPerSecond)
+        return Self.takeToken(&members.values[index], capacity: capacity, rate: rate, now: now)
+    }
+
+    private static func takeToken(_ member: inout Member, capacity: Double, rate: Double, now: SessionInstant) -> Bool {
         let elapsed = max(.zero, now - member.tokensUpdatedAt).seconds
-        member.messageTokens = min(capacity, member.messageTokens + elapsed * Double(configuration.appMessagesPerSecond))
+        member.messageTokens = min(capacity, member.messageTokens + elapsed * rate)
         member.tokensUpdatedAt = now
         let allowed = member.messageTokens >= 1
         if allowed { member.messageTokens -= 1 }
-        members[id] = member
         return allowed
     }
 

@@ -251,7 +251,9 @@ public struct SessionAuthority: Sendable {
             case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
             }
         case .appMessage(let outgoing):
-            actions = relay(outgoing, from: id, now: now)
+            // Changes nothing but the sender's message allowance: no deadline moves, so the checks below are not
+            // needed (the relay's most frequent message).
+            return relay(outgoing, from: id, now: now)
         case .journal(let entry):
             actions = handleJournal(entry, from: id, now: now)
         case .queue(let request):

@@ -11,6 +11,7 @@ final class TickFlusher {
     nonisolated(unsafe) private static let perThread = ThreadSpecificVariable<TickFlusher>()
     /// Connections to flush this tick: each once, since a handler asks only while its `flushRequested` is off.
     private var pending: [ServerConnectionHandler] = []
+    private var flushing: [ServerConnectionHandler] = []
     private var scheduled = false
 
     /// The flusher of the calling thread (an event loop's).
@@ -32,8 +33,9 @@ final class TickFlusher {
 
     private func flushAll() {
         scheduled = false
-        let handlers = pending
-        pending.removeAll(keepingCapacity: true)
-        for handler in handlers { handler.flushRequestedWrites() }
+        // Two lists used in turn, so a tick allocates nothing; a flush that writes again queues on the other list.
+        swap(&pending, &flushing)
+        for handler in flushing { handler.flushRequestedWrites() }
+        flushing.removeAll(keepingCapacity: true)
     }
 }
