@@ -32,6 +32,10 @@ struct SyncplayMpvSkewBenchTests {
         first = stamps.consume(next[100...] + Self.strip(milliseconds: 20_067), arrival: 3_000)
         #expect(first.frames.map(\.item) == [20_067_000_000])
         #expect(first.frames.map(\.time) == [3_000])
+        // Text alone comes out whole at once; only what may begin a picture waits for the next read.
+        let line = stamps.consume(Array("[12:00:01] ann paused\n\u{1B}[0".utf8), arrival: 3_500)
+        #expect(String(decoding: line.text, as: UTF8.self) == "[12:00:01] ann paused\n")
+        #expect(String(decoding: stamps.consume(Array("m done\n".utf8), arrival: 3_600).text, as: UTF8.self) == "\u{1B}[0m done\n")
         // A wrong check, a cell neither black nor white, or a black picture (before the first frame) is no stamp.
         let bad = stamps.consume(Self.strip(milliseconds: 20_100, check: 1) + Self.strip(milliseconds: 20_100, gray: 128)
                                      + Array(("\u{1B}[0;0f" + String(repeating: "\u{1B}[48;2;0;0;0m ", count: 32) + "\u{1B}[0m\n").utf8),

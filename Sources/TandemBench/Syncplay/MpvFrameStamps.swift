@@ -55,10 +55,12 @@ package struct MpvFrameStamps: Sendable {
         var index = 0
         while index < pending.count {
             guard let begin = Self.find(Self.start, in: pending, from: index) else {
-                // Keep a tail that may be the start of a picture's first bytes.
-                let keep = min(pending.count - index, Self.start.count - 1)
-                text.append(contentsOf: pending[index..<(pending.count - keep)])
-                index = pending.count - keep
+                // Keep back only a tail that is the beginning of a picture's first bytes: text goes on at once.
+                let tail = (max(index, pending.count - Self.start.count + 1)..<pending.count).first {
+                    Self.start.starts(with: pending[$0...])
+                } ?? pending.count
+                text.append(contentsOf: pending[index..<tail])
+                index = tail
                 break
             }
             text.append(contentsOf: pending[index..<begin])
