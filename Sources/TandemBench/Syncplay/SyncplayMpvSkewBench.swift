@@ -95,7 +95,7 @@ package enum SyncplayMpvSkewBench {
 
         var report = SyncplaySkewBench.report(truth, issued: issued, duration: Double(end - start) / 1e9)
         report.setup = "Tandem host ann and syncplay + mpv bob in her session"
-        report.notes = notes(truth, steadyFrom: (issued.last?.at ?? start) + 2_000_000_000)
+        report.notes = notes(truth, issued: issued)
         return report
     }
 
@@ -105,18 +105,24 @@ package enum SyncplayMpvSkewBench {
         await hosted.server?.shutdown()
     }
 
-    /// Which side is late, and how evenly each side's frames came (the timing's own jitter).
-    static func notes(_ truth: GroundTruth, steadyFrom: Int64) -> [String] {
+    /// Which side is ahead after each command, and how evenly each side's frames came (the timing's own jitter).
+    static func notes(_ truth: GroundTruth, issued: [(name: String, at: Int64)]) -> [String] {
         func ms(_ ns: Int64?) -> String { ns.map { String(format: "%.1f ms", Double($0) / 1e6) } ?? "–" }
-        let steady = truth.showings().filter { $0.median >= steadyFrom }
-        let lateness = steady.compactMap { showing in showing.times[1].flatMap { bob in showing.times[0].map { bob - $0 } } }
+        let showings = truth.showings()
+        // Steady stretches: from 2 s after a command that starts rendering until the next command.
+        var ahead: [String] = []
+        for (index, command) in issued.enumerated() where command.name != "pause" {
+            let until = index + 1 < issued.count ? issued[index + 1].at : Int64.max
+            let offsets = showings.filter { $0.median >= command.at + 2_000_000_000 && $0.median < until }
+                .compactMap { showing in showing.times[0].flatMap { ann in showing.times[1].map { ann - $0 } } }
+            ahead.append("after \(command.name) \(ms(Distribution.percentile(50, of: offsets)))")
+        }
+        let steadyFrom = (issued.last?.at ?? 0) + 2_000_000_000
         let mpv = cadence(truth.frames[1].filter { $0.time >= steadyFrom })
         let tandem = cadence(truth.frames[0].filter { $0.time >= steadyFrom })
-        let median = Distribution.percentile(50, of: lateness)
-        let side = median.map { $0 < 0 ? "\(ms(-$0)) before" : "\(ms($0)) after" } ?? "–"
         return [
-            "mpv presents each frame \(side) ann's player (median over steady play)",
-            "frame times off a straight line in steady play, p50/p99 (the timing's own jitter): "
+            "mpv ahead of ann's player (median of each steady stretch; negative: behind): \(ahead.joined(separator: ", "))",
+            "frame times off a straight line in the last steady stretch, p50/p99 (the timing's own jitter): "
                 + "mpv \(ms(mpv.p50))/\(ms(mpv.p99)) over \(mpv.count), ann \(ms(tandem.p50))/\(ms(tandem.p99)) over \(tandem.count)",
         ]
     }
