@@ -44,6 +44,30 @@ struct SyncplayMpvSkewBenchTests {
         #expect(stamps.rejected == 3)
     }
 
+    @Test("arrivals are placed against mpv's own flip stamps across the run's breaks, a whole frame's shift refused")
+    func placesArrivalsAgainstFlips() throws {
+        // Three stretches of 30 fps with breaks between them, on mpv's clock; two flips (black frames) never arrive.
+        var flips: [Int64] = []
+        for (start, count) in [(Int64(10_000_000_000), 100), (14_000_000_000, 100), (19_000_000_000, 100)] {
+            flips += (0..<count).map { start + Int64($0) * 33_333_333 }
+        }
+        let offset: Int64 = 5_000_000_000_123
+        // Delays of 1 or 2 ms, one of 5 ms; and a picture with no flip near it.
+        let arrivals = flips.dropFirst(2).enumerated().map { index, flip in
+            flip + offset + (index == 150 ? 5_000_000 : index % 3 == 0 ? 2_000_000 : 1_000_000)
+        } + [13_500_000_000 + offset]
+        let delays = MpvFlipCheck.delays(arrivals: arrivals.sorted(), flips: flips)
+        #expect(delays.count == 298)
+        #expect(delays.filter { $0 == 0 }.count == 198, "\(delays.prefix(20))")
+        #expect(delays.max() == 4_000_000)
+        // mpv's file: only its flips' ends count.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-stats-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try "10162381 start video-draw\n10162400 start video-flip\n10162415 end video-flip\n10162420 value 0.03 x\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(MpvFlipCheck.flips(in: file) == [10_162_415_000])
+    }
+
     @Test("mpv with the stamping options writes each frame's own media time, from where it starts")
     func realMpvStampsItsFrames() throws {
         guard FileManager.default.isExecutableFile(atPath: SyncplayClientProcess.mpv) else {
@@ -78,5 +102,6 @@ struct SyncplayMpvSkewBenchTests {
         #expect(report.settling.map(\.command) == ["play", "seek", "play again"])
         #expect(report.description.contains("syncplay + mpv bob"))
         #expect(report.description.contains("mpv ahead of ann's player"), "\(report)")
+        #expect(report.description.contains("after its own flip stamps"), "\(report)")
     }
 }

@@ -31,10 +31,13 @@ package enum SyncplayMpvSkewBench {
         defer { running.cancel() }
         guard let guests = hosted.syncplay else { throw BenchError("the session takes no Syncplay clients") }
         let client: SyncplayClientProcess
+        // mpv's own flip stamps, to check the pictures' arrivals against (`MpvFlipCheck`).
+        let stats = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-mpv-stats-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: stats) }
         do {
             client = try SyncplayClientProcess(port: guests.listener.port, room: hosted.invite.session,
                                                password: hosted.invite.secret, name: "bob", file: media,
-                                               mpvArguments: MpvFrameStamps.mpvArguments)
+                                               mpvArguments: MpvFrameStamps.mpvArguments + MpvFlipCheck.arguments(file: stats))
         } catch {
             await close(hosted)
             throw error
@@ -92,10 +95,17 @@ package enum SyncplayMpvSkewBench {
         truth.collect(0, from: player.renderProbe)
         truth.record(1, frames: client.drainFrames())
         await close(hosted)
+        // mpv writes the last of its stats as it quits.
+        client.stop()
+        let delays = MpvFlipCheck.delays(arrivals: truth.frames[1].map(\.time), flips: MpvFlipCheck.flips(in: stats))
 
         var report = SyncplaySkewBench.report(truth, issued: issued, duration: Double(end - start) / 1e9)
         report.setup = "Tandem host ann and syncplay + mpv bob in her session"
         report.notes = notes(truth, issued: issued)
+        let ms = { (ns: Int64?) in ns.map { String(format: "%.2f ms", Double($0) / 1e6) } ?? "–" }
+        report.notes.append("mpv's pictures reached the bench after its own flip stamps (--dump-stats), beyond the quickest 1 %: "
+            + "p50 \(ms(Distribution.percentile(50, of: delays))), p99 \(ms(Distribution.percentile(99, of: delays))), "
+            + "max \(ms(delays.max())) (\(delays.count) of \(truth.frames[1].count) pictures placed)")
         return report
     }
 
