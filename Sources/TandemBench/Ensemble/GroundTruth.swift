@@ -46,6 +46,11 @@ package struct GroundTruth: Sendable {
         dropped = probe.droppedCount
     }
 
+    /// Takes frames timed by other means than a render probe (e.g. `MpvFrameStamps`), oldest first.
+    package mutating func record(_ peer: Int, frames more: [Frame]) {
+        frames[peer].append(contentsOf: more)
+    }
+
     /// Every showing rendered by at least `minimumPeers` peers (of `peers`, all when nil) whose render times lie
     /// within `window` of each other, in time order.
     /// `since` limits the work to frames rendered from then on (live views look at the last moments only, and must

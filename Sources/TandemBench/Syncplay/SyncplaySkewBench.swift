@@ -9,6 +9,8 @@ import TandemSyncplay
 /// the same video frame (their render probes), not either peer's estimate of itself.
 package enum SyncplaySkewBench {
     package struct Report: Sendable, CustomStringConvertible {
+        /// Who was measured, through what.
+        package var setup = "2 Tandem peers through syncplay-server"
         package var duration: Double
         /// Frames both peers rendered (within a second of each other) in steady play: at least 2 s after a command.
         package var showings: Int
@@ -21,16 +23,18 @@ package enum SyncplaySkewBench {
         package var settling: [(command: String, seconds: Double?)]
         /// How far apart (ns) the two peers stopped rendering after the pause, when both did.
         package var pauseApart: Int64?
+        /// Lines that say more about one kind of run.
+        package var notes: [String] = []
 
         package var description: String {
             func ms(_ ns: Int64) -> String { String(format: "%.1f ms", Double(ns) / 1e6) }
             let settled = settling.map { "\($0.command) \($0.seconds.map { String(format: "%.2f s", $0) } ?? "never")" }
             let pause = pauseApart.map { "; the pause stopped both \(ms($0)) apart" } ?? ""
             return """
-                syncplay room: 2 Tandem peers through syncplay-server, \(String(format: "%.0f", duration)) s, \(showings) frames rendered by both in steady play
+                syncplay room: \(setup), \(String(format: "%.0f", duration)) s, \(showings) frames rendered by both in steady play
                 render skew between the peers (ground truth): p50 \(ms(p50)), p99 \(ms(p99)), max \(ms(max))
                 within 100 ms of each other again after: \(settled.joined(separator: ", "))\(pause)
-                """
+                """ + notes.map { "\n" + $0 }.joined()
         }
     }
 

@@ -2,11 +2,17 @@ import ArgumentParser
 import TandemBench
 import TandemPeer
 
-/// `tandem bench syncplay`: two Tandem peers in a real syncplay-server room; their render skew from ground truth.
+/// `tandem bench syncplay`: two Tandem peers in a real syncplay-server room, or a Tandem host and a real Syncplay
+/// client with mpv in her session (`--client mpv`); their render skew from ground truth.
 struct SyncplayBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncplay",
-        abstract: "Measure the render skew of two Tandem peers in a syncplay-server room (needs `make deps`).")
+        abstract: "Measure the render skew of two Tandem peers in a syncplay-server room, or of a Tandem host and a syncplay + mpv client (needs `make deps`).")
+
+    enum Client: String, ExpressibleByArgument { case tandem, mpv }
+
+    @Option(help: "The second participant: `tandem` (two Tandem peers in a syncplay-server room) or `mpv` (syncplay with mpv joining a Tandem host's session).")
+    var client = Client.tandem
 
     @Option(help: "Seconds of the run (at least 10): play, seek, pause and play again, then steady play.")
     var duration = 24.0
@@ -17,8 +23,10 @@ struct SyncplayBenchCommand: AsyncParsableCommand {
     func run() async throws {
         CLILogging.bootstrap(verbose: false)
         try await reportingErrors {
-            printLine(try await SyncplaySkewBench.run(media: try file ?? Samples.path("countdown.webm"), duration: duration).description)
-            printLine("machine: \(machineDescription())\nreproduce: tandem bench syncplay --duration \(String(format: "%g", duration))")
+            let media = try file ?? Samples.path("countdown.webm")
+            printLine(client == .mpv ? try await SyncplayMpvSkewBench.run(media: media, duration: duration).description
+                      : try await SyncplaySkewBench.run(media: media, duration: duration).description)
+            printLine("machine: \(machineDescription())\nreproduce: tandem bench syncplay\(client == .mpv ? " --client mpv" : "") --duration \(String(format: "%g", duration))")
         }
     }
 }
