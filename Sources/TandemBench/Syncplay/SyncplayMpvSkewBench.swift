@@ -71,17 +71,18 @@ package enum SyncplayMpvSkewBench {
         // ann plays and seeks, bob pauses and plays again, in the first 55 % of the run; the rest is steady play.
         let length = Swift.max(10, duration)
         enum Actor { case host(UserCommand), client(String) }
-        let plan: [(at: Double, actor: Actor, name: String)] = [
-            (0.05 * length, .host(.play), "play"), (0.25 * length, .host(.seek(to: 20)), "seek"),
-            (0.45 * length, .client("p"), "pause"), (0.55 * length, .client("p"), "play again"),
+        let plan: [(at: Double, actor: Actor, name: String, effect: GroundTruth.Effect)] = [
+            (0.05 * length, .host(.play), "play", .starts(near: nil)),
+            (0.25 * length, .host(.seek(to: 20)), "seek", .starts(near: 20_000_000_000)),
+            (0.45 * length, .client("p"), "pause", .stops), (0.55 * length, .client("p"), "play again", .starts(near: nil)),
         ]
-        var issued: [(name: String, at: Int64)] = []
+        var issued: [SyncplaySkewBench.Issued] = []
         let end = start + Int64(length * 1e9)
         var next = 0
         while clock.now.nanoseconds < end {
             let elapsed = Double(clock.now.nanoseconds - start) / 1e9
             if next < plan.count, elapsed >= plan[next].at {
-                issued.append((plan[next].name, clock.now.nanoseconds))
+                issued.append(.init(name: plan[next].name, effect: plan[next].effect, at: clock.now.nanoseconds))
                 switch plan[next].actor {
                 case .host(let command): _ = await host.perform(command)
                 case .client(let line): client.send(line)
@@ -116,12 +117,12 @@ package enum SyncplayMpvSkewBench {
     }
 
     /// Which side is ahead after each command, and how evenly each side's frames came (the timing's own jitter).
-    static func notes(_ truth: GroundTruth, issued: [(name: String, at: Int64)]) -> [String] {
+    static func notes(_ truth: GroundTruth, issued: [SyncplaySkewBench.Issued]) -> [String] {
         func ms(_ ns: Int64?) -> String { ns.map { String(format: "%.1f ms", Double($0) / 1e6) } ?? "–" }
         let showings = truth.showings()
         // Steady stretches: from 2 s after a command that starts rendering until the next command.
         var ahead: [String] = []
-        for (index, command) in issued.enumerated() where command.name != "pause" {
+        for (index, command) in issued.enumerated() where command.starts {
             let until = index + 1 < issued.count ? issued[index + 1].at : Int64.max
             let offsets = showings.filter { $0.median >= command.at + 2_000_000_000 && $0.median < until }
                 .compactMap { showing in showing.times[0].flatMap { ann in showing.times[1].map { ann - $0 } } }

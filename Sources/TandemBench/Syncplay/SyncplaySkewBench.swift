@@ -73,17 +73,17 @@ package enum SyncplaySkewBench {
         let start = clock.now.nanoseconds
         // ann plays, seeks, bob pauses and plays again, in the first 55 % of the run; the rest is steady play.
         let length = Swift.max(10, duration)
-        let plan: [(at: Double, who: Int, command: UserCommand, name: String)] = [
-            (0.05 * length, 0, .play, "play"), (0.25 * length, 0, .seek(to: 20), "seek"),
-            (0.45 * length, 1, .pause, "pause"), (0.55 * length, 1, .play, "play again"),
+        let plan: [(at: Double, who: Int, command: UserCommand, name: String, effect: GroundTruth.Effect)] = [
+            (0.05 * length, 0, .play, "play", .starts(near: nil)), (0.25 * length, 0, .seek(to: 20), "seek", .starts(near: 20_000_000_000)),
+            (0.45 * length, 1, .pause, "pause", .stops), (0.55 * length, 1, .play, "play again", .starts(near: nil)),
         ]
-        var issued: [(name: String, at: Int64)] = []
+        var issued: [Issued] = []
         let end = start + Int64(length * 1e9)
         var next = 0
         while clock.now.nanoseconds < end {
             let elapsed = Double(clock.now.nanoseconds - start) / 1e9
             if next < plan.count, elapsed >= plan[next].at {
-                issued.append((plan[next].name, clock.now.nanoseconds))
+                issued.append(Issued(name: plan[next].name, effect: plan[next].effect, at: clock.now.nanoseconds))
                 _ = await rooms[plan[next].who].peer.perform(plan[next].command)
                 next += 1
             }
@@ -96,8 +96,17 @@ package enum SyncplaySkewBench {
         return report(truth, issued: issued, duration: Double(end - start) / 1e9)
     }
 
+    /// A command of a run's plan as it was given: what it does to the players, and when.
+    struct Issued {
+        var name: String
+        var effect: GroundTruth.Effect
+        var at: Int64
+        /// Whether the players render after it (a pause stops them).
+        var starts: Bool { if case .stops = effect { false } else { true } }
+    }
+
     /// The skew over showings at least 2 s after the last command, and each command's settling time.
-    static func report(_ truth: GroundTruth, issued: [(name: String, at: Int64)], duration: Double) -> Report {
+    static func report(_ truth: GroundTruth, issued: [Issued], duration: Double) -> Report {
         let showings = truth.showings()
         let steady = showings.filter { showing in
             let last = issued.last { $0.at <= showing.median }
@@ -106,14 +115,15 @@ package enum SyncplaySkewBench {
         let spreads = steady.map(\.spread)
         var settling: [(String, Double?)] = []
         var pauseApart: Int64?
-        for command in issued where command.name == "pause" {
+        for command in issued where !command.starts {
             let stops = (0..<2).compactMap { truth.effectTime(of: $0, after: command.at, .stops, frameInterval: 33_333_333) }
             if stops.count == 2 { pauseApart = abs(stops[0] - stops[1]) }
         }
-        for (index, command) in issued.enumerated() where command.name != "pause" {
+        for (index, command) in issued.enumerated() where command.starts {
             let until = index + 1 < issued.count ? issued[index + 1].at : Int64.max
-            // After the seek only frames from its new place count (frames of the old one may still be on their way).
-            let from: Int64 = command.name == "seek" ? 19_500_000_000 : .min
+            // After a seek only frames from its new place count (frames of the old one may still be on their way).
+            var from = Int64.min
+            if case .starts(near: let place?) = command.effect { from = place - 500_000_000 }
             let first = showings.first {
                 $0.median > command.at && $0.median < until && $0.item >= from && $0.spread <= 100_000_000
             }
