@@ -81,8 +81,8 @@ extension ServerConnectionHandler {
         let frame: Frame
         switch item {
         case .frame(let f): frame = f
-        case .message(let message):
-            guard let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { return nil }
+        case .message(let boxed):
+            guard let f = try? SessionCodec.encode(boxed.message, allocator: context.channel.allocator) else { return nil }
             frame = f
         }
         let isWelcome: Bool

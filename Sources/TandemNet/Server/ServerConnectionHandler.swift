@@ -64,7 +64,16 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     enum Outbound {
         case frame(Frame)
-        case message(ServerMessage)
+        /// Boxed: a `ServerMessage` is over 300 bytes inline, and every frame the relay queues would be copied at
+        /// that size (the queue's entries are as large as this enum's largest case).
+        case message(Boxed)
+
+        static func message(_ message: ServerMessage) -> Outbound { .message(Boxed(message)) }
+
+        final class Boxed: Sendable {
+            let message: ServerMessage
+            init(_ message: ServerMessage) { self.message = message }
+        }
     }
 
     init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger,
