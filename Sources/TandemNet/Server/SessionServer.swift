@@ -190,6 +190,10 @@ public final class SessionServer: Sendable {
         try? await session.loop.submit { session.shutdown(reason: reason) }.get()
     }
 
+    /// The handshake key (`SHA-256(secret)`) of session `id` while it is hosted here: it lets its holder join the
+    /// session (`TandemClient.connect(to:handshakeKey:name:options:)`), so it must not leave this process.
+    public func handshakeKey(ofSession id: String) -> HandshakeKey? { session(named: id).map { HandshakeKey($0.key) } }
+
     /// Names of the sessions currently hosted.
     public var sessionIDs: [String] { sessions.withLock { Array($0.keys) }.sorted() }
 
