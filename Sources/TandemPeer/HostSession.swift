@@ -102,7 +102,7 @@ package struct HostSession: Sendable {
     package var syncplayHeader: [String] {
         if let syncplay { return syncplay.header(invite: invite) }
         guard server == nil else { return [] }
-        return ["Syncplay users join through the relay when it takes them (its tandem serve --syncplay-port is PORT): "
+        return ["Syncplay users join through the relay, if it runs with --syncplay-port PORT: "
             + SyncplayGuests.command(host: invite.host, port: "PORT", invite: invite)]
     }
 }
