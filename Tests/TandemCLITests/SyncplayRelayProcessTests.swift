@@ -9,9 +9,13 @@ import Testing
 struct SyncplayRelayProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    @Test("a syncplay client joins a relay's session with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password is refused")
+    @Test("a syncplay client joins a TLS relay's session with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password is refused")
     func syncplayClientOnRelay() async throws {
-        let relay = try TandemProcess(["serve", "--bind", "127.0.0.1", "--port", "0", "--syncplay-port", "0"])
+        // A relay under TLS: its own loopback connections for Syncplay clients go through TLS too, pinned.
+        let certificate = try #require(try SyncplayCertificate.make())
+        defer { certificate.remove() }
+        let relay = try TandemProcess(["serve", "--bind", "127.0.0.1", "--port", "0", "--syncplay-port", "0",
+                                       "--tls-cert", certificate.certificate, "--tls-key", certificate.directory + "/privkey.pem"])
         defer { relay.stop() }
         #expect(await relay.wait(for: 15) { $0.stdout.contains("Syncplay users join sessions here") }, "\(relay.stderr)")
         let lines = relay.stdout.split(separator: "\n")
@@ -23,6 +27,7 @@ struct SyncplayRelayProcessTests {
         let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--server", address, "--name", "ann"])
         defer { host.stop() }
         let invite = try Invite(parsing: try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)"))
+        #expect(invite.tls && address.hasPrefix("tandems://"))
         let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
 
         // The relay never sees the secret, so the secret is a wrong password there; so is a guess.
