@@ -58,7 +58,6 @@ package struct HostSession: Sendable {
             let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,
                                                         logger: Logger(label: "tandem.server"))
             embedded = started
-            let everywhere = bind == "0.0.0.0" || bind == "::"
             do {
                 invite = try started.createSession(id: sessionID, advertisedHost: advertise ?? advertisedHost(bind: bind),
                                                    activity: items.envelope)
@@ -67,7 +66,7 @@ package struct HostSession: Sendable {
                 throw error
             }
             var local = invite
-            local.host = everywhere ? "127.0.0.1" : bind
+            local.host = started.localHost
             dial = local
         }
 

@@ -46,7 +46,6 @@ package final class SyncplayGuests: Sendable {
         configuration.features["chat"] = .bool(false)
         configuration.motd = [configuration.motd, relayNotice].compactMap { $0 }.joined(separator: "\n")
         let decoy = HandshakeKey.random()
-        let loopback = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
         return try await start(host: host, port: port, configuration: configuration) { room, presented in
             let key = Invite.isValidSessionID(room) ? server.handshakeKey(ofSession: room) : nil
             // Checked against a random key for an unknown room, so that both refusals take the same time.
@@ -55,7 +54,7 @@ package final class SyncplayGuests: Sendable {
             guard let key = server.handshakeKey(ofSession: guest.room) else {
                 throw TandemClientError.sessionEnded(InvalidationReason(code: .ended, message: "it is no longer on this relay"))
             }
-            let address = Invite(host: loopback, port: server.port, session: guest.room, secret: "", tls: server.usesTLS,
+            let address = Invite(host: server.localHost, port: server.port, session: guest.room, secret: "", tls: server.usesTLS,
                                  pinnedCertificateSHA256: server.certificateSHA256)
             return try await TandemClient.connect(to: address, handshakeKey: key, name: guest.username, options: options)
         }
