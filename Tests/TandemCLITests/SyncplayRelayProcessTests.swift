@@ -9,7 +9,7 @@ import Testing
 struct SyncplayRelayProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    @Test("a syncplay client joins a TLS relay's session with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password is refused")
+    @Test("a syncplay client joins a TLS relay's session with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password is refused; the host's own listener takes the same password")
     func syncplayClientOnRelay() async throws {
         // A relay under TLS: its own loopback connections for Syncplay clients go through TLS too, pinned.
         let certificate = try #require(try SyncplayCertificate.make())
@@ -24,7 +24,10 @@ struct SyncplayRelayProcessTests {
         let port = try #require(announced.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }
             .flatMap { Int($0.dropFirst("127.0.0.1:".count)) }, "\(announced)")
 
-        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--server", address, "--name", "ann"])
+        // The host also runs its own Syncplay listener beside the relay's (the same room and password work there).
+        let hostPort = Int.random(in: 40_000..<50_000)
+        let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--server", address, "--name", "ann",
+                                      "--bind", "127.0.0.1", "--syncplay-port", "\(hostPort)"])
         defer { host.stop() }
         let invite = try Invite(parsing: try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)"))
         #expect(invite.tls && address.hasPrefix("tandems://"))
@@ -76,6 +79,14 @@ struct SyncplayRelayProcessTests {
         bob.send("ch popcorn?")
         #expect(await bob.waitFor(10, after: mark) { $0.contains("chat feature is not supported") }, "\(bob.text.suffix(600))")
         #expect(await host.event("chat", within: 2) == nil)
+
+        // carl joins through the host's own listener with the same password: with chat, as on any host.
+        let carl = try SyncplayClientProcess(port: hostPort, room: invite.session, password: password, name: "carl", file: Self.sample)
+        defer { carl.stop() }
+        #expect(await host.wait(for: 30) { SyncplayGuestProcessTests.participant($0, "carl")?["via"]?.string == "syncplay" },
+                "carl: \(carl.text.suffix(800))")
+        #expect(!carl.text.contains("chat does not"))
+        carl.stop()
 
         bob.stop()
         #expect(await host.wait(for: 30) { SyncplayGuestProcessTests.participant($0, "bob") == nil })
