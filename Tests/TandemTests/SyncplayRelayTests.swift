@@ -23,6 +23,17 @@ struct SyncplayRelayTests {
         }
     }
 
+    /// `socket.read` on a thread of its own: the link under test runs on the cooperative pool, which a blocking read
+    /// must not hold (on two cores it has two threads).
+    static func read(_ socket: RawSyncplaySocket, for seconds: Double,
+                     until done: @escaping @Sendable ([String]) -> Bool = { _ in false }) async -> (lines: [String], closed: Bool) {
+        // Used by that thread alone until it resumes the continuation.
+        nonisolated(unsafe) let socket = socket
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: socket.read(for: seconds, until: done)) }
+        }
+    }
+
     @Test("the derived password admits a client into a session the relay hosts, as a participant via syncplay without chat; the secret, a guess or an unknown room get Error")
     func relayAdmitsTheDerivedPassword() async throws {
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0)
@@ -35,14 +46,14 @@ struct SyncplayRelayTests {
         for (room, wrong) in [(invite.session, invite.secret), (invite.session, "guess"), ("no-such-session", password), ("bad/room", password)] {
             let eve = try RawSyncplaySocket(port: guests.listener.port)
             eve.write(SyncplayListenerTests.hello("eve", room: room, password: wrong))
-            let answer = eve.read(for: 5)
+            let answer = await Self.read(eve, for: 5)
             #expect(answer.closed && answer.lines.contains { $0.hasPrefix(#"{"Error""#) && $0.contains("wrong room or password") },
                     "\(room) \(wrong): \(answer.lines)")
         }
 
         let bob = try RawSyncplaySocket(port: guests.listener.port)
         bob.write(SyncplayListenerTests.hello("bob", room: invite.session, password: password))
-        let welcome = bob.read(for: 5) { $0.contains { $0.contains(#""Hello""#) } }
+        let welcome = await Self.read(bob, for: 5) { $0.contains { $0.contains(#""Hello""#) } }
         let hello = try #require(welcome.lines.first { $0.contains(#""Hello""#) }, "\(welcome.lines)")
         #expect(hello.contains(#""chat":false"#) && hello.contains("chat does not"), "\(hello)")
         #expect(await Self.heard(messages) { message in
@@ -51,12 +62,12 @@ struct SyncplayRelayTests {
         })
         // Its chat goes nowhere: not echoed (Syncplay's client would not send it anyway, the hello said so).
         bob.write(#"{"Chat":"popcorn?"}"# + "\r\n")
-        let after = bob.read(for: 1.5) { $0.contains { $0.contains(#""Chat""#) } }
+        let after = await Self.read(bob, for: 1.5) { $0.contains { $0.contains(#""Chat""#) } }
         #expect(!after.closed && !after.lines.contains { $0.contains(#""Chat""#) }, "\(after.lines)")
 
         // The session ends: its Syncplay client is told why and dropped.
         await server.endSession(invite.session, reason: InvalidationReason(code: .ended, message: "the host ended it"))
-        let end = bob.read(for: 5)
+        let end = await Self.read(bob, for: 5)
         #expect(end.closed && end.lines.contains { $0.hasPrefix(#"{"Error""#) }, "\(end.lines.suffix(2))")
         await guests.close()
         await ann.close()
@@ -75,7 +86,7 @@ struct SyncplayRelayTests {
                                               ("eve", invite.session, "guess", false), ("mallory", "elsewhere", password, false)] {
             let client = try RawSyncplaySocket(port: guests.listener.port)
             client.write(SyncplayListenerTests.hello(name, room: room, password: given))
-            let answer = client.read(for: 5) { $0.contains { $0.contains(#""Hello""#) || $0.contains(#""Error""#) } }
+            let answer = await Self.read(client, for: 5) { $0.contains { $0.contains(#""Hello""#) || $0.contains(#""Error""#) } }
             if admitted {
                 let hello = answer.lines.first { $0.contains(#""Hello""#) }
                 #expect(hello?.contains(#""chat":true"#) == true, "\(name): \(answer.lines)")
