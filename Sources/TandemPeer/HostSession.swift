@@ -58,7 +58,6 @@ package struct HostSession: Sendable {
             let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,
                                                         logger: Logger(label: "tandem.server"))
             embedded = started
-            let everywhere = bind == "0.0.0.0" || bind == "::"
             do {
                 invite = try started.createSession(id: sessionID, advertisedHost: advertise ?? advertisedHost(bind: bind),
                                                    activity: items.envelope)
@@ -67,7 +66,7 @@ package struct HostSession: Sendable {
                 throw error
             }
             var local = invite
-            local.host = everywhere ? "127.0.0.1" : bind
+            local.host = started.localHost
             dial = local
         }
 
@@ -86,8 +85,7 @@ package struct HostSession: Sendable {
             if let syncplayPort {
                 // Each Syncplay client joins from this machine, as the host did.
                 do { syncplay = try await SyncplayGuests.start(host: syncplayBind, port: syncplayPort, invite: invite, dial: dial) } catch {
-                    throw PeerFailure(.usage, "--syncplay-port \(syncplayPort): cannot listen on \(syncplayBind):\(syncplayPort) "
-                        + "(\(error)) — pick a free port, or 0 for any")
+                    throw SyncplayGuests.cannotListen(host: syncplayBind, port: syncplayPort, error)
                 }
             }
         } catch {
@@ -96,5 +94,14 @@ package struct HostSession: Sendable {
             throw error
         }
         return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay)
+    }
+
+    /// How Syncplay users join: through this host's listener (`--syncplay-port`), or, on a relay, through the relay's
+    /// own (`tandem serve --syncplay-port`), with the same room and password.
+    package var syncplayHeader: [String] {
+        if let syncplay { return syncplay.header(invite: invite) }
+        guard server == nil else { return [] }
+        return ["Syncplay users join through the relay, if it runs with --syncplay-port PORT: "
+            + SyncplayGuests.command(host: invite.host, port: "PORT", invite: invite)]
     }
 }

@@ -3,29 +3,90 @@ import Synchronization
 import Tandem
 import TandemSyncplay
 
-/// Syncplay clients in a Tandem session (`tandem host --syncplay-port`): a Syncplay listener beside the session;
-/// a client that names the session id as its room and the session's secret as its password becomes a participant
-/// of the session through its own Tandem connection (`SyncplayGuestLink`), so the authority sees an ordinary
-/// participant. Anything else gets Syncplay's `Error` and is dropped.
+/// Syncplay clients in Tandem sessions: a Syncplay listener beside a session (`tandem host --syncplay-port`) or
+/// beside a relay's sessions (`tandem serve --syncplay-port`). A client that names a session id as its room and
+/// that session's Syncplay password (`SyncplayPassword`, derived from the handshake key) becomes a participant of
+/// the session through its own Tandem connection from this machine (`SyncplayGuestLink`), so the authority sees an
+/// ordinary participant. Anything else gets Syncplay's `Error` and is dropped.
 package final class SyncplayGuests: Sendable {
     package let listener: SyncplayListener
     private let links = Mutex<[ObjectIdentifier: Task<Void, Never>]>([:])
 
+    /// How an admitted client's Tandem connection is made, given the options of a Syncplay participant.
+    typealias Connect = @Sendable (SyncplayGuest, TandemClient.Options) async throws -> TandemClientConnection
+
+    /// What a relay's Syncplay clients are told once, on joining: what does not cross.
+    package static let relayNotice = "This Tandem relay joins you to the session without its secret: play, pause "
+        + "and seek cross, chat does not (it is sealed end to end with a key this server does not hold)."
+
     /// Listens on `host:port` for Syncplay clients of the session `invite` names; each joins it by dialling `dial`
-    /// (the same session, from this machine).
+    /// (the same session, from this machine) with the secret, so chat crosses both ways. The password is the
+    /// session's Syncplay password, or (as before there was one) its secret.
     package static func start(host: String, port: Int, invite: Invite, dial: Invite,
                               configuration: SyncplayListener.Configuration = .init()) async throws -> SyncplayGuests {
+        let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
+        return try await start(host: host, port: port, configuration: configuration) { room, presented in
+            // Every comparison is made whatever the room, so that a wrong room and a wrong password take the same time.
+            let derived = SyncplayServerState.passwordMatches(presented, secret: password)
+            let secret = SyncplayServerState.passwordMatches(presented, secret: invite.secret)
+            return room == invite.session && (derived || secret)
+        } connect: { guest, options in
+            try await TandemClient.connect(invite: dial, name: guest.username, options: options)
+        }
+    }
+
+    /// Listens on `host:port` for Syncplay clients of any session `server` (a relay) hosts: the room names the
+    /// session, the password is its Syncplay password, which the relay checks against the handshake key it holds.
+    /// Each joins from this machine with that key (`TandemClient.connect(to:handshakeKey:name:options:)`): without the
+    /// secret there is no app-data key, so chat stays out both ways (the hello says `chat: false`, the welcome
+    /// message says why).
+    package static func start(relay server: SessionServer, host: String, port: Int,
+                              configuration: SyncplayListener.Configuration = .init()) async throws -> SyncplayGuests {
+        var configuration = configuration
+        configuration.features["chat"] = .bool(false)
+        configuration.motd = [configuration.motd, relayNotice].compactMap { $0 }.joined(separator: "\n")
+        let decoy = HandshakeKey.random()
+        return try await start(host: host, port: port, configuration: configuration) { room, presented in
+            let key = Invite.isValidSessionID(room) ? server.handshakeKey(ofSession: room) : nil
+            // Checked against a random key for an unknown room, so that both refusals take the same time.
+            return SyncplayPassword.matches(presented, handshakeKey: (key ?? decoy).bytes) && key != nil
+        } connect: { guest, options in
+            guard let key = server.handshakeKey(ofSession: guest.room) else {
+                throw TandemClientError.sessionEnded(InvalidationReason(code: .ended, message: "it is no longer on this relay"))
+            }
+            let address = Invite(host: server.localHost, port: server.port, session: guest.room, secret: "", tls: server.usesTLS,
+                                 pinnedCertificateSHA256: server.certificateSHA256)
+            return try await TandemClient.connect(to: address, handshakeKey: key, name: guest.username, options: options)
+        }
+    }
+
+    /// `start(relay:host:port:)` when a port is asked for (`tandem serve --syncplay-port`); when it cannot listen,
+    /// the relay is shut down and the error says what to do.
+    package static func start(relay server: SessionServer, host: String, askedPort port: Int?) async throws -> SyncplayGuests? {
+        guard let port else { return nil }
+        do { return try await start(relay: server, host: host, port: port) } catch {
+            await server.shutdown()
+            throw cannotListen(host: host, port: port, error)
+        }
+    }
+
+    static func cannotListen(host: String, port: Int, _ error: any Error) -> PeerFailure {
+        PeerFailure(.usage, "--syncplay-port \(port): cannot listen on \(host):\(port) (\(error)) — pick a free port, or 0 for any")
+    }
+
+    private static func start(host: String, port: Int, configuration: SyncplayListener.Configuration,
+                              admits: @escaping @Sendable (_ room: String, _ passwordMD5: String?) -> Bool,
+                              connect: @escaping Connect) async throws -> SyncplayGuests {
+        let carriesChat = configuration.features["chat"] != .bool(false)
         let holder = Mutex<SyncplayGuests?>(nil)
         let listener = try await SyncplayListener.start(host: host, port: port, configuration: configuration) { room, password, name in
-            // The password is checked even for a wrong room, so that both take the same time.
-            let passwordMatches = SyncplayServerState.passwordMatches(password, secret: invite.secret)
-            guard room == invite.session, passwordMatches else {
-                return .refuse("wrong room or password: the room is the session id and the password the session's "
-                    + "secret, both from the invite (tandem://HOST:PORT/ROOM#PASSWORD)")
+            guard admits(room, password) else {
+                return .refuse("wrong room or password: the room is the session id (tandem://HOST:PORT/ROOM#…) and the "
+                    + "password the session's Syncplay password, both printed by tandem host")
             }
             return .admit(username: name, members: [:])
         } welcomed: { guest in
-            holder.withLock { $0 }?.follow(guest, dial: dial)
+            holder.withLock { $0 }?.follow(guest, carriesChat: carriesChat, connect: connect)
         }
         let guests = SyncplayGuests(listener: listener)
         holder.withLock { $0 = guests }
@@ -34,7 +95,7 @@ package final class SyncplayGuests: Sendable {
 
     private init(listener: SyncplayListener) { self.listener = listener }
 
-    /// Stops listening and takes every Syncplay client out of the session.
+    /// Stops listening and takes every Syncplay client out of its session.
     package func close() async {
         await listener.close()
         let running = links.withLock { links in defer { links = [:] }; return Array(links.values) }
@@ -42,200 +103,36 @@ package final class SyncplayGuests: Sendable {
         for task in running { task.cancel() }
     }
 
-    private func follow(_ guest: SyncplayGuest, dial: Invite) {
+    private func follow(_ guest: SyncplayGuest, carriesChat: Bool, connect: @escaping Connect) {
         let key = ObjectIdentifier(guest)
         // Entered under the lock before it can run, so a link that ends at once is still taken out of the table.
         links.withLock { links in
             links[key] = Task {
-                await SyncplayGuestLink.run(guest, dial: dial)
+                await SyncplayGuestLink.run(guest, carriesChat: carriesChat, connect: connect)
                 _ = self.links.withLock { $0.removeValue(forKey: key) }
             }
         }
     }
 }
 
-/// One Syncplay client as a participant of the session, under its Syncplay name.
-///
-/// Client → session: its pause, play and seek (Syncplay's state changes) become timeline requests; the file it
-/// announces makes it ready (with that file's duration); its Syncplay readiness is a suspension "not ready in
-/// Syncplay" that others see and that does not hold the group; its chat lines are the session's chat. Session →
-/// client: every settled timeline change is a forced Syncplay state (position, paused, `doSeek` for a jump, set by
-/// whoever asked), and the heartbeat carries where the session's timeline is now; Syncplay's client compensates for
-/// latency and corrects drift by its own thresholds. It acks every waiting timeline at once (it has no preroll of
-/// its own to wait for), so the group never waits on it.
-final class SyncplayGuestLink: Sendable {
-    static let notReady = SuspensionReason.custom("not ready in Syncplay")
-
-    private let guest: SyncplayGuest
-    private let link: TandemClientConnection
-    private let session: GroupSession<MediaActivity>
-    private let chat: GroupSessionMessenger
-    private let messages: AsyncStream<ServerMessage>
-    private let clock = SystemMonotonicClock()
-    /// The latest timeline that was playing or paused (not waiting): what the client follows.
-    private let settled: Locked<Timeline?>
-    private let pendingOriginator = Mutex<ParticipantID?>(nil)
-    private let names: Locked<[ParticipantID: String]>
-    private let readiness = Mutex<[ParticipantID: Bool]>([:])
-    private let nextRequest = Mutex<UInt64>(1)
-    private let notReadySince = Mutex<Bool>(false)
-
-    static func run(_ guest: SyncplayGuest, dial: Invite) async {
-        var options = TandemClient.Options()
-        options.prerollEstimate = .zero
-        options.datagrams = false
-        options.via = "syncplay"
-        let link: TandemClientConnection
-        do { link = try await TandemClient.connect(invite: dial, name: guest.username, options: options) } catch {
-            guest.close("cannot join the Tandem session: \(error)")
-            return
-        }
-        await SyncplayGuestLink(guest: guest, link: link).run()
-    }
-
-    private init(guest: SyncplayGuest, link: TandemClientConnection) {
-        self.guest = guest
-        self.link = link
-        self.messages = link.serverMessages()
-        let settled = Locked<Timeline?>(link.welcome.timeline)
-        self.settled = settled
-        self.names = Locked([:])
-        self.session = GroupSession(link: link)
-        self.chat = GroupSessionMessenger(session: session)
-        let clock = clock
-        guest.followRoom { [names] in
-            let timeline = settled.value
-            let now = SyncplayBridge.playstate(timeline, mapping: link.clockMapping(), now: clock.now)
-            let setBy = timeline?.originator.flatMap { $0 == link.localParticipantID ? guest.username : names.value[$0] }
-            return SyncplayRoomPlaystate(position: now.position, paused: now.paused, setBy: setBy)
-        }
-        session.join()
-    }
-
-    private func run() async {
-        await SyncplayBridge.untilOneEnds(session: session, [
-            { await self.followSession() },
-            { await self.followGuest() },
-            {
-                for await (line, context) in self.chat.messages(of: ChatLine.self) where context.source != self.link.localParticipantID {
-                    guard let text = Chat.clean(line.text) else { continue }
-                    self.guest.chat(from: self.names.value[context.source] ?? "?", text)
-                }
-            },
-        ])
-        guest.close(guest.endReason ?? "the Tandem session ended")
-        await link.close()
-    }
-
-    // MARK: Session → Syncplay client
-
-    private func followSession() async {
-        for await message in messages {
-            switch message {
-            case .timeline(let new):
-                if case .waiting = new.status {
-                    try? await link.send(.prepared(generation: new.generation))
-                    if let originator = new.originator { pendingOriginator.withLock { $0 = originator } }
-                    continue
-                }
-                let origin = new.originator ?? pendingOriginator.withLock { $0 }
-                pendingOriginator.withLock { $0 = nil }
-                let old = settled.withLock { t in defer { t = new }; return t }
-                guard let old else { continue }
-                let position = new.anchorItemTime.seconds
-                let continued = old.expectedItemTime(atSessionTime: new.anchorSessionTime).seconds
-                let seek = abs(continued - position) > 1
-                guard new.isPlaying != old.isPlaying || seek else { continue }
-                var now = SyncplayBridge.playstate(new, mapping: link.clockMapping(), now: clock.now)
-                if !seek, !new.isPlaying { now.position = position }
-                guest.roomChanged(SyncplayRoomPlaystate(position: now.position, paused: now.paused,
-                                                        setBy: origin.flatMap(name(of:))), doSeek: seek)
-            case .participants(let states):
-                participants(states)
-            case .invalidated:
-                return
-            default:
-                continue
-            }
-        }
-    }
-
-    /// Who a participant is, by name (this client's own participant by its Syncplay name).
-    private func name(of id: ParticipantID) -> String? {
-        id == link.localParticipantID ? guest.username : names.value[id]
-    }
-
-    private func participants(_ states: [ParticipantState]) {
-        let others = states.filter { $0.participant.id != link.localParticipantID && $0.hasJoined }
-        let before = names.withLock { names in
-            defer { names = Dictionary(others.map { ($0.participant.id, $0.participant.name) }) { a, _ in a } }
-            return names
-        }
-        for (id, name) in before where !others.contains(where: { $0.participant.id == id }) {
-            guest.userLeft(name)
-            _ = readiness.withLock { $0.removeValue(forKey: id) }
-        }
-        for state in others {
-            if before[state.participant.id] == nil { guest.userJoined(state.participant.name) }
-            let ready: Bool
-            if case .ready = state.readiness { ready = !state.suspensions.contains(Self.notReady) } else { ready = false }
-            let changed = readiness.withLock { known in defer { known[state.participant.id] = ready }; return known[state.participant.id] != ready }
-            if changed { guest.userReady(state.participant.name, isReady: ready) }
-        }
-    }
-
-    // MARK: Syncplay client → session
-
-    private func followGuest() async {
-        for await event in guest.events {
-            switch event {
-            case .changed(let paused, let position, let seek):
-                await request(paused: paused, position: position, seek: seek)
-            case .file(let file):
-                let info = MediaInfo(duration: file.duration > 0 ? .seconds(min(file.duration, SyncplayServerState.maxPosition)) : nil, isSeekable: true,
-                                     hasVideo: true, hasAudio: true, contentID: nil, title: file.name)
-                try? await link.send(.readiness(.ready(info)))
-            case .ready(let isReady):
-                let was = notReadySince.withLock { n in defer { n = !isReady }; return n }
-                if !isReady, !was {
-                    try? await link.send(.suspension(.begin(id: 1, reason: Self.notReady)))
-                } else if isReady, was {
-                    try? await link.send(.suspension(.end(id: 1, proposedItemTime: nil)))
-                }
-            case .chat(let text):
-                guard let text = Chat.clean(text) else { continue }
-                try? await chat.send(ChatLine(text: text))
-            case .hello:
-                continue
-            }
-        }
-    }
-
-    private func request(paused: Bool, position: Double, seek: Bool) async {
-        guard let current = settled.value, let mapping = link.clockMapping() else { return }
-        let now = mapping.sessionTime(atLocal: clock.now)
-        let here = current.expectedItemTime(atSessionTime: now).seconds
-        let at = ItemTime.seconds(max(0, position))
-        let command: TimelineRequest.Command
-        if seek {
-            command = .seek(itemTime: at, play: !paused)
-        } else if paused {
-            command = .pause(itemTime: at)
-        } else {
-            command = abs(here - position) < 1 ? .play : .seek(itemTime: at, play: true)
-        }
-        let id = nextRequest.withLock { n in defer { n += 1 }; return n }
-        try? await link.send(.timelineRequest(TimelineRequest(requestID: id, command: command,
-                                                              basedOnGeneration: current.generation,
-                                                              requestedAtSessionTime: now)))
-    }
-}
-
 extension SyncplayGuests {
-    /// How a Syncplay user joins: this server, the session id as the room, the secret as the password (written
-    /// `--password=` because a secret may start with `-`).
+    /// How a Syncplay user joins `invite`'s session here: this listener, the session id as the room, the session's
+    /// Syncplay password.
     package func header(invite: Invite) -> [String] {
-        ["Syncplay users join with: syncplay --host \(invite.host.contains(":") ? "[\(invite.host)]" : invite.host):\(listener.port) "
-            + "--room \(invite.session) --password='\(invite.secret)' FILE"]
+        ["Syncplay users join with: " + Self.command(host: invite.host, port: "\(listener.port)", invite: invite)]
     }
+
+    /// How a Syncplay user joins a session on this relay (the session id and password come from its host).
+    package func relayHeader(advertising host: String) -> [String] {
+        ["Syncplay users join sessions here with: syncplay --host \(Self.bracketed(host)):\(listener.port) "
+            + "--room SESSION --password=PASSWORD FILE (tandem host prints both)"]
+    }
+
+    /// `syncplay --host HOST:PORT --room SESSION --password=PASSWORD FILE` for `invite`'s session.
+    static func command(host: String, port: String, invite: Invite) -> String {
+        "syncplay --host \(bracketed(host)):\(port) --room \(invite.session) "
+            + "--password=\(SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)) FILE"
+    }
+
+    private static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 }

@@ -43,6 +43,9 @@ public final class SyncplayListener: Sendable {
         public var maxConnections = 64
         public var maxConnectionsPerAddress = 8
         public var motd: String?
+        /// Hello features beyond or instead of the defaults (`SyncplayServerState.admit`); `chat: false` keeps chat
+        /// out both ways.
+        public var features: [String: SyncplayValue] = [:]
         public init() {}
     }
 
@@ -80,7 +83,8 @@ public final class SyncplayListener: Sendable {
                 }
                 child.closeFuture.whenComplete { _ in admission.withLock { $0.close(from: address) } }
                 let guest = SyncplayGuest(channel: child, address: address, limits: configuration.limits,
-                                          motd: configuration.motd, clock: clock, gate: gate, welcomed: welcomed)
+                                          motd: configuration.motd, features: configuration.features, clock: clock,
+                                          gate: gate, welcomed: welcomed)
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFramer(maxLength: configuration.limits.lineBytes)))
@@ -115,12 +119,14 @@ public final class SyncplayGuest: Sendable {
     private let state: Mutex<SyncplayServerState>
     private let clock: any MonotonicClock
     private let motd: String?
+    private let features: [String: SyncplayValue]
     private let gate: SyncplayListener.Gate
     private let welcomed: @Sendable (SyncplayGuest) -> Void
     private let roomNow = Mutex<@Sendable () -> SyncplayRoomPlaystate>({ SyncplayRoomPlaystate(position: 0, paused: true) })
     private let ended = Mutex<String?>(nil)
 
-    init(channel: any Channel, address: String, limits: SyncplayServerState.Limits, motd: String?, clock: any MonotonicClock,
+    init(channel: any Channel, address: String, limits: SyncplayServerState.Limits, motd: String?,
+         features: [String: SyncplayValue], clock: any MonotonicClock,
          gate: @escaping SyncplayListener.Gate, welcomed: @escaping @Sendable (SyncplayGuest) -> Void) {
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
         self.channel = channel
@@ -128,6 +134,7 @@ public final class SyncplayGuest: Sendable {
         self.state = Mutex(SyncplayServerState(limits: limits, now: clock.now))
         self.clock = clock
         self.motd = motd
+        self.features = features
         self.gate = gate
         self.welcomed = welcomed
         channel.closeFuture.whenComplete { [continuation] _ in continuation.finish() }
@@ -199,7 +206,7 @@ public final class SyncplayGuest: Sendable {
                 switch gate(room, password, username) {
                 case .admit(let name, let members):
                     let now = clock.now
-                    perform(state.withLock { $0.admit(as: name, members: members, motd: motd, now: now) })
+                    perform(state.withLock { $0.admit(as: name, members: members, features: features, motd: motd, now: now) })
                     welcomed(self)
                 case .refuse(let message):
                     perform(state.withLock { $0.refuse(message) })

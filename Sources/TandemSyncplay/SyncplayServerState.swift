@@ -90,6 +90,8 @@ public struct SyncplayServerState: Sendable {
     private var pending: (state: SyncplayRoomPlaystate, at: LocalInstant)?
     private var file: SyncplayFile?
     private var isReady: Bool?
+    /// False once the hello's features said `chat: false`: chat lines are then neither echoed nor passed on.
+    public private(set) var offersChat = true
 
     public init(limits: Limits = Limits(), now: LocalInstant) {
         self.limits = limits
@@ -142,6 +144,7 @@ public struct SyncplayServerState: Sendable {
             "maxRoomNameLength": .number(35), "maxFilenameLength": .number(250), "setOthersReadiness": .bool(false),
         ]
         features.merge(extra) { $1 }
+        offersChat = features["chat"] != .bool(false)
         // The room's (empty) shared playlist and its index, as Syncplay's servers send on joining a room: a client
         // opens its own file only once it has had a playlist index.
         return [.send(.hello(SyncplayHello(username: username, room: room, version: clientVersion, realVersion: "1.7.3",
@@ -189,7 +192,7 @@ public struct SyncplayServerState: Sendable {
     }
 
     public func chat(from name: String, _ message: String) -> [Action] {
-        guard phase == .welcomed else { return [] }
+        guard phase == .welcomed, offersChat else { return [] }
         return [.send(.chat(username: name, message: String(SyncplayCodec.text(message).prefix(limits.maxChatCharacters))))]
     }
 
@@ -248,6 +251,7 @@ public struct SyncplayServerState: Sendable {
         case (.welcomed, .state(let state)):
             return clientState(state, now: now, room: playstate)
         case (.welcomed, .chat(_, let message)):
+            guard offersChat else { return [] }
             let text = String(message.prefix(limits.maxChatCharacters))
             guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return [] }
             return [.send(.chat(username: username, message: text)), .event(.chat(text))]

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 import TandemCore
 
@@ -97,5 +99,58 @@ import TandemCore
         announced.finish(last: "closed", sendLastNow: false)
         #expect(await drain(listener) == ["closed"])
         #expect(await drain(announced.subscribe()) == ["closed"])
+    }
+
+    /// Counters shared with the threads of the test below.
+    private final class Progress: Sendable {
+        let rounds = Atomic<Int>(0)
+        let sent = Atomic<Int>(0)
+        let stop = Atomic<Bool>(false)
+    }
+
+    @Test("subscribers cancelled while values are being sent to them: no deadlock, and their streams are dropped")
+    func cancellingWhileSendingDoesNotDeadlock() async throws {
+        // A cancelled subscriber's stream ends in the runtime's cancellation handler (under that task's status lock)
+        // while `send` yields to it under the fan-out's lock: the two must not wait for each other. (A fan-out whose
+        // termination handler waited for its lock deadlocked here within seconds, taking the test run with it; both
+        // sides run on threads of their own so that a partial stall shows as an issue instead.)
+        let fanOut = FanOut<Int>(buffering: .newest(4))
+        let progress = Progress()
+        let rounds = 1_500
+        Thread.detachNewThread {
+            var n = 0
+            while !progress.stop.load(ordering: .relaxed) {
+                fanOut.send(n)
+                n += 1
+                progress.sent.store(n, ordering: .relaxed)
+            }
+        }
+        Thread.detachNewThread {
+            for _ in 0..<rounds {
+                let readers = (0..<4).map { _ in
+                    let stream = fanOut.subscribe()
+                    return Task { for await _ in stream {} }
+                }
+                usleep(100)
+                for reader in readers { reader.cancel() }
+                progress.rounds.add(1, ordering: .relaxed)
+            }
+        }
+        var last = (rounds: -1, sent: -1)
+        var stalled = 0
+        // Bounded: 60 s in all, or 3 s without progress on either side.
+        for _ in 0..<600 where progress.rounds.load(ordering: .relaxed) < rounds && stalled < 30 {
+            try await Task.sleep(for: .milliseconds(100))
+            let now = (rounds: progress.rounds.load(ordering: .relaxed), sent: progress.sent.load(ordering: .relaxed))
+            stalled = now == last ? stalled + 1 : 0
+            last = now
+        }
+        progress.stop.store(true, ordering: .relaxed)
+        #expect(progress.rounds.load(ordering: .relaxed) == rounds,
+                "stalled after \(progress.rounds.load(ordering: .relaxed)) rounds and \(progress.sent.load(ordering: .relaxed)) values")
+        // The ended streams are gone (the last round's may still be on their way out).
+        try await Task.sleep(for: .milliseconds(200))
+        fanOut.send(-1)
+        #expect(fanOut.subscriberCount <= 4)
     }
 }

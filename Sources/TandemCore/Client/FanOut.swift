@@ -97,7 +97,11 @@ public final class FanOut<Value: Sendable>: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+            // Never waits for the lock: when a subscriber's task is cancelled, this runs while the runtime holds that
+            // task's status lock, and `send` may at that moment be yielding to the same stream under this lock (and
+            // need that status lock to resume the task) — waiting would deadlock both threads. When the lock is busy,
+            // `send` drops the ended stream instead (its yield answers `.terminated`).
+            _ = self?.state.withLockIfAvailable { $0.subscribers.removeValue(forKey: key) }
         }
         return stream
     }
@@ -114,7 +118,11 @@ public final class FanOut<Value: Sendable>: Sendable {
                 if case .newest(let count) = buffering, s.backlog!.count > max(1, count) { s.backlog!.removeFirst() }
                 return
             }
-            for continuation in s.subscribers.values { continuation.yield(value) }
+            var ended: [Int] = []
+            for (key, continuation) in s.subscribers {
+                if case .terminated = continuation.yield(value) { ended.append(key) }
+            }
+            for key in ended { s.subscribers.removeValue(forKey: key) }
         }
     }
 

@@ -46,3 +46,18 @@ public struct AppDataCipher: PayloadCipher, @unchecked Sendable {
     /// The derived key's bytes, for known-answer tests.
     var keyBytes: [UInt8] { key.withUnsafeBytes { Array($0) } }
 }
+
+/// The cipher of a connection that holds only a session's handshake key, not its secret (a relay's Syncplay
+/// clients): with no app-data key it seals and opens nothing, so app data neither leaves it (a send throws rather
+/// than go out in the clear) nor is read by it.
+struct NoAppDataKey: PayloadCipher {
+    struct Missing: Error, CustomStringConvertible {
+        var description: String {
+            "this connection holds only the session's handshake key, not its secret: it cannot seal or open app data (chat, attachments)"
+        }
+    }
+
+    var overhead: Int { AppDataCipher.nonceSize + AppDataCipher.tagSize }
+    func seal(_ plaintext: Data) throws -> Data { throw Missing() }
+    func open(_ box: Data) throws -> Data { throw Missing() }
+}

@@ -126,7 +126,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         case .challenge:
             guard case .awaitingChallenge = state else { throw FrameError.malformedBody(kind: .challenge, detail: "unexpected") }
             let challenge = try FrameCodec.decode(Challenge.self, from: frame)
-            let key = SessionAuth.key(forSecret: invite.secret)
+            let key = options.handshakeKey?.symmetricKey ?? SessionAuth.key(forSecret: invite.secret)
             let clientNonce = SessionAuth.nonce()
             let proof = SessionAuth.proof(key: key, serverNonce: challenge.nonce, session: invite.session,
                                           clientNonce: clientNonce)

@@ -86,6 +86,8 @@ public enum TandemClient {
         public var logger = Logger(label: "tandem.client")
         /// With `createSession`: only ask whether the server would create the session (`prepareForActivation`).
         var creationProbe = false
+        /// Authenticate with this handshake key instead of the invite's secret (`connect(to:handshakeKey:name:options:)`).
+        var handshakeKey: HandshakeKey?
         public init() {}
     }
 
@@ -128,8 +130,9 @@ public final class TandemClientConnection: SessionLink {
     let options: TandemClient.Options
     /// Limits and numbers this connection's own app messages (`sendAppMessage`).
     let appMessageGate: AppMessageGate
-    /// Seals app data end to end with the key derived from the invite.
-    let appDataCipher: AppDataCipher
+    /// Seals app data end to end with the key derived from the invite (none for a connection made with the
+    /// handshake key alone: `NoAppDataKey`).
+    let appDataCipher: any PayloadCipher
     var clock: any MonotonicClock { options.clock }
     let name: String
     let current: Mutex<CurrentChannel>
@@ -160,7 +163,7 @@ public final class TandemClientConnection: SessionLink {
         self.localParticipantID = welcome.localParticipant.id
         self.shared = shared
         self.options = options
-        self.appDataCipher = AppDataCipher(invite: invite)
+        self.appDataCipher = options.handshakeKey == nil ? AppDataCipher(invite: invite) : NoAppDataKey()
         appMessageGate = AppMessageGate(maxSize: options.maxMessageSize, messagesPerSecond: options.maxMessagesPerSecond,
                                         burst: options.maxMessagesPerSecond, clock: options.clock)
     }
@@ -253,7 +256,8 @@ public final class TandemClientConnection: SessionLink {
         { SHA256Hex.digest($0) }
     }
 
-    /// Messenger payloads and journal attachments are sealed with a key derived from the invite's secret.
+    /// Messenger payloads and journal attachments are sealed with a key derived from the invite's secret (a
+    /// connection made with the handshake key alone can neither seal nor open them: see `NoAppDataKey`).
     public var payloadCipher: (any PayloadCipher)? { appDataCipher }
 
     /// Every clock exchange from now on, as it completes (`t1`, `t4` on this peer's clock; `t2`, `t3` on session

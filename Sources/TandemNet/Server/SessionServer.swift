@@ -27,6 +27,10 @@ public final class SessionServer: Sendable {
     }
     public let configuration: ServerConfiguration
 
+    /// The address a client on this machine dials: 127.0.0.1 when listening on every interface, else the listening
+    /// host.
+    public var localHost: String { host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host }
+
     private let group: MultiThreadedEventLoopGroup
     private let listener: any Channel
     private let sessions: Mutex<[String: HostedSession]>
@@ -176,7 +180,7 @@ public final class SessionServer: Sendable {
     @discardableResult
     public func createSession(id: String? = nil, secret: String? = nil, advertisedHost: String? = nil,
                               activity: ActivityEnvelope? = nil) throws(SessionServerError) -> Invite {
-        var invite = Invite.random(host: advertisedHost ?? (host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host),
+        var invite = Invite.random(host: advertisedHost ?? localHost,
                                    port: port, tls: usesTLS, pinnedCertificateSHA256: certificateSHA256)
         if let id { invite.session = id }
         if let secret { invite.secret = secret }
@@ -189,6 +193,10 @@ public final class SessionServer: Sendable {
         guard let session = self.session(named: id) else { return }
         try? await session.loop.submit { session.shutdown(reason: reason) }.get()
     }
+
+    /// The handshake key (`SHA-256(secret)`) of session `id` while it is hosted here: it lets its holder join the
+    /// session (`TandemClient.connect(to:handshakeKey:name:options:)`), so it must not leave this process.
+    public func handshakeKey(ofSession id: String) -> HandshakeKey? { session(named: id).map { HandshakeKey($0.key) } }
 
     /// Names of the sessions currently hosted.
     public var sessionIDs: [String] { sessions.withLock { Array($0.keys) }.sorted() }

@@ -98,7 +98,7 @@ struct HostCommand: AsyncParsableCommand {
     var shareTracks = false
 
     @Option(name: .customLong("syncplay-port"), help: ArgumentHelp(
-        "Also let Syncplay clients (e.g. syncplay with mpv) join on PORT, with the session id as the room and the session's secret as the password (0 picks a free port).",
+        "Also let Syncplay clients (e.g. syncplay with mpv) join on PORT, with the session id as the room and the Syncplay password the header prints (0 picks a free port).",
         valueName: "PORT"))
     var syncplayPort: Int?
 
@@ -130,9 +130,7 @@ struct HostCommand: AsyncParsableCommand {
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
-        if let syncplayPort, !(0...65535).contains(syncplayPort) {
-            throw ValidationError("--syncplay-port must be a port number (0 to 65535)")
-        }
+        if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
         }
@@ -167,8 +165,7 @@ struct HostCommand: AsyncParsableCommand {
                                                      syncplayPort: syncplayPort, syncplayBind: listen.bind) {
                 printError("tandem: warning: \($0)")
             }
-            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web)
-                + (hosted.syncplay?.header(invite: hosted.invite) ?? [])
+            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web) + hosted.syncplayHeader
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
                 hosted.participant, header: header, invite: hosted.invite, web: listen.web, server: hosted.server,

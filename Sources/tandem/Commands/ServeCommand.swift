@@ -47,6 +47,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Event-loop threads; sessions are spread over them, each living on one (default: one per core).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
 
+    @Option(name: .customLong("syncplay-port"), help: ArgumentHelp(
+        "Also let Syncplay clients (e.g. syncplay with mpv) join this relay's sessions on PORT, with the session id as the room and the Syncplay password tandem host prints; chat does not cross (0 picks a free port).",
+        valueName: "PORT"))
+    var syncplayPort: Int?
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
@@ -54,15 +59,12 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxSessions >= 1 else { throw ValidationError("--max-sessions must be at least 1") }
         guard maxParticipants >= 2 else { throw ValidationError("--max-participants must be at least 2") }
         guard maxUnauthenticated >= 1 else { throw ValidationError("--max-unauthenticated must be at least 1") }
-        guard maxUnauthenticatedPerAddress >= 1 else {
-            throw ValidationError("--max-unauthenticated-per-address must be at least 1")
-        }
+        guard maxUnauthenticatedPerAddress >= 1 else { throw ValidationError("--max-unauthenticated-per-address must be at least 1") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256") }
         guard creationsPerMinute >= 1 else { throw ValidationError("--creations-per-minute must be at least 1") }
-        if let createTokenFile {
-            guard FileManager.default.isReadableFile(atPath: createTokenFile) else {
-                throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
-            }
+        if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
+        if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
+            throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
         }
     }
 
@@ -83,6 +85,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.createToken = try createTokenFile.map(CreateToken.read)
             let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
                                                        configuration: configuration, logger: Logger(label: "tandem.server"))
+            let syncplay = try await SyncplayGuests.start(relay: server, host: listen.bind, askedPort: syncplayPort)
             let address = advertisedHost(bind: listen.bind)
             let url = server.address(advertising: address)
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
@@ -91,15 +94,15 @@ struct ServeCommand: AsyncParsableCommand {
                 printLine("browsers join at http\(server.usesTLS ? "s" : "")://\(address):\(server.port)/join/SESSION#SECRET "
                     + "(the host's tandem host --web prints the link)")
             }
+            for line in syncplay?.relayHeader(advertising: address) ?? [] { printLine(line) }
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
-            do {
-                try await group.run()
-            } catch {
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            do { try await group.run() } catch {
+                await syncplay?.close()
                 throw PeerFailure(.failure, "the server stopped: \(error)")
             }
+            await syncplay?.close()
         }
     }
 }
