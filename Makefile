@@ -15,7 +15,9 @@ VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Tandem
 ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 # The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
-RELEASE_FLAGS := -c release --static-swift-stdlib
+# Run-time exclusivity checks are left out of it (debug builds, and so every test, keep them): they were 13 % of the
+# relay's instructions per delivered message (`tandem bench relay --instructions`, README "The relay").
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked
 DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
 # Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
 WEB_VENV := .build/web-venv
