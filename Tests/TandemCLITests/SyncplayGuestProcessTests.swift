@@ -38,28 +38,13 @@ struct SyncplayGuestProcessTests {
         #expect(await host.wait(for: 30) { Self.participant($0, "bob")?["readiness"]?["state"]?.string == "ready" },
                 "\(host.events("participants").last.map { "\($0)" } ?? "none") — bob: \(bob.text.suffix(800))")
 
-        // The host plays, seeks and pauses: bob's client hears each from ann.
-        var mark = bob.text.count
-        host.send("play")
-        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann unpaused") }, "\(bob.text.suffix(800))")
-        mark = bob.text.count
-        host.send("seek 20")
-        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann jumped from") && $0.contains("to 00:20") },
-                "\(bob.text.suffix(800))")
-        mark = bob.text.count
-        host.send("pause")
-        #expect(await bob.waitFor(20, after: mark) { $0.contains("ann paused") }, "\(bob.text.suffix(800))")
+        await Self.hostCommandsReach(bob, from: host)
         #expect(await host.wait(for: 10) { Self.settled($0)?["state"]?.string == "paused" })
 
         // bob plays, seeks and pauses from his client: the session follows, each change his.
         let bobID = try #require(Self.participant(host, "bob")?["id"]?.string)
         #expect(Self.participant(host, "bob")?["via"]?.string == "syncplay")
-        // (A moment between commands, as a person takes: each change is confirmed to the client first.)
-        try await Task.sleep(for: .seconds(2))
-        bob.send("p")
-        #expect(await host.wait(for: 20) {
-            Self.settled($0)?["state"]?.string == "playing" && Self.settled($0)?["originator"]?.string == bobID
-        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+        try await Self.clientToggles(bob, host: host, bobID: bobID, to: "playing")
         try await Task.sleep(for: .seconds(2))
         bob.send("s 0:30")
         // A seek waits for everyone's preroll, then settles under no one's name: the request is bob's.
@@ -67,11 +52,7 @@ struct SyncplayGuestProcessTests {
             p.events("timeline").contains { $0["originator"]?.string == bobID && abs(($0["anchorItemTime"]?.number ?? 0) - 30) < 2 }
                 && Self.settled(p)?["state"]?.string == "playing" && abs((Self.settled(p)?["anchorItemTime"]?.number ?? 0) - 30) < 2
         }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
-        try await Task.sleep(for: .seconds(2))
-        bob.send("p")
-        #expect(await host.wait(for: 20) {
-            Self.settled($0)?["state"]?.string == "paused" && Self.settled($0)?["originator"]?.string == bobID
-        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+        try await Self.clientToggles(bob, host: host, bobID: bobID, to: "paused")
         let pausedAt = Self.settled(host)?["anchorItemTime"]?.number ?? 0
         #expect(pausedAt > 29 && pausedAt < 39, "paused at \(pausedAt)")
 
@@ -97,6 +78,26 @@ struct SyncplayGuestProcessTests {
     }
 
     /// The session id and secret of `tandem://HOST:PORT/SESSION#SECRET`.
+    /// The host plays, seeks to 0:20 and pauses: bob's Syncplay client hears each from ann.
+    static func hostCommandsReach(_ bob: SyncplayClientProcess, from host: TandemProcess) async {
+        for (command, heard) in [("play", ["ann unpaused"]), ("seek 20", ["ann jumped from", "to 00:20"]), ("pause", ["ann paused"])] {
+            let mark = bob.text.count
+            host.send(command)
+            #expect(await bob.waitFor(20, after: mark) { text in heard.allSatisfy { text.contains($0) } },
+                    "\(command): \(bob.text.suffix(800))")
+        }
+    }
+
+    /// bob toggles play and pause from his client (`p`): the session settles `state` under his id.
+    static func clientToggles(_ bob: SyncplayClientProcess, host: TandemProcess, bobID: String, to state: String) async throws {
+        // A moment between commands, as a person takes: each change is confirmed to the client first.
+        try await Task.sleep(for: .seconds(2))
+        bob.send("p")
+        #expect(await host.wait(for: 20) {
+            settled($0)?["state"]?.string == state && settled($0)?["originator"]?.string == bobID
+        }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
+    }
+
     static func sessionAndSecret(_ invite: String) throws -> (String, String) {
         let parts = invite.split(separator: "#", maxSplits: 1)
         let session = parts.first?.split(separator: "/").last.map(String.init)

@@ -5,40 +5,59 @@ import Foundation
 extension SessionAuthority {
     // MARK: App messages
 
-    /// Relays an app message with its source stamped here, enforcing the size and per-sender rate limits.
-    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
+    /// What becomes of an app message: delivered to these recipients, refused with a reason for its sender, or
+    /// ignored (the sender is unknown or gone, or the session has ended).
+    public enum AppMessageRelay: Sendable, Hashable {
+        case deliver(IncomingAppMessage, to: [ParticipantID])
+        case refuse(String)
+        case ignore
+    }
+
+    /// The relay's path for its most frequent message: the checks of `receive(.appMessage(_:), …)` (the sender has
+    /// joined, size and per-sender rate limits, recipients), with one answer for all recipients rather than an
+    /// action — and a copy of the message — per recipient. The message's source is stamped here.
+    public mutating func relayAppMessage(_ message: OutgoingAppMessage, from id: ParticipantID,
+                                         now: SessionInstant) -> AppMessageRelay {
+        guard endReason == nil, let member = members[id], member.isConnected else { return .ignore }
+        guard member.hasJoined else { return .refuse(Self.joinFirst) }
         guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
-            return [.send(.refused(reason: "message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
-                                    + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
-                                    + "send it as a journal attachment instead"), to: id)]
+            return .refuse("message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
+                           + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
+                           + "send it as a journal attachment instead")
         }
         // Over TCP (the fallback when UDP is blocked) an unreliable message is still held to what one datagram
         // carries, so an app cannot come to rely on more than the datagram path delivers.
         let unreliableLimit = MessageDelivery.maxUnreliableSize + PayloadSealing.allowance
         guard message.delivery != .unreliable || message.payload.count <= unreliableLimit else {
-            return [.send(.refused(reason: "an unreliable message of \(AuthorityText.bytes(Int64(message.payload.count))) "
-                                    + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
-                                    + "before sealing) — send it reliably"), to: id)]
+            return .refuse("an unreliable message of \(AuthorityText.bytes(Int64(message.payload.count))) "
+                           + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
+                           + "before sealing) — send it reliably")
         }
         guard takeMessageToken(for: id, now: now) else {
-            return [.send(.refused(reason: "too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
-                                    + "(bursts of \(configuration.appMessageBurst)) — send less often"), to: id)]
+            return .refuse("too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
+                           + "(bursts of \(configuration.appMessageBurst)) — send less often")
         }
         let incoming = IncomingAppMessage(source: id, delivery: message.delivery, sequence: message.sequence,
                                           payload: message.payload)
         if case .only(let chosen) = message.recipients, chosen.count > configuration.maxParticipants {
-            return [.send(.refused(reason: "a message for \(chosen.count) recipients; a session has at most "
-                                    + "\(configuration.maxParticipants) participants"), to: id)]
+            return .refuse("a message for \(chosen.count) recipients; a session has at most "
+                           + "\(configuration.maxParticipants) participants")
         }
-        let recipients: [ParticipantID]
         switch message.recipients {
-        case .all: recipients = connectedIDs.filter { $0 != id }
-        case .only(let chosen): recipients = connectedIDs.filter { $0 != id && chosen.contains($0) }
+        case .all: return .deliver(incoming, to: connectedIDs.filter { $0 != id })
+        case .only(let chosen): return .deliver(incoming, to: connectedIDs.filter { $0 != id && chosen.contains($0) })
         }
-        return recipients.map { .send(.appMessage(incoming), to: $0) }
     }
 
-    /// Refills the sender's token bucket for the time passed and takes one token if there is one.
+    /// `relayAppMessage` as actions, for `receive`.
+    mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
+        switch relayAppMessage(message, from: id, now: now) {
+        case .deliver(let incoming, let recipients): return recipients.map { .send(.appMessage(incoming), to: $0) }
+        case .refuse(let reason): return [.send(.refused(reason: reason), to: id)]
+        case .ignore: return []
+        }
+    }
+
     mutating func takeMessageToken(for id: ParticipantID, now: SessionInstant) -> Bool {
         // In place: a member is a large value, and this runs for every app message.
         guard let index = members.index(forKey: id) else { return false }

@@ -198,6 +198,9 @@ public struct SessionAuthority: Sendable {
         return .joined(id, actions)
     }
 
+    /// The refusal of anything shared before joining.
+    static let joinFirst = "join the session first: nothing is shared before you join"
+
     /// Handles one message from a connected participant. Messages from unknown or disconnected ids are ignored.
     public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard endReason == nil, let member = members[id], member.isConnected else { return [] }
@@ -207,7 +210,7 @@ public struct SessionAuthority: Sendable {
             case .join, .clockPing, .linkReport, .leave, .takePart: break
             default:
                 // Enforced here, not only by the client: nothing shared is sent or changed before joining.
-                return [.send(.refused(reason: "join the session first: nothing is shared before you join"), to: id)]
+                return [.send(.refused(reason: Self.joinFirst), to: id)]
             }
         }
         switch message {

@@ -103,6 +103,18 @@ final class HostedSession: @unchecked Sendable {
         if case .journal(let journalMessage) = message {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
+        if case .appMessage(let outgoing) = message {
+            // The most frequent message: one answer for all its recipients, encoded once for them all.
+            switch authority.relayAppMessage(outgoing, from: participant, now: sessionNow) {
+            case .deliver(let incoming, let recipients):
+                var encoded: (ServerMessage, Frame)?
+                let message = ServerMessage.appMessage(incoming)
+                for target in recipients { send(message, to: target, encoded: &encoded) }
+            case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
+            case .ignore: break
+            }
+            return
+        }
         perform(authority.receive(message, from: participant, now: sessionNow))
         if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
@@ -159,31 +171,7 @@ final class HostedSession: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let message, let target):
-                guard let connection = connections[target] else { continue }
-                if case .appMessage(let app) = message, app.delivery == .unreliable {
-                    // Over UDP when the member's endpoint works; over TCP otherwise, dropped when it is backed up.
-                    if datagrams?.sendUnreliable(message, over: connection) == true { continue }
-                    if !connection.channel.isWritable {
-                        droppedUnreliable += 1
-                        continue
-                    }
-                }
-                if case .journal = message {
-                    // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.
-                    connection.send(message)
-                    continue
-                }
-                let frame: Frame
-                if let (last, lastFrame) = encoded, last == message {
-                    frame = lastFrame
-                } else if let fresh = try? SessionCodec.encode(message, allocator: connection.channel.allocator) {
-                    frame = fresh
-                    encoded = (message, fresh)
-                } else {
-                    logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
-                    continue
-                }
-                connection.send(frame)
+                send(message, to: target, encoded: &encoded)
             case .close(let target, let reason):
                 if let connection = connections.removeValue(forKey: target) {
                     connection.invalidate(reason)
@@ -194,6 +182,36 @@ final class HostedSession: @unchecked Sendable {
                 finish(reason)
             }
         }
+    }
+
+    /// Sends `message` to `target`'s connection. `encoded` keeps the last frame encoded, so a message that goes
+    /// to several recipients in a row is encoded once.
+    private func send(_ message: ServerMessage, to target: ParticipantID, encoded: inout (ServerMessage, Frame)?) {
+        guard let connection = connections[target] else { return }
+        if case .appMessage(let app) = message, app.delivery == .unreliable {
+            // Over UDP when the member's endpoint works; over TCP otherwise, dropped when it is backed up.
+            if datagrams?.sendUnreliable(message, over: connection) == true { return }
+            if !connection.channel.isWritable {
+                droppedUnreliable += 1
+                return
+            }
+        }
+        if case .journal = message {
+            // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.
+            connection.send(message)
+            return
+        }
+        let frame: Frame
+        if let (last, lastFrame) = encoded, last == message {
+            frame = lastFrame
+        } else if let fresh = try? SessionCodec.encode(message, allocator: connection.channel.allocator) {
+            frame = fresh
+            encoded = (message, fresh)
+        } else {
+            logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+            return
+        }
+        connection.send(frame)
     }
 
     private struct Upload {
