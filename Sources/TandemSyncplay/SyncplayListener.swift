@@ -187,6 +187,10 @@ public final class SyncplayGuest: Sendable {
     func failed(_ error: any Error) {
         if error is SyncplayProtocolError {
             perform(state.withLock { $0.oversized() })
+        } else if case .uncleanShutdown? = error as? NIOSSLError {
+            // The client closed without TLS's goodbye (Syncplay's often do): closed, as a plain connection would be.
+            ended.withLock { $0 = $0 ?? "closed by the client" }
+            channel.close(promise: nil)
         } else if error is NIOSSLError || error is BoringSSLError {
             perform(state.withLock { $0.tlsFailed("\(error)") })
         } else {

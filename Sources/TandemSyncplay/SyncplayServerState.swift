@@ -148,7 +148,8 @@ public struct SyncplayServerState: Sendable {
 
     /// The connection failed under TLS (or while it began): an `Error` and a drop.
     public mutating func tlsFailed(_ detail: String) -> [Action] {
-        fail("the TLS handshake failed (\(detail)) — use a Syncplay client of 1.6.9 or later, or connect without TLS")
+        guard phase == .upgrading else { return fail("TLS failed (\(detail))") }
+        return fail("the TLS handshake failed (\(detail)) — use a Syncplay client of 1.6.9 or later, or connect without TLS")
     }
 
     /// Accepts the hello: the answer, under `username` (the name the client asked for, or a free one).

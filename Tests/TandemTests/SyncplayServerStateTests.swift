@@ -49,6 +49,9 @@ struct SyncplayServerStateTests {
         #expect(Self.events(secure.receive(line: Self.hello, now: Self.at(0.3), room: Self.paused)).count == 1)
         _ = secure.admit(as: "bob", members: [:], motd: nil, now: Self.at(0.3))
         #expect(secure.isWelcomed)
+        // TLS failing later (a bad record) is no handshake failure, but still an Error and a drop.
+        let broken = secure.tlsFailed("bad record mac")
+        #expect(Self.dropped(broken) && Self.sent(broken).first == .error("TLS failed (bad record mac)"))
 
         // A line in the clear between "true" and the handshake's end.
         var early = SyncplayServerState(offersTLS: true, now: Self.t0)
