@@ -89,8 +89,8 @@ public final class SyncplayListener: Sendable {
                 }
                 child.closeFuture.whenComplete { _ in admission.withLock { $0.close(from: address) } }
                 let guest = SyncplayGuest(channel: child, address: address, limits: configuration.limits,
-                                          motd: configuration.motd, features: configuration.features, tls: configuration.tls, clock: clock,
-                                          gate: gate, welcomed: welcomed)
+                                          motd: configuration.motd, features: configuration.features, tls: configuration.tls,
+                                          clock: clock, gate: gate, welcomed: welcomed)
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFramer(maxLength: configuration.limits.lineBytes)))

@@ -20,9 +20,10 @@ public struct SyncplayRoomPlaystate: Sendable, Equatable {
 /// a `State` heartbeat every second with Syncplay's ping fields and "ignoring on the fly" counters, forced states
 /// when the room changes, `Set` for users joining and leaving and for readiness, `List`, `Chat`, and `Error` for
 /// anything refused (followed by a drop). STARTTLS, once and before the hello: "true" when `offersTLS` (the owner
-/// then starts TLS, and `tlsEstablished` opens the greeting again), "false" otherwise. Bounded: the length of a line (by the framer, see `Limits`), the lines
-/// per second, and the silence allowed (12.5 s, as Syncplay servers). Pure: it takes the time and what arrived,
-/// and returns what to send and what happened; whoever owns it checks the hello (`admit` / `refuse`).
+/// then starts TLS, and `tlsEstablished` opens the greeting again), "false" otherwise. Bounded: the length of a
+/// line (by the framer, see `Limits`), the lines per second, and the silence allowed (12.5 s, as Syncplay servers;
+/// it bounds a TLS handshake too). Pure: it takes the time and what arrived, and returns what to send and what
+/// happened; whoever owns it checks the hello (`admit` / `refuse`).
 public struct SyncplayServerState: Sendable {
     public struct Limits: Sendable {
         /// The longest line accepted (Syncplay's own servers stop at 16 KiB).

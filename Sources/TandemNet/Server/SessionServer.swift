@@ -160,8 +160,8 @@ public final class SessionServer: Sendable {
         return server
     }
 
-    private init(host: String, port: Int, tlsContext: NIOSSLContext?, certificateSHA256: [UInt8]?, configuration: ServerConfiguration,
-                 group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
+    private init(host: String, port: Int, tlsContext: NIOSSLContext?, certificateSHA256: [UInt8]?,
+                 configuration: ServerConfiguration, group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
                  clock: any MonotonicClock, logger: Logger) {
         self.datagrams = datagrams
         self.host = host
