@@ -151,8 +151,6 @@ public final class SyncplayGuest: Sendable {
     public var username: String { state.withLock { $0.username } }
     public var room: String { state.withLock { $0.room } }
     public var averageRTT: Double { state.withLock { $0.averageRTT } }
-    /// Whether the connection switched to TLS (STARTTLS).
-    public var usesTLS: Bool { state.withLock { $0.usesTLS } }
     /// Why the connection ended (nil while it is open).
     public var endReason: String? { ended.withLock { $0 } }
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
