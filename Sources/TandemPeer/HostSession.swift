@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Tandem
+import TandemSyncplay
 
 /// Where a host's session lives.
 package enum HostServer: Sendable {
@@ -84,7 +85,13 @@ package struct HostSession: Sendable {
             if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
             if let syncplayPort {
                 // Each Syncplay client joins from this machine, as the host did.
-                do { syncplay = try await SyncplayGuests.start(host: syncplayBind, port: syncplayPort, invite: invite, dial: dial) } catch {
+                // STARTTLS with the embedded server's certificate, when it has one.
+                var configuration = SyncplayListener.Configuration()
+                configuration.tls = embedded?.tlsContext
+                do {
+                    syncplay = try await SyncplayGuests.start(host: syncplayBind, port: syncplayPort, invite: invite, dial: dial,
+                                                              configuration: configuration)
+                } catch {
                     throw SyncplayGuests.cannotListen(host: syncplayBind, port: syncplayPort, error)
                 }
             }

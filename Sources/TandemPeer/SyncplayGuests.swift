@@ -7,7 +7,8 @@ import TandemSyncplay
 /// beside a relay's sessions (`tandem serve --syncplay-port`). A client that names a session id as its room and
 /// that session's Syncplay password (`SyncplayPassword`, derived from the handshake key) becomes a participant of
 /// the session through its own Tandem connection from this machine (`SyncplayGuestLink`), so the authority sees an
-/// ordinary participant. Anything else gets Syncplay's `Error` and is dropped.
+/// ordinary participant. Anything else gets Syncplay's `Error` and is dropped. Beside a server with a certificate
+/// (`--tls-cert`), a client that asks for STARTTLS gets TLS with that certificate.
 package final class SyncplayGuests: Sendable {
     package let listener: SyncplayListener
     private let links = Mutex<[ObjectIdentifier: Task<Void, Never>]>([:])
@@ -44,6 +45,8 @@ package final class SyncplayGuests: Sendable {
                               configuration: SyncplayListener.Configuration = .init()) async throws -> SyncplayGuests {
         var configuration = configuration
         configuration.features["chat"] = .bool(false)
+        // STARTTLS with the relay's own certificate, when it has one.
+        configuration.tls = configuration.tls ?? server.tlsContext
         configuration.motd = [configuration.motd, relayNotice].compactMap { $0 }.joined(separator: "\n")
         let decoy = HandshakeKey.random()
         return try await start(host: host, port: port, configuration: configuration) { room, presented in

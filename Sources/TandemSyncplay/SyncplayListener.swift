@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
+import NIOTLS
 import Synchronization
 import TandemCore
 
@@ -36,7 +38,8 @@ public struct SyncplayAdmission: Sendable {
 
 /// A Syncplay-protocol listener: TCP, one JSON object per line, each connection driven by `SyncplayServerState`.
 /// A hello goes to the owner's gate (which room, which password); an admitted client is handed over as a
-/// `SyncplayGuest`. Bounded in connections (in all and per address), and per connection as `Limits` say.
+/// `SyncplayGuest`. Bounded in connections (in all and per address), and per connection as `Limits` say. With
+/// `Configuration.tls`, a client that asks for STARTTLS before its hello gets TLS on the same connection.
 public final class SyncplayListener: Sendable {
     public struct Configuration: Sendable {
         public var limits = SyncplayServerState.Limits()
@@ -46,6 +49,9 @@ public final class SyncplayListener: Sendable {
         /// Hello features beyond or instead of the defaults (`SyncplayServerState.admit`); `chat: false` keeps chat
         /// out both ways.
         public var features: [String: SyncplayValue] = [:]
+        /// The server's certificate and key (`SessionServer.tlsContext`): STARTTLS is answered "true" with it,
+        /// "false" without.
+        public var tls: NIOSSLContext?
         public init() {}
     }
 
@@ -83,8 +89,8 @@ public final class SyncplayListener: Sendable {
                 }
                 child.closeFuture.whenComplete { _ in admission.withLock { $0.close(from: address) } }
                 let guest = SyncplayGuest(channel: child, address: address, limits: configuration.limits,
-                                          motd: configuration.motd, features: configuration.features, clock: clock,
-                                          gate: gate, welcomed: welcomed)
+                                          motd: configuration.motd, features: configuration.features, tls: configuration.tls,
+                                          clock: clock, gate: gate, welcomed: welcomed)
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFramer(maxLength: configuration.limits.lineBytes)))
@@ -120,18 +126,20 @@ public final class SyncplayGuest: Sendable {
     private let clock: any MonotonicClock
     private let motd: String?
     private let features: [String: SyncplayValue]
+    private let tls: NIOSSLContext?
     private let gate: SyncplayListener.Gate
     private let welcomed: @Sendable (SyncplayGuest) -> Void
     private let roomNow = Mutex<@Sendable () -> SyncplayRoomPlaystate>({ SyncplayRoomPlaystate(position: 0, paused: true) })
     private let ended = Mutex<String?>(nil)
 
     init(channel: any Channel, address: String, limits: SyncplayServerState.Limits, motd: String?,
-         features: [String: SyncplayValue], clock: any MonotonicClock,
+         features: [String: SyncplayValue], tls: NIOSSLContext?, clock: any MonotonicClock,
          gate: @escaping SyncplayListener.Gate, welcomed: @escaping @Sendable (SyncplayGuest) -> Void) {
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
         self.channel = channel
         self.address = address
-        self.state = Mutex(SyncplayServerState(limits: limits, now: clock.now))
+        self.state = Mutex(SyncplayServerState(limits: limits, offersTLS: tls != nil, now: clock.now))
+        self.tls = tls
         self.clock = clock
         self.motd = motd
         self.features = features
@@ -177,10 +185,21 @@ public final class SyncplayGuest: Sendable {
     func failed(_ error: any Error) {
         if error is SyncplayProtocolError {
             perform(state.withLock { $0.oversized() })
+        } else if case .uncleanShutdown? = error as? NIOSSLError {
+            // The client closed without TLS's goodbye (Syncplay's often do): closed, as a plain connection would be.
+            ended.withLock { $0 = $0 ?? "closed by the client" }
+            channel.close(promise: nil)
+        } else if error is NIOSSLError || error is BoringSSLError {
+            perform(state.withLock { $0.tlsFailed("\(error)") })
         } else {
             ended.withLock { $0 = $0 ?? "\(error)" }
             channel.close(promise: nil)
         }
+    }
+
+    func tlsEstablished() {
+        let now = clock.now
+        perform(state.withLock { $0.tlsEstablished(now: now) })
     }
 
     func startTicking() {
@@ -215,11 +234,36 @@ public final class SyncplayGuest: Sendable {
                 continuation.yield(event)
             case .close(let reason):
                 ended.withLock { $0 = $0 ?? reason }
-                // What was sent (Syncplay's Error saying why) goes out first.
+                // What was sent (Syncplay's Error saying why) goes out first, for at most 2 s (a TLS handshake that
+                // never ends holds it back).
                 let channel = channel
-                if let lastWrite { lastWrite.whenComplete { _ in channel.close(promise: nil) } } else { channel.close(promise: nil) }
+                if let lastWrite {
+                    lastWrite.whenComplete { _ in channel.close(promise: nil) }
+                    channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+                } else {
+                    channel.close(promise: nil)
+                }
+            case .startTLS:
+                startTLS()
             }
         }
+    }
+}
+
+extension SyncplayGuest {
+    /// The "true" was written in the clear (it is past the front of the pipeline): TLS goes in front of everything,
+    /// and the client starts the handshake.
+    fileprivate func startTLS() {
+        guard let tls else { return }
+        let channel = channel
+        let insert = { [weak self] in
+            do {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls), position: .first)
+            } catch {
+                self?.perform(self?.state.withLock { $0.tlsFailed("\(error)") } ?? [])
+            }
+        }
+        if channel.eventLoop.inEventLoop { insert() } else { channel.eventLoop.execute(insert) }
     }
 }
 
@@ -236,6 +280,11 @@ private final class GuestLineHandler: ChannelInboundHandler, Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guest.failed(error)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted = event as? TLSUserEvent { guest.tlsEstablished() }
+        context.fireUserInboundEventTriggered(event)
     }
 }
 

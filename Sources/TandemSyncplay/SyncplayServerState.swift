@@ -19,9 +19,11 @@ public struct SyncplayRoomPlaystate: Sendable, Equatable {
 /// A Syncplay client's connection as a Syncplay server sees it (version 1.6.9–1.7.x): the hello and its answer,
 /// a `State` heartbeat every second with Syncplay's ping fields and "ignoring on the fly" counters, forced states
 /// when the room changes, `Set` for users joining and leaving and for readiness, `List`, `Chat`, and `Error` for
-/// anything refused (followed by a drop). Bounded: the length of a line (by the framer, see `Limits`), the lines
-/// per second, and the silence allowed (12.5 s, as Syncplay servers). Pure: it takes the time and what arrived,
-/// and returns what to send and what happened; whoever owns it checks the hello (`admit` / `refuse`).
+/// anything refused (followed by a drop). STARTTLS, once and before the hello: "true" when `offersTLS` (the owner
+/// then starts TLS, and `tlsEstablished` opens the greeting again), "false" otherwise. Bounded: the length of a
+/// line (by the framer, see `Limits`), the lines per second, and the silence allowed (12.5 s, as Syncplay servers;
+/// it bounds a TLS handshake too). Pure: it takes the time and what arrived, and returns what to send and what
+/// happened; whoever owns it checks the hello (`admit` / `refuse`).
 public struct SyncplayServerState: Sendable {
     public struct Limits: Sendable {
         /// The longest line accepted (Syncplay's own servers stop at 16 KiB).
@@ -57,9 +59,11 @@ public struct SyncplayServerState: Sendable {
         case event(Event)
         /// Close the connection (after what was sent), and why.
         case close(String)
+        /// Switch the connection to TLS, the server's side, once what was sent (the "true") is out.
+        case startTLS
     }
 
-    enum Phase: Equatable { case greeting, checking, welcomed, closed }
+    enum Phase: Equatable { case greeting, upgrading, checking, welcomed, closed }
 
     /// The furthest position taken from a client (seconds; about four months), so that no number from the
     /// network overflows a time.
@@ -92,9 +96,14 @@ public struct SyncplayServerState: Sendable {
     private var isReady: Bool?
     /// False once the hello's features said `chat: false`: chat lines are then neither echoed nor passed on.
     public private(set) var offersChat = true
+    /// Whether STARTTLS is answered "true" (a certificate is at hand), whether it was asked, and whether TLS is up.
+    public let offersTLS: Bool
+    private var askedTLS = false
+    public private(set) var usesTLS = false
 
-    public init(limits: Limits = Limits(), now: LocalInstant) {
+    public init(limits: Limits = Limits(), offersTLS: Bool = false, now: LocalInstant) {
         self.limits = limits
+        self.offersTLS = offersTLS
         lastHeard = now
         tokens = limits.lineBurst
         tokensAt = now
@@ -127,6 +136,21 @@ public struct SyncplayServerState: Sendable {
     /// A line longer than `limits.lineBytes` (the framer refuses it before it is read whole).
     public mutating func oversized() -> [Action] {
         fail("a line longer than \(limits.lineBytes) bytes")
+    }
+
+    /// The TLS handshake that STARTTLS began is over: the client says hello next (in TLS).
+    public mutating func tlsEstablished(now: LocalInstant) -> [Action] {
+        guard phase == .upgrading else { return [] }
+        phase = .greeting
+        usesTLS = true
+        lastHeard = now
+        return []
+    }
+
+    /// The connection failed under TLS (or while it began): an `Error` and a drop.
+    public mutating func tlsFailed(_ detail: String) -> [Action] {
+        guard phase == .upgrading else { return fail("TLS failed (\(detail))") }
+        return fail("the TLS handshake failed (\(detail)) — use a Syncplay client of 1.6.9 or later, or connect without TLS")
     }
 
     /// Accepts the hello: the answer, under `username` (the name the client asked for, or a free one).
@@ -223,8 +247,18 @@ public struct SyncplayServerState: Sendable {
 
     private mutating func handle(_ command: SyncplayCommand, now: LocalInstant, room playstate: SyncplayRoomPlaystate) -> [Action] {
         switch (phase, command) {
-        case (.greeting, .tls):
-            return [.send(.tls("false"))]
+        case (.greeting, .tls(let inquiry)):
+            // Syncplay's servers answer "send" alone.
+            guard inquiry == "send" else { return [] }
+            guard !askedTLS else { return fail("STARTTLS asked twice") }
+            askedTLS = true
+            guard offersTLS else { return [.send(.tls("false"))] }
+            phase = .upgrading
+            return [.send(.tls("true")), .startTLS]
+        case (.upgrading, _):
+            return fail("a message in the clear after STARTTLS: start the TLS handshake")
+        case (.checking, .tls), (.welcomed, .tls):
+            return fail("STARTTLS after Hello: ask for TLS before saying Hello")
         case (.greeting, .hello(let hello)):
             let name = hello.username.trimmingCharacters(in: .whitespaces)
             let room = hello.room.trimmingCharacters(in: .whitespaces)
@@ -240,8 +274,6 @@ public struct SyncplayServerState: Sendable {
             return fail("say Hello first (with the session id as the room and its secret as the password)")
         case (.welcomed, .hello):
             return fail("a second Hello")
-        case (.welcomed, .tls):
-            return [.send(.tls("false"))]
         case (.welcomed, .set(let settings)):
             var actions: [Action] = []
             for setting in settings { actions += apply(setting) }

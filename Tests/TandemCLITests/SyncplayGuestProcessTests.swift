@@ -1,4 +1,5 @@
 import Foundation
+import Tandem
 import TandemBench
 import TandemCore
 import Testing
@@ -16,24 +17,31 @@ struct SyncplayGuestProcessTests {
         process.events("participants").last?["participants"]?.array?.first { $0["name"]?.string == name }
     }
 
-    @Test("a syncplay client with mpv joins with the session id and secret; pause, play, seek and chat cross both ways; its readiness shows")
+    @Test("a syncplay client with mpv joins a host under TLS over STARTTLS with the session id and secret; pause, play, seek and chat cross both ways; its readiness shows")
     func syncplayClientFollowsAndDrives() async throws {
+        // The host's embedded server has a certificate: its Syncplay listener offers STARTTLS with it.
+        let certificate = try #require(try SyncplayCertificate.make())
+        defer { certificate.remove() }
         let port = Int.random(in: 40_000..<50_000)
         let host = try TandemProcess(["host", Self.sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0",
-                                      "--name", "ann", "--syncplay-port", "\(port)"])
+                                      "--name", "ann", "--syncplay-port", "\(port)", "--tls-cert", certificate.certificate,
+                                      "--tls-key", certificate.directory + "/privkey.pem"])
         defer { host.stop() }
-        let inviteText = try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)")
-        let (session, secret) = try Self.sessionAndSecret(inviteText)
+        let invite = try Invite(parsing: try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)"))
+        let (session, secret) = (invite.session, invite.secret)
 
         // A wrong password is refused with Syncplay's error, shown by the client.
-        let intruder = try SyncplayClientProcess(port: port, room: session, password: "guess", name: "eve", file: Self.sample)
+        let intruder = try SyncplayClientProcess(port: port, room: session, password: "guess", name: "eve", file: Self.sample,
+                                                 trustDirectory: certificate.roots)
         defer { intruder.stop() }
         #expect(await intruder.waitFor(30) { $0.contains("wrong room or password") }, "\(intruder.text.suffix(800))")
         intruder.stop()
 
-        let bob = try SyncplayClientProcess(port: port, room: session, password: secret, name: "bob", file: Self.sample)
+        let bob = try SyncplayClientProcess(port: port, room: session, password: secret, name: "bob", file: Self.sample,
+                                            trustDirectory: certificate.roots)
         defer { bob.stop() }
         #expect(await bob.waitFor(30) { $0.contains("Successfully connected") }, "\(bob.text.suffix(800))")
+        #expect(bob.text.contains("Secure connection established"), "\(bob.text.suffix(800))")
         // bob is a participant of the session, ready once his player has the file.
         #expect(await host.wait(for: 30) { Self.participant($0, "bob")?["readiness"]?["state"]?.string == "ready" },
                 "\(host.events("participants").last.map { "\($0)" } ?? "none") — bob: \(bob.text.suffix(800))")
@@ -77,7 +85,6 @@ struct SyncplayGuestProcessTests {
         #expect(await host.exitCode(within: 20) == 0, "\(host.stderr)")
     }
 
-    /// The session id and secret of `tandem://HOST:PORT/SESSION#SECRET`.
     /// The host plays, seeks to 0:20 and pauses: bob's Syncplay client hears each from ann.
     static func hostCommandsReach(_ bob: SyncplayClientProcess, from host: TandemProcess) async {
         for (command, heard) in [("play", ["ann unpaused"]), ("seek 20", ["ann jumped from", "to 00:20"]), ("pause", ["ann paused"])] {
@@ -96,12 +103,5 @@ struct SyncplayGuestProcessTests {
         #expect(await host.wait(for: 20) {
             settled($0)?["state"]?.string == state && settled($0)?["originator"]?.string == bobID
         }, "\(host.events("timeline").suffix(3)) — bob: \(bob.text.suffix(600))")
-    }
-
-    static func sessionAndSecret(_ invite: String) throws -> (String, String) {
-        let parts = invite.split(separator: "#", maxSplits: 1)
-        let session = parts.first?.split(separator: "/").last.map(String.init)
-        guard parts.count == 2, let session else { throw SyncplayTestError("not an invite: \(invite)") }
-        return (session, String(parts[1]))
     }
 }

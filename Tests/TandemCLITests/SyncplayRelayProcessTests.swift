@@ -10,7 +10,7 @@ import Testing
 struct SyncplayRelayProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    @Test("a syncplay client joins a TLS relay's session with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password is refused; the host's own listener takes the same password")
+    @Test("a syncplay client joins a TLS relay's session over STARTTLS with the derived password: a participant via syncplay; pause, play and seek cross both ways; chat is said not to; a wrong password or an untrusted certificate is refused; the host's own listener (no certificate) takes the same password in the clear")
     func syncplayClientOnRelay() async throws {
         // A relay under TLS: its own loopback connections for Syncplay clients go through TLS too, pinned.
         let certificate = try #require(try SyncplayCertificate.make())
@@ -34,16 +34,25 @@ struct SyncplayRelayProcessTests {
         #expect(invite.tls && address.hasPrefix("tandems://"))
         let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
 
+        // A client that does not trust the relay's certificate is told so, and goes no further.
+        let wary = try SyncplayClientProcess(port: port, room: invite.session, password: password, name: "dave", file: Self.sample)
+        #expect(await wary.waitFor(30) { $0.contains("invalid security certificate") }, "\(wary.text.suffix(800))")
+        wary.stop()
+
         // The relay never sees the secret, so the secret is a wrong password there; so is a guess.
         for wrong in [invite.secret, "guess"] {
-            let intruder = try SyncplayClientProcess(port: port, room: invite.session, password: wrong, name: "eve", file: Self.sample)
+            let intruder = try SyncplayClientProcess(port: port, room: invite.session, password: wrong, name: "eve", file: Self.sample,
+                                                     trustDirectory: certificate.roots)
             #expect(await intruder.waitFor(30) { $0.contains("wrong room or password") }, "\(intruder.text.suffix(800))")
             intruder.stop()
         }
 
-        let bob = try SyncplayClientProcess(port: port, room: invite.session, password: password, name: "bob", file: Self.sample)
+        // bob trusts it (not through the system's store): STARTTLS, then the password over TLS.
+        let bob = try SyncplayClientProcess(port: port, room: invite.session, password: password, name: "bob", file: Self.sample,
+                                            trustDirectory: certificate.roots)
         defer { bob.stop() }
         #expect(await bob.waitFor(30) { $0.contains("Successfully connected") }, "\(bob.text.suffix(800))")
+        #expect(bob.text.contains("Secure connection established"), "\(bob.text.suffix(800))")
         // Told once what does not cross.
         #expect(bob.text.contains("chat does not"), "\(bob.text.suffix(800))")
         #expect(await host.wait(for: 30) { SyncplayGuestProcessTests.participant($0, "bob")?["readiness"]?["state"]?.string == "ready" },
@@ -69,6 +78,8 @@ struct SyncplayRelayProcessTests {
         #expect(await host.wait(for: 30) { SyncplayGuestProcessTests.participant($0, "carl")?["via"]?.string == "syncplay" },
                 "carl: \(carl.text.suffix(800))")
         #expect(!carl.text.contains("chat does not"))
+        // That host has no certificate (the relay has): carl is told so and goes on in the clear.
+        #expect(carl.text.contains("This server does not support TLS"), "carl: \(carl.text.suffix(800))")
         carl.stop()
 
         bob.stop()

@@ -9,10 +9,12 @@ import Glibc
 #endif
 
 /// A self-signed certificate for 127.0.0.1 and localhost laid out as `syncplay-server --tls DIR` wants it
-/// (cert.pem, privkey.pem, chain.pem), made with openssl.
+/// (cert.pem, privkey.pem, chain.pem), made with openssl; `roots` holds it as OpenSSL's hashed directory, which the
+/// real Syncplay client trusts through `SSL_CERT_DIR` (`SyncplayClientProcess(trustDirectory:)`).
 struct SyncplayCertificate {
     let directory: String
     var certificate: String { directory + "/cert.pem" }
+    var roots: String { directory + "/roots" }
 
     /// Nil (with the test recorded as failed, saying why) when openssl is missing.
     static func make() throws -> SyncplayCertificate? {
@@ -33,6 +35,16 @@ struct SyncplayCertificate {
         for _ in 0..<300 where process.isRunning { usleep(20_000) }
         guard !process.isRunning, process.terminationStatus == 0 else { throw SyncplayTestError("openssl could not make a certificate") }
         try FileManager.default.copyItem(atPath: directory + "/cert.pem", toPath: directory + "/chain.pem")
+        try FileManager.default.createDirectory(atPath: directory + "/roots", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: directory + "/cert.pem", toPath: directory + "/roots/cert.pem")
+        let rehash = Process()
+        rehash.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        rehash.arguments = ["rehash", directory + "/roots"]
+        rehash.standardOutput = FileHandle.nullDevice
+        rehash.standardError = FileHandle.nullDevice
+        try rehash.run()
+        for _ in 0..<300 where rehash.isRunning { usleep(20_000) }
+        guard !rehash.isRunning, rehash.terminationStatus == 0 else { throw SyncplayTestError("openssl could not hash the roots") }
         return SyncplayCertificate(directory: directory)
     }
 

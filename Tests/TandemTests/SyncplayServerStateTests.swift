@@ -36,6 +36,62 @@ struct SyncplayServerStateTests {
         return state
     }
 
+    static let startTLS = #"{"TLS":{"startTLS":"send"}}"#
+
+    @Test("STARTTLS: true with a certificate (then nothing in the clear until the handshake), false without; after Hello, twice, or a failed handshake it is an Error and a drop")
+    func startTLSOrdering() {
+        // With a certificate: "true", then TLS; the greeting opens again once the handshake is over.
+        var secure = SyncplayServerState(offersTLS: true, now: Self.t0)
+        #expect(secure.receive(line: Self.startTLS, now: Self.t0, room: Self.paused) == [.send(.tls("true")), .startTLS])
+        #expect(secure.phase == .upgrading && !secure.usesTLS)
+        _ = secure.tlsEstablished(now: Self.at(0.2))
+        #expect(secure.phase == .greeting && secure.usesTLS)
+        #expect(Self.events(secure.receive(line: Self.hello, now: Self.at(0.3), room: Self.paused)).count == 1)
+        _ = secure.admit(as: "bob", members: [:], motd: nil, now: Self.at(0.3))
+        #expect(secure.isWelcomed)
+        // TLS failing later (a bad record) is no handshake failure, but still an Error and a drop.
+        let broken = secure.tlsFailed("bad record mac")
+        #expect(Self.dropped(broken) && Self.sent(broken).first == .error("TLS failed (bad record mac)"))
+
+        // A line in the clear between "true" and the handshake's end.
+        var early = SyncplayServerState(offersTLS: true, now: Self.t0)
+        _ = early.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)
+        #expect(Self.dropped(early.receive(line: Self.hello, now: Self.t0, room: Self.paused)))
+        // A handshake that fails, or never ends (the silence bound applies while it is under way).
+        var failing = SyncplayServerState(offersTLS: true, now: Self.t0)
+        _ = failing.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)
+        let failed = failing.tlsFailed("wrong version number")
+        #expect(Self.dropped(failed) && Self.sent(failed).first == .error(
+            "the TLS handshake failed (wrong version number) — use a Syncplay client of 1.6.9 or later, or connect without TLS"))
+        var stalled = SyncplayServerState(offersTLS: true, now: Self.t0)
+        _ = stalled.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)
+        #expect(stalled.tick(now: Self.at(12), room: Self.paused).isEmpty)
+        #expect(Self.dropped(stalled.tick(now: Self.at(13), room: Self.paused)))
+        // Asked twice.
+        var twice = SyncplayServerState(offersTLS: true, now: Self.t0)
+        _ = twice.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)
+        _ = twice.tlsEstablished(now: Self.t0)
+        #expect(Self.dropped(twice.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)))
+        // Without a certificate: "false", and the client goes on in the clear; asked again, an Error.
+        var plain = SyncplayServerState(now: Self.t0)
+        #expect(plain.receive(line: Self.startTLS, now: Self.t0, room: Self.paused) == [.send(.tls("false"))])
+        #expect(plain.phase == .greeting && !plain.usesTLS)
+        #expect(Self.dropped(plain.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)))
+        // After Hello, whether welcomed or still being checked: an Error and a drop, TLS or not.
+        for offersTLS in [true, false] {
+            var checking = SyncplayServerState(offersTLS: offersTLS, now: Self.t0)
+            _ = checking.receive(line: Self.hello, now: Self.t0, room: Self.paused)
+            #expect(Self.dropped(checking.receive(line: Self.startTLS, now: Self.t0, room: Self.paused)))
+        }
+        var welcomed = Self.welcomed()
+        let late = welcomed.receive(line: Self.startTLS, now: Self.at(1), room: Self.paused)
+        #expect(Self.dropped(late) && Self.sent(late).first == .error("STARTTLS after Hello: ask for TLS before saying Hello"))
+        // Anything but "send" is not a request (as Syncplay's servers): ignored.
+        var other = SyncplayServerState(offersTLS: true, now: Self.t0)
+        #expect(other.receive(line: #"{"TLS":{"startTLS":"maybe"}}"#, now: Self.t0, room: Self.paused).isEmpty)
+        #expect(other.phase == .greeting)
+    }
+
     @Test("a hello is handed to the owner with the room and md5 password; admit answers it, List lists the room")
     func helloAndList() {
         var state = SyncplayServerState(now: Self.t0)

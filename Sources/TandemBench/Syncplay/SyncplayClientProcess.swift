@@ -22,8 +22,10 @@ package final class SyncplayClientProcess: Sendable {
     private let tag = "tandem-syncplay-\(UUID().uuidString)"
 
     /// Starts `syncplay --no-gui` for `file` in `room` of the server at 127.0.0.1:`port`; `mpvArguments` go to mpv.
+    /// The client asks for STARTTLS and checks the server's certificate against the system's roots, and those of
+    /// `trustDirectory` (OpenSSL's hashed directory, `openssl rehash`: Syncplay sets `SSL_CERT_FILE` itself).
     package init(port: Int, room: String, password: String, name: String, file: String,
-                 mpvArguments: [String] = nullOutputs) throws(BenchError) {
+                 mpvArguments: [String] = nullOutputs, trustDirectory: String? = nil) throws(BenchError) {
         for binary in [Self.path, Self.mpv] where !FileManager.default.isExecutableFile(atPath: binary) {
             throw BenchError("\(binary) is not installed — `make deps` installs Debian's syncplay and mpv")
         }
@@ -42,6 +44,7 @@ package final class SyncplayClientProcess: Sendable {
         environment["HOME"] = directory.path
         environment["XDG_CONFIG_HOME"] = directory.path
         environment["PYTHONUNBUFFERED"] = "1"
+        if let trustDirectory { environment["SSL_CERT_DIR"] = trustDirectory }
         environment["DISPLAY"] = nil
         environment["WAYLAND_DISPLAY"] = nil
         process.environment = environment

@@ -19,6 +19,9 @@ public final class SessionServer: Sendable {
     public let usesTLS: Bool
     /// SHA-256 of the server certificate (DER) when TLS is on, for pinning in invites.
     public let certificateSHA256: [UInt8]?
+    /// The TLS context built from `--tls-cert`/`--tls-key` (nil without): a Syncplay listener beside this server
+    /// offers STARTTLS with the same certificate.
+    public let tlsContext: NIOSSLContext?
 
     /// The address hosts give `tandem host --server`: tandem(s)://HOST:PORT, with the certificate's pin under TLS.
     public func address(advertising host: String) -> String {
@@ -149,7 +152,7 @@ public final class SessionServer: Sendable {
             ? await DatagramRelay.start(host: host, port: boundPort, group: group, configuration: configuration,
                                         clock: clock, logger: logger)
             : nil
-        let server = SessionServer(host: host, port: boundPort, usesTLS: tls != nil,
+        let server = SessionServer(host: host, port: boundPort, tlsContext: sslContext,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
                                    listener: listener, datagrams: datagrams, clock: clock, logger: logger)
         holder.server.withLock { $0 = server }
@@ -157,13 +160,14 @@ public final class SessionServer: Sendable {
         return server
     }
 
-    private init(host: String, port: Int, usesTLS: Bool, certificateSHA256: [UInt8]?, configuration: ServerConfiguration,
-                 group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
+    private init(host: String, port: Int, tlsContext: NIOSSLContext?, certificateSHA256: [UInt8]?,
+                 configuration: ServerConfiguration, group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
                  clock: any MonotonicClock, logger: Logger) {
         self.datagrams = datagrams
         self.host = host
         self.port = port
-        self.usesTLS = usesTLS
+        self.usesTLS = tlsContext != nil
+        self.tlsContext = tlsContext
         self.certificateSHA256 = certificateSHA256
         self.configuration = configuration
         self.group = group

@@ -124,7 +124,7 @@ struct ListenOptions: ParsableArguments {
                                valueName: "ADDR"))
     var bind: String = "0.0.0.0"
 
-    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: the link is TLS.", valueName: "FILE"))
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: the link is TLS (and Syncplay clients that ask get STARTTLS).", valueName: "FILE"))
     var tlsCert: String?
 
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "FILE"))
