@@ -64,9 +64,7 @@ package final class SyncplayBridge: Sendable {
     /// The session's latest timeline (also read by the room's heartbeat).
     let timeline: Locked<Timeline?>
     /// The latest timeline that was playing or paused (not waiting): what the room was last told about.
-    private let settled = Mutex<Timeline?>(nil)
-    /// Who asked for the change the group is waiting on.
-    private let pendingOriginator = Mutex<ParticipantID?>(nil)
+    private let settled: SettledTimeline
     private let nextRequest = Mutex<UInt64>(1)
     private let readyToldRoom = Mutex<Bool?>(nil)
     /// The session's messages, subscribed to from the start so that none is missed before `run`.
@@ -122,7 +120,7 @@ package final class SyncplayBridge: Sendable {
         self.messages = link.serverMessages()
         // The timeline at connecting came in the welcome; later ones arrive as messages.
         latest.withLock { $0 = link.welcome.timeline }
-        settled.withLock { $0 = link.welcome.timeline }
+        settled = SettledTimeline(link.welcome.timeline)
         self.session = GroupSession(link: link)
         self.chat = GroupSessionMessenger(session: session)
         session.join()
@@ -164,23 +162,12 @@ package final class SyncplayBridge: Sendable {
             case .timeline(let new):
                 timeline.withLock { $0 = new }
                 scheduleEndReport()
-                // No player here: prepared at once, so the group never waits for the bridge. A change that waits
-                // for everyone (a seek, a start) settles later under no one's name: it stays its requester's.
-                if case .waiting = new.status {
-                    try? await link.send(.prepared(generation: new.generation))
-                    if let originator = new.originator { pendingOriginator.withLock { $0 = originator } }
-                    continue
-                }
-                let origin = new.originator ?? pendingOriginator.withLock { $0 }
-                pendingOriginator.withLock { $0 = nil }
-                let old = settled.withLock { t in defer { t = new }; return t }
-                guard let old, let origin, origin != link.localParticipantID else { continue }
-                let position = new.anchorItemTime.seconds
-                let continued = old.expectedItemTime(atSessionTime: new.anchorSessionTime).seconds
-                let seek = abs(continued - position) > 1
-                if new.isPlaying != old.isPlaying || seek {
-                    room.localChange(SyncplayLocalPlaystate(position: position, paused: !new.isPlaying), seek: seek)
-                }
+                // No player here: prepared at once, so the group never waits for the bridge. What the room asked
+                // for (the bridge's own requests) is not sent back to it.
+                guard let change = await settled.take(new, link: link), let origin = change.origin,
+                      origin != link.localParticipantID, change.isNews else { continue }
+                room.localChange(SyncplayLocalPlaystate(position: new.anchorItemTime.seconds, paused: !new.isPlaying),
+                                 seek: change.seeks)
             case .participants(let states):
                 let others = states.filter { $0.participant.id != link.localParticipantID && $0.hasJoined }
                 let ready = !others.isEmpty && others.allSatisfy { if case .ready = $0.readiness { true } else { false } }

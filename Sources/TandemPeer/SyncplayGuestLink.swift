@@ -25,8 +25,7 @@ final class SyncplayGuestLink: Sendable {
     private let messages: AsyncStream<ServerMessage>
     private let clock = SystemMonotonicClock()
     /// The latest timeline that was playing or paused (not waiting): what the client follows.
-    private let settled: Locked<Timeline?>
-    private let pendingOriginator = Mutex<ParticipantID?>(nil)
+    private let settled: SettledTimeline
     private let names: Locked<[ParticipantID: String]>
     private let readiness = Mutex<[ParticipantID: Bool]>([:])
     private let nextRequest = Mutex<UInt64>(1)
@@ -51,14 +50,14 @@ final class SyncplayGuestLink: Sendable {
         self.guest = guest
         self.link = link
         self.messages = link.serverMessages()
-        let settled = Locked<Timeline?>(link.welcome.timeline)
+        let settled = SettledTimeline(link.welcome.timeline)
         self.settled = settled
         self.names = Locked([:])
         self.session = GroupSession(link: link)
         self.chat = carriesChat ? GroupSessionMessenger(session: session) : nil
         let clock = clock
         guest.followRoom { [names] in
-            let timeline = settled.value
+            let timeline = settled.current.value
             let now = SyncplayBridge.playstate(timeline, mapping: link.clockMapping(), now: clock.now)
             let setBy = timeline?.originator.flatMap { $0 == link.localParticipantID ? guest.username : names.value[$0] }
             return SyncplayRoomPlaystate(position: now.position, paused: now.paused, setBy: setBy)
@@ -87,23 +86,11 @@ final class SyncplayGuestLink: Sendable {
         for await message in messages {
             switch message {
             case .timeline(let new):
-                if case .waiting = new.status {
-                    try? await link.send(.prepared(generation: new.generation))
-                    if let originator = new.originator { pendingOriginator.withLock { $0 = originator } }
-                    continue
-                }
-                let origin = new.originator ?? pendingOriginator.withLock { $0 }
-                pendingOriginator.withLock { $0 = nil }
-                let old = settled.withLock { t in defer { t = new }; return t }
-                guard let old else { continue }
-                let position = new.anchorItemTime.seconds
-                let continued = old.expectedItemTime(atSessionTime: new.anchorSessionTime).seconds
-                let seek = abs(continued - position) > 1
-                guard new.isPlaying != old.isPlaying || seek else { continue }
+                guard let change = await settled.take(new, link: link), change.isNews else { continue }
                 var now = SyncplayBridge.playstate(new, mapping: link.clockMapping(), now: clock.now)
-                if !seek, !new.isPlaying { now.position = position }
+                if !change.seeks, !new.isPlaying { now.position = new.anchorItemTime.seconds }
                 guest.roomChanged(SyncplayRoomPlaystate(position: now.position, paused: now.paused,
-                                                        setBy: origin.flatMap(name(of:))), doSeek: seek)
+                                                        setBy: change.origin.flatMap(name(of:))), doSeek: change.seeks)
             case .participants(let states):
                 participants(states)
             case .invalidated:
@@ -166,7 +153,7 @@ final class SyncplayGuestLink: Sendable {
     }
 
     private func request(paused: Bool, position: Double, seek: Bool) async {
-        guard let current = settled.value, let mapping = link.clockMapping() else { return }
+        guard let current = settled.current.value, let mapping = link.clockMapping() else { return }
         let now = mapping.sessionTime(atLocal: clock.now)
         let here = current.expectedItemTime(atSessionTime: now).seconds
         let at = ItemTime.seconds(max(0, position))
