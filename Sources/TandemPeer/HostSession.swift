@@ -85,9 +85,9 @@ package struct HostSession: Sendable {
             if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
             if let syncplayPort {
                 // Each Syncplay client joins from this machine, as the host did.
-                // STARTTLS with the embedded server's certificate, when it has one.
+                // STARTTLS with the embedded server's certificate, when it has one that is not self-signed.
                 var configuration = SyncplayListener.Configuration()
-                configuration.tls = embedded?.tlsContext
+                configuration.tls = embedded?.tlsContextForVerifyingClients
                 do {
                     syncplay = try await SyncplayGuests.start(host: syncplayBind, port: syncplayPort, invite: invite, dial: dial,
                                                               configuration: configuration)

@@ -45,8 +45,8 @@ package final class SyncplayGuests: Sendable {
                               configuration: SyncplayListener.Configuration = .init()) async throws -> SyncplayGuests {
         var configuration = configuration
         configuration.features["chat"] = .bool(false)
-        // STARTTLS with the relay's own certificate, when it has one.
-        configuration.tls = configuration.tls ?? server.tlsContext
+        // STARTTLS with the relay's own certificate, when it has one that is not self-signed.
+        configuration.tls = configuration.tls ?? server.tlsContextForVerifyingClients
         configuration.motd = [configuration.motd, relayNotice].compactMap { $0 }.joined(separator: "\n")
         let decoy = HandshakeKey.random()
         return try await start(host: host, port: port, configuration: configuration) { room, presented in

@@ -53,7 +53,7 @@ struct SyncplayGuestTLSTests {
 
         // bob asks for TLS, checks the relay's certificate (the one its Tandem clients pin) and is admitted.
         let bob = try await Self.connect("bob", port: port, room: invite.session, password: password,
-                                         tls: SyncplayTLS(trustRootsPath: certificate.certificate))
+                                         tls: SyncplayTLS(trustRootsPath: certificate.authority))
         #expect(await Self.welcomed(bob, as: "bob"))
         #expect(await Self.heard(messages) { message in
             guard case .participants(let states) = message else { return false }
@@ -86,10 +86,11 @@ struct SyncplayGuestTLSTests {
         let invite = try secure.createSession()
         // As `HostSession` starts it beside its embedded server.
         var configuration = SyncplayListener.Configuration()
-        configuration.tls = secure.tlsContext
+        configuration.tls = secure.tlsContextForVerifyingClients
+        #expect(!secure.certificateIsSelfSigned && configuration.tls != nil)
         let guests = try await SyncplayGuests.start(host: "127.0.0.1", port: 0, invite: invite, dial: invite, configuration: configuration)
         let bob = try await Self.connect("bob", port: guests.listener.port, room: invite.session, password: invite.secret,
-                                         tls: SyncplayTLS(trustRootsPath: certificate.certificate))
+                                         tls: SyncplayTLS(trustRootsPath: certificate.authority))
         #expect(await Self.welcomed(bob, as: "bob"))
         await bob.close()
         await guests.close()
@@ -101,9 +102,30 @@ struct SyncplayGuestTLSTests {
         let password = SyncplayPassword.derive(handshakeKey: other.handshakeKey.bytes)
         await #expect {
             _ = try await Self.connect("eve", port: plainGuests.listener.port, room: other.session, password: password,
-                                       tls: SyncplayTLS(trustRootsPath: certificate.certificate))
+                                       tls: SyncplayTLS(trustRootsPath: certificate.authority))
         } throws: { SyncplayServerTests.isTLSError($0, containing: "does not offer TLS") }
         await plainGuests.close()
         await plain.shutdown()
+    }
+
+    @Test("a relay with a self-signed certificate (pinned by Tandem's invites) offers Syncplay clients no STARTTLS: they could not check it, and plain text lets them join")
+    func selfSignedCertificateIsNotOffered() async throws {
+        guard let certificate = try SyncplayCertificate.make() else { return }
+        defer { certificate.remove() }
+        let files = ServerTLSFiles(certificateChainPath: certificate.selfSigned, privateKeyPath: certificate.directory + "/privkey.pem")
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0, tls: files)
+        #expect(server.usesTLS && server.certificateIsSelfSigned && server.tlsContextForVerifyingClients == nil)
+        let invite = try server.createSession()
+        let guests = try await SyncplayGuests.start(relay: server, host: "127.0.0.1", port: 0)
+        let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
+        await #expect {
+            _ = try await Self.connect("eve", port: guests.listener.port, room: invite.session, password: password,
+                                       tls: SyncplayTLS(trustRootsPath: certificate.selfSigned))
+        } throws: { SyncplayServerTests.isTLSError($0, containing: "does not offer TLS") }
+        let carl = try await Self.connect("carl", port: guests.listener.port, room: invite.session, password: password, tls: nil)
+        #expect(await Self.welcomed(carl, as: "carl"))
+        await carl.close()
+        await guests.close()
+        await server.shutdown()
     }
 }

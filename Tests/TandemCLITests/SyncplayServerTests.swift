@@ -8,13 +8,17 @@ import TandemBench
 import Glibc
 #endif
 
-/// A self-signed certificate for 127.0.0.1 and localhost laid out as `syncplay-server --tls DIR` wants it
-/// (cert.pem, privkey.pem, chain.pem), made with openssl; `roots` holds it as OpenSSL's hashed directory, which the
-/// real Syncplay client trusts through `SSL_CERT_DIR` (`SyncplayClientProcess(trustDirectory:)`).
+/// A certificate for 127.0.0.1 and localhost signed by a test authority, laid out as `syncplay-server --tls DIR`
+/// wants it (cert.pem, privkey.pem, chain.pem), made with openssl; `authority` is the authority's certificate (the
+/// trust root to give Tandem's clients), and `roots` holds it as OpenSSL's hashed directory, which the real Syncplay
+/// client trusts through `SSL_CERT_DIR` (`SyncplayClientProcess(trustDirectory:)`). Not self-signed: Tandem offers
+/// Syncplay clients STARTTLS only with a certificate they could check against roots. `selfSigned` is one that is.
 struct SyncplayCertificate {
     let directory: String
     var certificate: String { directory + "/cert.pem" }
+    var authority: String { directory + "/ca.pem" }
     var roots: String { directory + "/roots" }
+    var selfSigned: String { directory + "/self-signed.pem" }
 
     /// Nil (with the test recorded as failed, saying why) when openssl is missing.
     static func make() throws -> SyncplayCertificate? {
@@ -23,28 +27,31 @@ struct SyncplayCertificate {
             return nil
         }
         let directory = NSTemporaryDirectory() + "syncplay-tls-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-                             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                             "-keyout", directory + "/privkey.pem", "-out", directory + "/cert.pem"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<300 where process.isRunning { usleep(20_000) }
-        guard !process.isRunning, process.terminationStatus == 0 else { throw SyncplayTestError("openssl could not make a certificate") }
-        try FileManager.default.copyItem(atPath: directory + "/cert.pem", toPath: directory + "/chain.pem")
         try FileManager.default.createDirectory(atPath: directory + "/roots", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: directory + "/cert.pem", toPath: directory + "/roots/cert.pem")
-        let rehash = Process()
-        rehash.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        rehash.arguments = ["rehash", directory + "/roots"]
-        rehash.standardOutput = FileHandle.nullDevice
-        rehash.standardError = FileHandle.nullDevice
-        try rehash.run()
-        for _ in 0..<300 where rehash.isRunning { usleep(20_000) }
-        guard !rehash.isRunning, rehash.terminationStatus == 0 else { throw SyncplayTestError("openssl could not hash the roots") }
+        func openssl(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = arguments
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<300 where process.isRunning { usleep(20_000) }
+            guard !process.isRunning, process.terminationStatus == 0 else {
+                throw SyncplayTestError("openssl \(arguments.first ?? "") could not make the test certificates")
+            }
+        }
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: directory + "/leaf.ext", atomically: true, encoding: .utf8)
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Tandem test authority",
+                     "-keyout", "ca-key.pem", "-out", "ca.pem"])
+        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "privkey.pem", "-out", "leaf.csr"])
+        try openssl(["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-days", "2",
+                     "-extfile", "leaf.ext", "-out", "cert.pem"])
+        try openssl(["req", "-x509", "-key", "privkey.pem", "-days", "2", "-subj", "/CN=localhost",
+                     "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-out", "self-signed.pem"])
+        try FileManager.default.copyItem(atPath: directory + "/ca.pem", toPath: directory + "/chain.pem")
+        try FileManager.default.copyItem(atPath: directory + "/ca.pem", toPath: directory + "/roots/ca.pem")
+        try openssl(["rehash", directory + "/roots"])
         return SyncplayCertificate(directory: directory)
     }
 
@@ -179,7 +186,7 @@ extension SyncplayServerTests {
         let secure = try await SyncplayServerProcess(tls: certificate.directory)
         defer { secure.stop() }
         let ann = try await SyncplayTestPeer("ann", port: secure.port, room: "tls-room",
-                                             tls: SyncplayTLS(trustRootsPath: certificate.certificate))
+                                             tls: SyncplayTLS(trustRootsPath: certificate.authority))
         #expect(await ann.waitFor { if case .welcomed("ann", "tls-room", _) = $0 { true } else { false } }, "\(ann.events.prefix(4))")
         // A plain Syncplay peer in the same room: both ways across the server.
         let bob = try await SyncplayTestPeer("bob", port: secure.port, room: "tls-room")
@@ -202,7 +209,7 @@ extension SyncplayServerTests {
         let plain = try await SyncplayServerProcess()
         defer { plain.stop() }
         await #expect { _ = try await SyncplayConnection.connect(host: "127.0.0.1", port: plain.port,
-                                                                 tls: SyncplayTLS(trustRootsPath: certificate.certificate),
+                                                                 tls: SyncplayTLS(trustRootsPath: certificate.authority),
                                                                  configuration: .init(username: "eve", room: "r")) {
             SyncplayLocalPlaystate(position: 0, paused: true) } } throws: { Self.isTLSError($0, containing: "does not offer TLS") }
     }
@@ -282,7 +289,7 @@ extension SyncplayJoinProcessTests {
         let watcher = try await SyncplayTestPeer("watcher", port: server.port, room: "movie")
         defer { Task { await watcher.close() } }
         let ann = try TandemProcess(["join", "syncplays://127.0.0.1:\(server.port)/movie", Self.sample, "--headless",
-                                     "--json", "--name", "ann", "--trust-roots", certificate.certificate])
+                                     "--json", "--name", "ann", "--trust-roots", certificate.authority])
         defer { ann.stop() }
         #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
         #expect(await watcher.waitFor(20) { if case .userJoined("ann", _) = $0 { true } else { false } }, "\(watcher.events.suffix(4))")
@@ -295,7 +302,7 @@ extension SyncplayJoinProcessTests {
         let plain = try await SyncplayServerProcess()
         defer { plain.stop() }
         let refused = try TandemProcess(["join", "syncplays://127.0.0.1:\(plain.port)/movie", Self.sample, "--headless",
-                                         "--trust-roots", certificate.certificate])
+                                         "--trust-roots", certificate.authority])
         #expect(await refused.exitCode(within: 30) == 4, "\(refused.stderr)")
         #expect(refused.stderr.contains("does not offer TLS"), "\(refused.stderr)")
     }

@@ -19,9 +19,15 @@ public final class SessionServer: Sendable {
     public let usesTLS: Bool
     /// SHA-256 of the server certificate (DER) when TLS is on, for pinning in invites.
     public let certificateSHA256: [UInt8]?
-    /// The TLS context built from `--tls-cert`/`--tls-key` (nil without): a Syncplay listener beside this server
-    /// offers STARTTLS with the same certificate.
+    /// The TLS context built from `--tls-cert`/`--tls-key` (nil without).
     public let tlsContext: NIOSSLContext?
+    /// Whether the certificate is self-signed (its issuer is its subject): Tandem's invites pin it, but a client
+    /// that checks certificates against its system's roots cannot accept it.
+    public let certificateIsSelfSigned: Bool
+    /// The TLS context to offer clients that check the certificate against their system's roots (Syncplay's
+    /// STARTTLS): nil without a certificate and for a self-signed one, which they would refuse and then not join
+    /// at all — they are offered plain TCP, as without a certificate.
+    public var tlsContextForVerifyingClients: NIOSSLContext? { certificateIsSelfSigned ? nil : tlsContext }
 
     /// The address hosts give `tandem host --server`: tandem(s)://HOST:PORT, with the certificate's pin under TLS.
     public func address(advertising host: String) -> String {
@@ -73,6 +79,7 @@ public final class SessionServer: Sendable {
                              logger: Logger = Logger(label: "tandem.server")) async throws -> SessionServer {
         var sslContext: NIOSSLContext?
         var fingerprint: [UInt8]?
+        var selfSigned = false
         if let tls {
             do {
                 let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath)
@@ -82,6 +89,7 @@ public final class SessionServer: Sendable {
                                                                       privateKey: .privateKey(key))
                 sslContext = try NIOSSLContext(configuration: config)
                 fingerprint = Array(SHA256.hash(data: try leaf.toDERBytes()))
+                selfSigned = leaf.subjectName == leaf.issuerName
             } catch let error as SessionServerError {
                 throw error
             } catch {
@@ -152,7 +160,7 @@ public final class SessionServer: Sendable {
             ? await DatagramRelay.start(host: host, port: boundPort, group: group, configuration: configuration,
                                         clock: clock, logger: logger)
             : nil
-        let server = SessionServer(host: host, port: boundPort, tlsContext: sslContext,
+        let server = SessionServer(host: host, port: boundPort, tlsContext: sslContext, selfSigned: selfSigned,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
                                    listener: listener, datagrams: datagrams, clock: clock, logger: logger)
         holder.server.withLock { $0 = server }
@@ -160,7 +168,7 @@ public final class SessionServer: Sendable {
         return server
     }
 
-    private init(host: String, port: Int, tlsContext: NIOSSLContext?, certificateSHA256: [UInt8]?,
+    private init(host: String, port: Int, tlsContext: NIOSSLContext?, selfSigned: Bool, certificateSHA256: [UInt8]?,
                  configuration: ServerConfiguration, group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
                  clock: any MonotonicClock, logger: Logger) {
         self.datagrams = datagrams
@@ -168,6 +176,7 @@ public final class SessionServer: Sendable {
         self.port = port
         self.usesTLS = tlsContext != nil
         self.tlsContext = tlsContext
+        self.certificateIsSelfSigned = selfSigned
         self.certificateSHA256 = certificateSHA256
         self.configuration = configuration
         self.group = group
