@@ -21,12 +21,10 @@ public final class SessionServer: Sendable {
     public let certificateSHA256: [UInt8]?
     /// The TLS context built from `--tls-cert`/`--tls-key` (nil without).
     public let tlsContext: NIOSSLContext?
-    /// Whether the certificate is self-signed (its issuer is its subject): Tandem's invites pin it, but a client
-    /// that checks certificates against its system's roots cannot accept it.
+    /// Whether the certificate's issuer is its subject: Tandem's invites pin it, roots-checking clients refuse it.
     public let certificateIsSelfSigned: Bool
-    /// The TLS context to offer clients that check the certificate against their system's roots (Syncplay's
-    /// STARTTLS): nil without a certificate and for a self-signed one, which they would refuse and then not join
-    /// at all — they are offered plain TCP, as without a certificate.
+    /// What to offer clients that check certificates against their roots (Syncplay's STARTTLS): nil for a
+    /// self-signed certificate, which they would refuse and then not join at all (they get plain TCP instead).
     public var tlsContextForVerifyingClients: NIOSSLContext? { certificateIsSelfSigned ? nil : tlsContext }
 
     /// The address hosts give `tandem host --server`: tandem(s)://HOST:PORT, with the certificate's pin under TLS.
@@ -36,8 +34,7 @@ public final class SessionServer: Sendable {
     }
     public let configuration: ServerConfiguration
 
-    /// The address a client on this machine dials: 127.0.0.1 when listening on every interface, else the listening
-    /// host.
+    /// The address a client on this machine dials: 127.0.0.1 when listening on every interface, else the host.
     public var localHost: String { host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host }
 
     private let group: MultiThreadedEventLoopGroup
@@ -78,8 +75,7 @@ public final class SessionServer: Sendable {
                              configuration: ServerConfiguration = ServerConfiguration(),
                              logger: Logger = Logger(label: "tandem.server")) async throws -> SessionServer {
         var sslContext: NIOSSLContext?
-        var fingerprint: [UInt8]?
-        var selfSigned = false
+        var (fingerprint, selfSigned): ([UInt8]?, Bool) = (nil, false)
         if let tls {
             do {
                 let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath)
