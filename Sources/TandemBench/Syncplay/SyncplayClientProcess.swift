@@ -127,6 +127,10 @@ package final class SyncplayClientProcess: Sendable {
         for child in children where kill(child, 0) == 0 && !Self.isZombie(child) { kill(child, SIGKILL) }
         if process.isRunning { kill(pid, SIGKILL) }
         for _ in 0..<40 where process.isRunning { usleep(50_000) }
+        // An mpv that Syncplay started after the first look (a client refused at once is stopped while its mpv is
+        // still starting) outlives it: once Syncplay is gone, nothing starts another, so one more look finds them
+        // all. mpv ignores SIGTERM, so these are killed outright.
+        for straggler in Self.processes(tagged: tag) where !Self.isZombie(straggler) { kill(straggler, SIGKILL) }
         reading.withLock { $0 = false }
         try? FileManager.default.removeItem(at: directory)
     }
