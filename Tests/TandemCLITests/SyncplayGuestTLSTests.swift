@@ -97,15 +97,22 @@ struct SyncplayGuestTLSTests {
         await secure.shutdown()
 
         let plain = try await SessionServer.start(host: "127.0.0.1", port: 0)
-        let other = try plain.createSession()
-        let plainGuests = try await SyncplayGuests.start(relay: plain, host: "127.0.0.1", port: 0)
-        let password = SyncplayPassword.derive(handshakeKey: other.handshakeKey.bytes)
-        await #expect {
-            _ = try await Self.connect("eve", port: plainGuests.listener.port, room: other.session, password: password,
-                                       tls: SyncplayTLS(trustRootsPath: certificate.authority))
-        } throws: { SyncplayServerTests.isTLSError($0, containing: "does not offer TLS") }
+        let (plainGuests, _) = try await Self.relayRefusingTLS(plain, trustRoots: certificate.authority)
         await plainGuests.close()
         await plain.shutdown()
+    }
+
+    /// A relay's Syncplay listener on `server` with a session, where a client that insists on TLS (trusting
+    /// `trustRoots`) is refused because none is offered; the listener and the session's Syncplay password.
+    static func relayRefusingTLS(_ server: SessionServer, trustRoots: String) async throws -> (SyncplayGuests, (room: String, password: String)) {
+        let invite = try server.createSession()
+        let guests = try await SyncplayGuests.start(relay: server, host: "127.0.0.1", port: 0)
+        let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
+        await #expect {
+            _ = try await Self.connect("eve", port: guests.listener.port, room: invite.session, password: password,
+                                       tls: SyncplayTLS(trustRootsPath: trustRoots))
+        } throws: { SyncplayServerTests.isTLSError($0, containing: "does not offer TLS") }
+        return (guests, (invite.session, password))
     }
 
     @Test("a relay with a self-signed certificate (pinned by Tandem's invites) offers Syncplay clients no STARTTLS: they could not check it, and plain text lets them join")
@@ -115,14 +122,8 @@ struct SyncplayGuestTLSTests {
         let files = ServerTLSFiles(certificateChainPath: certificate.selfSigned, privateKeyPath: certificate.directory + "/privkey.pem")
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0, tls: files)
         #expect(server.usesTLS && server.certificateIsSelfSigned && server.tlsContextForVerifyingClients == nil)
-        let invite = try server.createSession()
-        let guests = try await SyncplayGuests.start(relay: server, host: "127.0.0.1", port: 0)
-        let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
-        await #expect {
-            _ = try await Self.connect("eve", port: guests.listener.port, room: invite.session, password: password,
-                                       tls: SyncplayTLS(trustRootsPath: certificate.selfSigned))
-        } throws: { SyncplayServerTests.isTLSError($0, containing: "does not offer TLS") }
-        let carl = try await Self.connect("carl", port: guests.listener.port, room: invite.session, password: password, tls: nil)
+        let (guests, session) = try await Self.relayRefusingTLS(server, trustRoots: certificate.selfSigned)
+        let carl = try await Self.connect("carl", port: guests.listener.port, room: session.room, password: session.password, tls: nil)
         #expect(await Self.welcomed(carl, as: "carl"))
         await carl.close()
         await guests.close()
