@@ -25,3 +25,33 @@ package func primaryIPv4Address() -> String {
     }
     return "127.0.0.1"
 }
+
+/// The address of this machine that packets to `host:port` leave from (IPv4 or IPv6), found by connecting a UDP
+/// socket, which sends nothing; nil when `host` does not resolve or no route leads there.
+package func localAddress(toward host: String, port: Int) -> String? {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+    var found: UnsafeMutablePointer<addrinfo>?
+    guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
+    defer { freeaddrinfo(first) }
+    let fd = socket(first.pointee.ai_family, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return nil }
+    var local = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let named = withUnsafeMutablePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { return nil }
+    var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+    let numeric = withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            getnameinfo($0, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
+        }
+    }
+    guard numeric == 0 else { return nil }
+    let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    // An IPv6 link-local address names its interface after a '%', which an invite cannot carry.
+    return address.contains("%") ? nil : address
+}

@@ -73,6 +73,11 @@ package final class SyncplayBridge: Sendable {
     let playlist = Mutex(PlaylistFollowing())
     /// Where the room's playlist entries are found here.
     let directories: MediaDirectories
+    /// The file this peer told the room about (offering a Tandem session re-sends it with the invite).
+    let file: SyncplayFile
+    /// While this peer follows another Tandem peer's session instead of bridging its own: the room's last state,
+    /// which its heartbeat reports (`runFollowing`).
+    let mirror: Locked<RoomMirror?>
 
     /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
     /// With `address.tls`, the server's certificate is checked against `trustRoots` (PEM; default: the system's).
@@ -87,19 +92,21 @@ package final class SyncplayBridge: Sendable {
         let size = (try? FileManager.default.attributesOfItem(atPath: probe.location)[.size] as? Int) ?? 0
         let file = SyncplayFile(name: fileName, duration: probe.duration?.seconds ?? 0, size: .number(Double(size)))
         let latest = Locked<Timeline?>(nil)
+        let mirror = Locked<RoomMirror?>(nil)
         let clock = SystemMonotonicClock()
         let room: SyncplayConnection
         do {
             room = try await SyncplayConnection.connect(
                 host: address.host, port: address.port, tls: address.tls ? SyncplayTLS(trustRootsPath: trustRoots) : nil,
                 configuration: .init(username: name, room: address.room, passwordMD5: passwordMD5, file: file)) {
-                    Self.playstate(latest.value, mapping: link.clockMapping(), now: clock.now)
+                    if let following = mirror.value { return following.playstate(at: clock.now) }
+                    return Self.playstate(latest.value, mapping: link.clockMapping(), now: clock.now)
                 }
         } catch {
             await link.close()
             throw error
         }
-        let bridge = SyncplayBridge(room: room, link: link, latest: latest, directories: directories)
+        let bridge = SyncplayBridge(room: room, link: link, latest: latest, mirror: mirror, file: file, directories: directories)
         bridge.playlist.withLock { $0.duration = probe.duration }
         let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
                              hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
@@ -112,10 +119,12 @@ package final class SyncplayBridge: Sendable {
     }
 
     private init(room: SyncplayConnection, link: TandemClientConnection, latest: Locked<Timeline?>,
-                 directories: MediaDirectories) {
+                 mirror: Locked<RoomMirror?>, file: SyncplayFile, directories: MediaDirectories) {
         self.room = room
         self.link = link
         self.directories = directories
+        self.file = file
+        self.mirror = mirror
         self.timeline = latest
         self.messages = link.serverMessages()
         // The timeline at connecting came in the welcome; later ones arrive as messages.

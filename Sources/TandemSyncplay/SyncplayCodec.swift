@@ -170,11 +170,19 @@ public enum SyncplayCodec {
 
     static func file(_ value: Any?) -> SyncplayFile? {
         guard let f = value as? [String: Any], let name = f["name"] as? String else { return nil }
-        return SyncplayFile(name: text(name), duration: number(f["duration"]) ?? 0, size: f["size"].map(SyncplayValue.init) ?? .null)
+        // An offered Tandem session is an invite: a short string or nothing (it is parsed again before any use).
+        let offer = (f["tandemSession"] as? String).flatMap { $0.utf8.count <= maxTandemSessionBytes ? $0 : nil }
+        return SyncplayFile(name: text(name), duration: number(f["duration"]) ?? 0, size: f["size"].map(SyncplayValue.init) ?? .null,
+                            tandemSession: offer)
     }
 
+    /// The longest `tandemSession` kept (an invite is about 100 bytes).
+    public static let maxTandemSessionBytes = 512
+
     static func fileJSON(_ file: SyncplayFile) -> [String: Any] {
-        ["name": file.name, "duration": file.duration, "size": file.size.json]
+        var json: [String: Any] = ["name": file.name, "duration": file.duration, "size": file.size.json]
+        if let offer = file.tandemSession { json["tandemSession"] = offer }
+        return json
     }
 
     static func settings(_ value: Any) throws(SyncplayProtocolError) -> [SyncplaySetting] {

@@ -65,6 +65,8 @@ public final class SyncplayConnection: Sendable {
     private let local: @Sendable () -> SyncplayLocalPlaystate
     private let clock: any MonotonicClock
     private let ended = Mutex<String?>(nil)
+    /// The room's members as the server's latest `List` named them (nil before the first).
+    private let listed = Mutex<[String: SyncplayListedUser]?>(nil)
     private let done: EventLoopPromise<Void>
     /// STARTTLS under way: asked, then (once the server agreed) handshaking.
     private let upgrade = Mutex<TLSUpgrade?>(nil)
@@ -164,6 +166,17 @@ public final class SyncplayConnection: Sendable {
         }
     }
 
+    /// The room's members (this peer among them) from the server's first answer to the `List` this connection asks
+    /// for after the hello; nil when none came within `timeout` or the connection ended first.
+    public func listing(within timeout: Duration) async -> [String: SyncplayListedUser]? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, endReason == nil {
+            if let members = listed.withLock({ $0 }) { return members }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return listed.withLock { $0 }
+    }
+
     /// Closes the connection.
     public func close() async {
         ended.withLock { $0 = $0 ?? "closed here" }
@@ -253,7 +266,9 @@ public final class SyncplayConnection: Sendable {
         for action in actions {
             switch action {
             case .send(let command): send(command)
-            case .event(let event): continuation.yield(event)
+            case .event(let event):
+                if case .usersListed(let members) = event { listed.withLock { $0 = members } }
+                continuation.yield(event)
             case .close(let reason): fail(reason)
             }
         }

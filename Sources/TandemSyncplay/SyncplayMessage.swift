@@ -43,11 +43,15 @@ public struct SyncplayFile: Sendable, Equatable {
     public var name: String
     public var duration: Double
     public var size: SyncplayValue
+    /// Tandem's extension (key `tandemSession`, ignored by Syncplay's own clients and passed on unchanged by its
+    /// server): the invite of the Tandem session this peer offers the room's other Tandem peers.
+    public var tandemSession: String?
 
-    public init(name: String, duration: Double, size: SyncplayValue) {
+    public init(name: String, duration: Double, size: SyncplayValue, tandemSession: String? = nil) {
         self.name = name
         self.duration = duration
         self.size = size
+        self.tandemSession = tandemSession
     }
 }
 

@@ -70,11 +70,11 @@ final class SyncplayTestPeer: Sendable {
     private let heard: Shared<[SyncplayClientState.Event]>
     private let listener: Task<Void, Never>
 
-    init(_ name: String, port: Int, room: String, tls: SyncplayTLS? = nil) async throws {
+    init(_ name: String, port: Int, room: String, tls: SyncplayTLS? = nil,
+         file: SyncplayFile = SyncplayFile(name: "countdown.webm", duration: 92, size: .number(123_456))) async throws {
         let playstate = Shared(SyncplayLocalPlaystate(position: 0, paused: true))
         let heard = Shared<[SyncplayClientState.Event]>([])
         self.heard = heard
-        let file = SyncplayFile(name: "countdown.webm", duration: 92, size: .number(123_456))
         connection = try await SyncplayConnection.connect(
             host: "127.0.0.1", port: port, tls: tls,
             configuration: .init(username: name, room: room, file: file)) { playstate.withLock { $0 } }
@@ -228,14 +228,14 @@ struct SyncplayJoinProcessTests {
         process.events("timeline").last { $0["state"]?.string != "waiting" }
     }
 
-    @Test("two tandem peers in a syncplay-server room follow each other's play, seek and pause; chat and arrivals cross")
+    @Test("two tandem peers following a syncplay-server room by its rules (--syncplay-only) follow each other's play, seek and pause; chat and arrivals cross")
     func twoTandemPeersInARoom() async throws {
         let server = try await SyncplayServerProcess()
         defer { server.stop() }
-        let ann = try Self.join(server.port, room: "movie", name: "ann")
+        let ann = try Self.join(server.port, room: "movie", name: "ann", extra: ["--syncplay-only"])
         defer { ann.stop() }
         #expect(await ann.event("joined", within: 20) != nil, "\(ann.stderr)")
-        let bob = try Self.join(server.port, room: "movie", name: "bob")
+        let bob = try Self.join(server.port, room: "movie", name: "bob", extra: ["--syncplay-only"])
         defer { bob.stop() }
         #expect(await ann.event("notice", within: 20) { $0["text"]?.string == "bob joined the Syncplay room" } != nil,
                 "\(ann.stderr)")

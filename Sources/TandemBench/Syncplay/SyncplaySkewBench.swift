@@ -3,8 +3,9 @@ import Tandem
 import TandemPeer
 import TandemSyncplay
 
-/// `tandem bench syncplay`: two Tandem peers in one room of a real `syncplay-server` on loopback, each through its
-/// own bridge (as `tandem join syncplay://…` runs), each with a headless player. One drives: play, a seek, a pause
+/// `tandem bench syncplay`: two Tandem peers in one room of a real `syncplay-server` on loopback, as `tandem join
+/// syncplay://…` runs them, each with a headless player: the second playing in the session the first offers the room
+/// (`findTandemPeers`), or, with `--client syncplay-only`, each following the room through its own bridge. One drives: play, a seek, a pause
 /// by the other and play again. The skew is ground truth: the true times at which the two players' sinks released
 /// the same video frame (their render probes), not either peer's estimate of itself.
 package enum SyncplaySkewBench {
@@ -39,7 +40,7 @@ package enum SyncplaySkewBench {
     }
 
     /// Runs the room for about `duration` seconds (at least 10) on `media` (a file with video, 30 s or longer).
-    package static func run(media: String, duration: Double = 24) async throws(BenchError) -> Report {
+    package static func run(media: String, duration: Double = 24, findTandemPeers: Bool = true) async throws(BenchError) -> Report {
         let server = try await SyncplayServerProcess()
         defer { server.stop() }
         let probe: MediaProbe
@@ -56,10 +57,11 @@ package enum SyncplaySkewBench {
             for name in ["ann", "bob"] {
                 let player = try GStreamerPlayer(configuration: .headless)
                 let room = try await SyncplayBridge.joinRoom(address, password: nil, name: name, file: media, probe: probe,
-                                                             player: player, options: TandemClient.Options())
+                                                             player: player, options: TandemClient.Options(),
+                                                             findTandemPeers: findTandemPeers)
                 players.append(player)
                 rooms.append(room)
-                running.append(Task { await room.bridge.run() })
+                running.append(Task { await room.run() })
                 running.append(Task { await room.peer.run() })
             }
         } catch let error as BenchError {
@@ -92,8 +94,11 @@ package enum SyncplaySkewBench {
         }
         for (index, player) in players.enumerated() { truth.collect(index, from: player.renderProbe) }
         for room in rooms { await room.peer.leave() }
-        for room in rooms { await room.server.shutdown() }
-        return report(truth, issued: issued, duration: Double(end - start) / 1e9)
+        for room in rooms { await room.server?.shutdown() }
+        var result = report(truth, issued: issued, duration: Double(end - start) / 1e9)
+        result.setup = rooms.contains { $0.following != nil } ? "2 Tandem peers in one Tandem session found through a syncplay-server room"
+            : "2 Tandem peers through syncplay-server, each following the room by Syncplay's rules"
+        return result
     }
 
     /// A command of a run's plan as it was given: what it does to the players, and when.

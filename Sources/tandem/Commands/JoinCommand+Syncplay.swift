@@ -14,19 +14,16 @@ extension JoinCommand {
             room = try await SyncplayBridge.joinRoom(address, password: roomPassword, name: peer.displayName, file: file,
                                                      probe: probe, player: try peer.makePeerPlayer(),
                                                      options: peer.applying(to: TandemClient.Options()),
-                                                     mediaDirectories: mediaDir, trustRoots: trustRoots)
+                                                     mediaDirectories: mediaDir, trustRoots: trustRoots,
+                                                     findTandemPeers: !syncplayOnly)
         } catch let error as SyncplayConnectionError {
             if case .tls = error { throw PeerFailure(.unreachable, "\(error)") }
             throw PeerFailure(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")
         }
         // The room's end ends the session here too, saying why.
-        let bridging = Task {
-            await room.bridge.run()
-            let why = room.bridge.room.endReason ?? "it closed"
-            await room.server.shutdown(reason: InvalidationReason(code: .connectionLost, message: "the Syncplay room was lost: \(why)"))
-        }
+        let bridging = Task { await room.run() }
         defer { bridging.cancel() }
         try await PeerConsole(mode: PeerConsole.mode(json: peer.json))
-            .run(room.peer, header: SyncplayBridge.header(address, as: peer.displayName, file: file), server: room.server)
+            .run(room.peer, header: room.header(address, as: peer.displayName, file: file), server: room.server)
     }
 }

@@ -72,6 +72,9 @@ struct JoinCommand: AsyncParsableCommand {
         "With syncplay://HOST/ROOM: the Syncplay server's password, when it has one.", valueName: "PASSWORD"))
     var roomPassword: String?
 
+    @Flag(name: .customLong("syncplay-only"), help: "With syncplay://: follow the room by Syncplay's rules alone — neither offer this session to the room's other Tandem peers nor join one they offer (nothing listens beyond 127.0.0.1).")
+    var syncplayOnly = false
+
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 

@@ -9,9 +9,9 @@ struct SyncplayBenchCommand: AsyncParsableCommand {
         commandName: "syncplay",
         abstract: "Measure the render skew of two Tandem peers in a syncplay-server room, or of a Tandem host and a syncplay + mpv client (needs `make deps`).")
 
-    enum Client: String, ExpressibleByArgument { case tandem, mpv }
+    enum Client: String, ExpressibleByArgument { case tandem, mpv, syncplayOnly = "syncplay-only" }
 
-    @Option(help: "The second participant: `tandem` (two Tandem peers in a syncplay-server room) or `mpv` (syncplay with mpv joining a Tandem host's session).")
+    @Option(help: "The second participant: `tandem` (two Tandem peers in a syncplay-server room: one plays in the session the other offers), `syncplay-only` (the same two, each following the room by Syncplay's rules) or `mpv` (syncplay with mpv joining a Tandem host's session).")
     var client = Client.tandem
 
     @Option(help: "Seconds of the run (at least 10): play, seek, pause and play again, then steady play.")
@@ -25,8 +25,8 @@ struct SyncplayBenchCommand: AsyncParsableCommand {
         try await reportingErrors {
             let media = try file ?? Samples.path("countdown.webm")
             printLine(client == .mpv ? try await SyncplayMpvSkewBench.run(media: media, duration: duration).description
-                      : try await SyncplaySkewBench.run(media: media, duration: duration).description)
-            printLine("machine: \(machineDescription())\nreproduce: tandem bench syncplay\(client == .mpv ? " --client mpv" : "") --duration \(String(format: "%g", duration))")
+                      : try await SyncplaySkewBench.run(media: media, duration: duration, findTandemPeers: client == .tandem).description)
+            printLine("machine: \(machineDescription())\nreproduce: tandem bench syncplay --client \(client.rawValue) --duration \(String(format: "%g", duration))")
         }
     }
 }

@@ -1,0 +1,61 @@
+import Foundation
+import Tandem
+import TandemSyncplay
+
+/// Tandem peers in one Syncplay room find each other through the room: the first offers its session (the invite in
+/// its file's `tandemSession`, which the server passes on to everyone in `List` and in file updates), and a Tandem
+/// peer that joins later plays in that session — Tandem's shared clock and timeline among them — instead of
+/// following the room on its own by Syncplay's rules. The offering peer's bridge speaks for all of them to the room;
+/// the others stay in the room as quiet members (their heartbeats repeat the room's state, their readiness is the
+/// offering bridge's, which counts them), so Syncplay users still see everyone.
+extension SyncplayBridge {
+    /// The room's state as last heard, moved on while it plays: what a quiet member reports.
+    struct RoomMirror: Sendable {
+        var paused: Bool
+        var position: Double
+        var heard: LocalInstant
+
+        func playstate(at now: LocalInstant) -> SyncplayLocalPlaystate {
+            let elapsed = paused ? 0 : max(0, Double(now.nanoseconds - heard.nanoseconds) / 1e9)
+            return SyncplayLocalPlaystate(position: position + elapsed, paused: paused)
+        }
+    }
+
+    /// The Tandem session another member of the room offers, if any: the first by name (so that everyone who looks
+    /// picks the same) whose offer is an invite; this peer's own entry is skipped.
+    package static func offeredSession(in members: [String: SyncplayListedUser],
+                                       except me: String) -> (member: String, invite: Invite)? {
+        for name in members.keys.sorted() where name != me {
+            guard let text = members[name]?.file?.tandemSession, let invite = try? Invite(parsing: text) else { continue }
+            return (name, invite)
+        }
+        return nil
+    }
+
+    /// Offers this bridge's session to the room's Tandem peers: the file again, now carrying `invite`.
+    func offer(_ invite: Invite) {
+        var offered = file
+        offered.tandemSession = invite.description
+        room.set(.file(offered))
+    }
+
+    /// Stays in the room as a quiet member while this person plays in `member`'s session: the heartbeat repeats the
+    /// room's state (so the room is never moved from here: the offering bridge moves it), readiness follows
+    /// `member`'s. Nothing else is passed on — `member`'s bridge already shows the room to the session. The bridge's
+    /// own loopback session is left. Runs until the room connection ends.
+    func runFollowing(_ member: String, ready: Bool?) async {
+        mirror.withLock { $0 = $0 ?? RoomMirror(paused: true, position: 0, heard: clock.now) }
+        await link.close()
+        if let ready { room.setReady(ready) }
+        for await event in room.events {
+            switch event {
+            case .roomState(let paused, let position, _, _):
+                mirror.withLock { $0 = RoomMirror(paused: paused, position: position, heard: clock.now) }
+            case .ready(let name, let isReady) where name == member:
+                room.setReady(isReady)
+            default:
+                continue
+            }
+        }
+    }
+}
