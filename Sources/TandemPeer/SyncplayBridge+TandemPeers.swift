@@ -59,3 +59,31 @@ extension SyncplayBridge {
         }
     }
 }
+
+extension SyncplayBridge.RoomSession {
+    /// Joins the room with `join` and runs `console` on the session until it returns. When the session this peer
+    /// played in — another member's — ends (its host left, or was lost), the room is looked at again rather than
+    /// leaving it: whoever offers a session then is joined, and if nobody does, this peer offers its own. So that the
+    /// last session's other members agree on one new host, each waits its turn by name (`turnDelay` apart): the first
+    /// offers at once, the others then find its offer. Throws what `join` or `console` throws otherwise.
+    package static func stay(turnDelay: Duration = .milliseconds(1500), join: () async throws -> Self,
+                             console: (Self) async throws -> Void) async throws {
+        while true {
+            let room = try await join()
+            let bridging = Task { await room.run() }
+            defer { bridging.cancel() }
+            do {
+                try await console(room)
+                return
+            } catch {
+                guard let host = room.following, !Task.isCancelled else { throw error }
+                // The others who played in `host`'s session (bridges are named `syncplay`), in name order.
+                let others = await room.peer.status().others.map(\.participant.name)
+                let turn = Set(others + [room.peer.name]).subtracting([host, "syncplay"]).sorted().firstIndex(of: room.peer.name) ?? 0
+                bridging.cancel()
+                await room.bridge.room.close()
+                try await Task.sleep(for: turnDelay * turn)
+            }
+        }
+    }
+}

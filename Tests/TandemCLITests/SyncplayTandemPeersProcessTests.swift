@@ -65,6 +65,45 @@ struct SyncplayTandemPeersProcessTests {
         await carl.close()
     }
 
+    @Test("when the peer whose session the others played in leaves, one of them offers a session and the rest join it; the room carries on")
+    func hostLeaves() async throws {
+        let server = try await SyncplayServerProcess()
+        defer { server.stop() }
+        let carl = try await SyncplayTestPeer("carl", port: server.port, room: "movie")
+        let ann = try SyncplayJoinProcessTests.join(server.port, room: "movie", name: "ann")
+        defer { ann.stop() }
+        #expect(await carl.waitFor(20) { if case .userFile("ann", let file) = $0 { file.tandemSession != nil } else { false } })
+        let bob = try SyncplayJoinProcessTests.join(server.port, room: "movie", name: "bob")
+        defer { bob.stop() }
+        let dave = try SyncplayJoinProcessTests.join(server.port, room: "movie", name: "dave")
+        defer { dave.stop() }
+        #expect(await ann.wait(for: 30) { Self.names($0).isSuperset(of: ["bob", "dave"]) }, "\(Self.names(ann))")
+        ann.send("play")
+        #expect(await dave.wait(for: 15) { Self.settled($0)?["state"]?.string == "playing" })
+
+        // ann leaves: bob (first by name) offers his session, dave plays in it, the room keeps playing.
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 20) == 0, "\(ann.stderr)")
+        #expect(await carl.waitFor(30) { if case .userFile("bob", let file) = $0 { file.tandemSession != nil } else { false } },
+                "\(bob.stderr.suffix(600))")
+        #expect(await bob.wait(for: 30) { Self.names($0).contains("dave") && !Self.names($0).contains("ann") },
+                "\(Self.names(bob)) — dave: \(dave.stderr.suffix(600))")
+        #expect(await bob.wait(for: 15) { Self.settled($0)?["state"]?.string == "playing" }, "\(bob.events("timeline").suffix(3))")
+        // carl pauses: bob and dave pause on one timeline.
+        try await Task.sleep(for: .seconds(1))
+        carl.change(position: carl.playstate.withLock { $0.position } + 1, paused: true, seek: false)
+        #expect(await bob.wait(for: 15) { Self.settled($0)?["state"]?.string == "paused" }, "\(bob.events("timeline").suffix(3))")
+        #expect(await dave.wait(for: 15) { p in
+            Self.settled(p)?["state"]?.string == "paused" && Self.settled(p)?["generation"]?.number == Self.settled(bob)?["generation"]?.number
+                && Self.settled(p)?["anchorSessionTime"]?.number == Self.settled(bob)?["anchorSessionTime"]?.number
+        }, "\(dave.events("timeline").suffix(2)) against \(bob.events("timeline").suffix(1))")
+        for peer in [bob, dave] {
+            peer.send("leave")
+            #expect(await peer.exitCode(within: 20) == 0, "\(peer.stderr)")
+        }
+        await carl.close()
+    }
+
     @Test("an offer that does not answer, or is no invite, is passed over in bounded time: the newcomer offers its own session")
     func deadOffers() async throws {
         let server = try await SyncplayServerProcess()

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import TandemPeer
 import Synchronization
 
 /// The controlling terminal: raw key input and a single status line that redraws in place.
@@ -78,34 +79,15 @@ final class Terminal: Sendable {
         }
     }
 
-    /// Reads raw bytes from stdin on a dedicated thread (never on Swift's cooperative pool).
-    static func keyBytes() -> AsyncStream<[UInt8]> {
-        AsyncStream { continuation in
-            let thread = Thread {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                while true {
-                    let n = read(STDIN_FILENO, &buffer, buffer.count)
-                    if n <= 0 { break }
-                    continuation.yield(Array(buffer[0..<n]))
-                }
-                continuation.finish()
-            }
-            thread.start()
-        }
+    /// Bytes from stdin, and lines from it, each read on one thread for the whole process (`SharedInput`).
+    private static let keyInput = SharedInput<[UInt8]> {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = read(STDIN_FILENO, &buffer, buffer.count)
+        return n > 0 ? Array(buffer[0..<n]) : nil
     }
-
-    /// Reads lines from stdin on a dedicated thread.
-    static func lines() -> AsyncStream<String> {
-        AsyncStream { continuation in
-            let thread = Thread {
-                while let line = readLine(strippingNewline: true) {
-                    continuation.yield(line)
-                }
-                continuation.finish()
-            }
-            thread.start()
-        }
-    }
+    private static let lineInput = SharedInput { readLine(strippingNewline: true) }
+    static func keyBytes() -> AsyncStream<[UInt8]> { keyInput.stream() }
+    static func lines() -> AsyncStream<String> { lineInput.stream() }
 }
 
 /// Writes one line to stderr.
