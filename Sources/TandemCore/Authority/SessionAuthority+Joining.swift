@@ -10,6 +10,7 @@ extension SessionAuthority {
         member.hasJoined = true
         member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
         members[id] = member
+        membershipChanged()
         var actions: [Action] = [.send(.queue(queue), to: id), .send(.timeline(timeline), to: id)]
         actions += journalReplay(to: id)
         actions += broadcastParticipants()

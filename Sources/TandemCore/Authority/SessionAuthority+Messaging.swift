@@ -43,9 +43,10 @@ extension SessionAuthority {
             return .refuse("a message for \(chosen.count) recipients; a session has at most "
                            + "\(configuration.maxParticipants) participants")
         }
+        assert(connectedCache == connectedIDs, "the connected members' cache missed a change of membership")
         switch message.recipients {
-        case .all: return .deliver(incoming, to: connectedIDs.filter { $0 != id })
-        case .only(let chosen): return .deliver(incoming, to: connectedIDs.filter { $0 != id && chosen.contains($0) })
+        case .all: return .deliver(incoming, to: connectedCache.filter { $0 != id })
+        case .only(let chosen): return .deliver(incoming, to: connectedCache.filter { $0 != id && chosen.contains($0) })
         }
     }
 

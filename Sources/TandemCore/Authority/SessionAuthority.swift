@@ -60,6 +60,9 @@ public struct SessionAuthority: Sendable {
     // Participants by id, and their join order (kept for deterministic output).
     var members: [ParticipantID: Member] = [:]
     var memberOrder: [ParticipantID] = []
+    /// `connectedIDs`, kept for the app-message path (which runs for every message and changes no membership):
+    /// renewed by `membershipChanged()` wherever a member joins, takes part, connects, drops or goes.
+    var connectedCache: [ParticipantID] = []
     var nextParticipantNumber = 1
     /// Item and item time of recent generations, so `.prepared(generation:)` for an older one still counts.
     var generationPositions: [UInt64: ItemPosition] = [:]
@@ -188,6 +191,7 @@ public struct SessionAuthority: Sendable {
             memberOrder.append(id)
             noticeText = "\(name) joined"
         }
+        membershipChanged()
         actions.append(.send(.welcome(snapshot(for: id)), to: id))
         let joined = members[id]?.hasJoined == true
         if joined { actions += journalReplay(to: id) }
@@ -291,6 +295,7 @@ public struct SessionAuthority: Sendable {
         member.suspensions = []
         member.prepared = nil
         members[id] = member
+        membershipChanged()
         var actions = dropUnfinishedAttachments(of: id)
         actions += broadcastParticipants()
         if member.hasJoined {
@@ -335,6 +340,8 @@ extension SessionAuthority {
     var connectedIDs: [ParticipantID] {
         memberOrder.filter { members[$0]?.isConnected == true && members[$0]?.hasJoined == true }
     }
+    /// Renews `connectedCache` after a member joined, took part, connected, dropped or went.
+    mutating func membershipChanged() { connectedCache = connectedIDs }
     /// Every connected participant, joined or not: those the activity and the participant list reach.
     var presentIDs: [ParticipantID] { memberOrder.filter { members[$0]?.isConnected == true } }
 
@@ -383,6 +390,7 @@ extension SessionAuthority {
         actions += dropUnfinishedAttachments(of: id)
         members[id] = nil
         memberOrder.removeAll { $0 == id }
+        membershipChanged()
         waitingSince[id] = nil
         flaggedAsDifferentMedia.remove(id)
         if members.isEmpty {

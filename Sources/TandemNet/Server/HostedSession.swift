@@ -10,6 +10,8 @@ import TandemCore
 final class HostedSession: @unchecked Sendable {
     // @unchecked Sendable: all mutable state below is confined to `loop` (every entry point hops there and
     // asserts it); only the immutable `id`, `key` and `loop` are read from other threads.
+    /// Allocates the frames this session encodes once for several recipients.
+    private static let allocator = ByteBufferAllocator()
     let id: String
     let key: SymmetricKey
     let loop: any EventLoop
@@ -107,9 +109,19 @@ final class HostedSession: @unchecked Sendable {
             // The most frequent message: one answer for all its recipients, encoded once for them all.
             switch authority.relayAppMessage(outgoing, from: participant, now: sessionNow) {
             case .deliver(let incoming, let recipients):
-                var encoded: (ServerMessage, Frame)?
                 let message = ServerMessage.appMessage(incoming)
-                for target in recipients { send(message, to: target, encoded: &encoded) }
+                guard incoming.delivery != .unreliable else {
+                    var encoded: (ServerMessage, Frame)?
+                    for target in recipients { send(message, to: target, encoded: &encoded) }
+                    return
+                }
+                // Reliable: one frame, shared by every recipient's queue (no copy of the message per recipient).
+                guard !recipients.isEmpty else { return }
+                guard let frame = try? SessionCodec.encode(message, allocator: Self.allocator) else {
+                    logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+                    return
+                }
+                for target in recipients { connections[target]?.send(frame) }
             case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
             case .ignore: break
             }

@@ -35,6 +35,14 @@ extension ServerConnectionHandler {
     /// bound, unreliable app messages are dropped first, then the connection is closed as a slow consumer.
     func enqueue(_ item: Outbound) {
         if case .closed = state { return }
+        // Nothing waiting and the socket takes it: a frame is written at once, as the pump below would write it,
+        // without passing through the queue (its bytes would be counted in and out again in the same call).
+        if outbound.isEmpty, case .frame = item, let context, context.channel.isWritable {
+            guard let frame = encodeChecked(item, context: context) else { return }
+            context.write(frameBytes(frame), promise: nil)
+            flushThisTick(context)
+            return
+        }
         let cost = Self.cost(of: item)
         outbound.append((item, cost))
         adjustQueued(by: cost)
@@ -117,16 +125,20 @@ extension ServerConnectionHandler {
                 if case .closed = state { return }
                 continue
             }
-            context.write(wrapOutboundOut(frame), promise: nil)
+            context.write(frameBytes(frame), promise: nil)
             wrote = true
         }
         // One flush per connection per loop tick, however many frames the tick's reads fanned out to it. What the
         // socket has not taken still counts against the writability high watermark (NIO counts unflushed bytes),
         // so the loop above stops at the same point as with a flush per frame.
-        if wrote, !flushRequested {
-            flushRequested = true
-            TickFlusher.current.flushSoon(self, on: context.eventLoop)
-        }
+        if wrote { flushThisTick(context) }
+    }
+
+    /// Asks for this connection's one flush of the tick, unless it is asked for already.
+    func flushThisTick(_ context: ChannelHandlerContext) {
+        guard !flushRequested else { return }
+        flushRequested = true
+        TickFlusher.current.flushSoon(self, on: context.eventLoop)
     }
 
     /// The tick's flush (from `TickFlusher`).

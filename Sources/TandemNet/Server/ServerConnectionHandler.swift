@@ -13,7 +13,14 @@ let authenticationRefusedText = "the server refused the invite; check it or ask 
 /// its bound, and hand-off of session messages to the session's loop.
 final class ServerConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = Frame
-    typealias OutboundOut = Frame
+    /// Frames go out as their wire bytes, written here (`frameBytes`): a frame fanned out to many connections is one
+    /// shared buffer, passed down the pipeline as NIO's own `ByteBuffer` without a handler of its own in between.
+    typealias OutboundOut = ByteBuffer
+
+    /// `frame` as the bytes this handler writes.
+    func frameBytes(_ frame: Frame) -> NIOAny {
+        wrapOutboundOut(FrameWriter.bytes(of: frame, allocator: context?.channel.allocator ?? ByteBufferAllocator()))
+    }
 
     enum State {
         case awaitingHello
@@ -155,7 +162,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                               immediately: true)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
+        context.writeAndFlush(frameBytes(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
                               promise: nil)
     }
 
@@ -229,7 +236,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func handle(_ frame: Frame, context: ChannelHandlerContext) throws {
         switch frame.kind {
         case .heartbeatPing:
-            context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPong, allocator: context.channel.allocator)), promise: nil)
+            context.writeAndFlush(frameBytes(FrameCodec.empty(.heartbeatPong, allocator: context.channel.allocator)), promise: nil)
             return
         case .heartbeatPong:
             return
@@ -254,7 +261,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             body.writeInteger(Int64(0))
             // t3 is stamped as late as possible: just before the frame goes to the encoder and the socket.
             body.setInteger(clock.now.nanoseconds, at: t3Index)
-            context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPong, body: body)), promise: nil)
+            context.writeAndFlush(frameBytes(Frame(kind: .clockPong, body: body)), promise: nil)
             return
         default:
             break
@@ -275,7 +282,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             }
             let nonce = SessionAuth.nonce()
             state = .awaitingProof(session: hello.session, create: hello.create ?? false, nonce: nonce)
-            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.challenge, Challenge(nonce: nonce),
+            context.writeAndFlush(frameBytes(try FrameCodec.json(.challenge, Challenge(nonce: nonce),
                                                                        allocator: context.channel.allocator)), promise: nil)
 
         case .awaitingProof(let sessionID, let create, let nonce):
@@ -293,7 +300,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id)
-            context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
+            context.writeAndFlush(frameBytes(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)
 
         case .awaitingJoin(let session, let wantsHost):
@@ -359,7 +366,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let frame = FrameCodec.error(code, message, kind: kind, allocator: context.channel.allocator)
         if immediately {
             releaseQueue()
-            context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+            context.writeAndFlush(frameBytes(frame), promise: nil)
             closeBelowTLS(context)
             return
         }
@@ -367,14 +374,14 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         while let entry = outbound.popFirst() {
             adjustQueued(by: -entry.cost)
             if let frame = encodeChecked(entry.item, context: context) {
-                context.write(wrapOutboundOut(frame), promise: nil)
+                context.write(frameBytes(frame), promise: nil)
             }
         }
         let channel = context.channel
         let deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
         channel.closeFuture.whenComplete { _ in deadline.cancel() }
         let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) != nil
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+        context.writeAndFlush(frameBytes(frame)).whenComplete { _ in
             guard !viaTLS else {
                 channel.close(promise: nil)
                 return

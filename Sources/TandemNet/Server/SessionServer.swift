@@ -117,7 +117,6 @@ public final class SessionServer: Sendable {
                     let limit = FrameSizeLimit(min(configuration.maxUnauthenticatedFrameSize, configuration.maxFrameSize))
                     try channel.pipeline.syncOperations.addHandlers([
                         ByteToMessageHandler(FrameDecoder(limit: limit, clock: clock)),
-                        FrameWriter(),
                         ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
                                                 logger: logger, address: address, frameLimit: limit,
                                                 admission: admission, handshakeDeadline: deadline),
@@ -276,7 +275,7 @@ public final class SessionServer: Sendable {
                 // A write that never completes (a peer that does not read, or a TLS handshake that never
                 // happened) must not hold the shutdown: close after 1 s regardless.
                 let deadline = channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
-                channel.writeAndFlush(frame).whenComplete { _ in
+                channel.writeAndFlush(FrameWriter.bytes(of: frame, allocator: channel.allocator)).whenComplete { _ in
                     deadline.cancel()
                     channel.close(promise: nil)
                 }

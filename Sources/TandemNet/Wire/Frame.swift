@@ -194,14 +194,16 @@ public final class FrameWriter: ChannelOutboundHandler {
     public init() {}
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let frame = unwrapOutboundIn(data)
-        if let wire = frame.wire {
-            context.write(wrapOutboundOut(wire), promise: promise)
-            return
-        }
-        var out = context.channel.allocator.buffer(capacity: 5 + frame.body.readableBytes)
+        context.write(wrapOutboundOut(Self.bytes(of: unwrapOutboundIn(data), allocator: context.channel.allocator)),
+                      promise: promise)
+    }
+
+    /// `frame` on the wire: its shared bytes when it has them, else encoded now.
+    public static func bytes(of frame: Frame, allocator: ByteBufferAllocator) -> ByteBuffer {
+        if let wire = frame.wire { return wire }
+        var out = allocator.buffer(capacity: 5 + frame.body.readableBytes)
         FrameEncoder.write(frame, to: &out)
-        context.write(wrapOutboundOut(out), promise: promise)
+        return out
     }
 }
 
