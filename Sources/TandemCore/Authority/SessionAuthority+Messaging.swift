@@ -18,8 +18,9 @@ extension SessionAuthority {
     /// action — and a copy of the message — per recipient. The message's source is stamped here.
     public mutating func relayAppMessage(_ message: OutgoingAppMessage, from id: ParticipantID,
                                          now: SessionInstant) -> AppMessageRelay {
-        guard endReason == nil, let member = members[id], member.isConnected else { return .ignore }
-        guard member.hasJoined else { return .refuse(Self.joinFirst) }
+        // The member is read in place, through one look-up: a member is a large value, and this runs per message.
+        guard endReason == nil, let index = members.index(forKey: id), members.values[index].isConnected else { return .ignore }
+        guard members.values[index].hasJoined else { return .refuse(Self.joinFirst) }
         guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
             return .refuse("message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
                            + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
@@ -33,7 +34,7 @@ extension SessionAuthority {
                            + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
                            + "before sealing) — send it reliably")
         }
-        guard takeMessageToken(for: id, now: now) else {
+        guard takeMessageToken(at: index, now: now) else {
             return .refuse("too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
                            + "(bursts of \(configuration.appMessageBurst)) — send less often")
         }
@@ -62,6 +63,10 @@ extension SessionAuthority {
     mutating func takeMessageToken(for id: ParticipantID, now: SessionInstant) -> Bool {
         // In place: a member is a large value, and this runs for every app message.
         guard let index = members.index(forKey: id) else { return false }
+        return takeMessageToken(at: index, now: now)
+    }
+
+    mutating func takeMessageToken(at index: [ParticipantID: Member].Index, now: SessionInstant) -> Bool {
         let capacity = Double(max(1, configuration.appMessageBurst))
         let rate = Double(configuration.appMessagesPerSecond)
         return Self.takeToken(&members.values[index], capacity: capacity, rate: rate, now: now)

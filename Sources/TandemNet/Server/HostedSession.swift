@@ -98,6 +98,10 @@ final class HostedSession: @unchecked Sendable {
     func receive(_ message: ClientMessage, from participant: ParticipantID, via connection: ServerConnection) {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
+        if case .appMessage(let outgoing) = message {
+            relay(outgoing, from: participant)
+            return
+        }
         var message = message
         if case .leave = message {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
@@ -105,32 +109,32 @@ final class HostedSession: @unchecked Sendable {
         if case .journal(let journalMessage) = message {
             message = .journal(checkChecksum(journalMessage, from: participant))
         }
-        if case .appMessage(let outgoing) = message {
-            // The most frequent message: one answer for all its recipients, encoded once for them all.
-            switch authority.relayAppMessage(outgoing, from: participant, now: sessionNow) {
-            case .deliver(let incoming, let recipients):
-                let message = ServerMessage.appMessage(incoming)
-                guard incoming.delivery != .unreliable else {
-                    var encoded: (ServerMessage, Frame)?
-                    for target in recipients { send(message, to: target, encoded: &encoded) }
-                    return
-                }
-                // Reliable: one frame, shared by every recipient's queue (no copy of the message per recipient).
-                guard !recipients.isEmpty else { return }
-                guard let frame = try? SessionCodec.encode(message, allocator: Self.allocator) else {
-                    logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
-                    return
-                }
-                for target in recipients { connections[target]?.send(frame) }
-            case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
-            case .ignore: break
-            }
-            return
-        }
         perform(authority.receive(message, from: participant, now: sessionNow))
         if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
+        }
+    }
+
+    /// The most frequent message: one answer from the authority for all its recipients, encoded once for them all.
+    private func relay(_ outgoing: OutgoingAppMessage, from participant: ParticipantID) {
+        switch authority.relayAppMessage(outgoing, from: participant, now: sessionNow) {
+        case .deliver(let incoming, let recipients):
+            let message = ServerMessage.appMessage(incoming)
+            guard incoming.delivery != .unreliable else {
+                var encoded: (ServerMessage, Frame)?
+                for target in recipients { send(message, to: target, encoded: &encoded) }
+                return
+            }
+            // Reliable: one frame, shared by every recipient's queue (no copy of the message per recipient).
+            guard !recipients.isEmpty else { return }
+            guard let frame = try? SessionCodec.encode(message, allocator: Self.allocator) else {
+                logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+                return
+            }
+            for target in recipients { connections[target]?.send(frame) }
+        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
+        case .ignore: break
         }
     }
 

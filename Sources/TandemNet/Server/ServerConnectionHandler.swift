@@ -330,7 +330,12 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 throw FrameError.malformedBody(kind: .session, detail: "already joined")
             }
             guard let connection = self.connection else { return }
-            session.loop.execute { session.receive(message, from: participant, via: connection) }
+            // On the session's own loop (`didJoin` hands over what came before in the same way), at once.
+            if session.loop.inEventLoop {
+                session.receive(message, from: participant, via: connection)
+            } else {
+                session.loop.execute { session.receive(message, from: participant, via: connection) }
+            }
 
         case .closed:
             return
@@ -346,7 +351,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         guard case .joining(let session, let pending) = state, let connection else { return }
         state = .joined(session, participant)
         registerDatagrams(session: session, participant: participant, connection: connection)
+        let here = session.loop.inEventLoop
         for message in pending {
+            if here { session.receive(message, from: participant, via: connection); continue }
             session.loop.execute { session.receive(message, from: participant, via: connection) }
         }
     }
