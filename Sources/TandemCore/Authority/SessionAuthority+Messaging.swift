@@ -18,9 +18,12 @@ extension SessionAuthority {
     /// action — and a copy of the message — per recipient. The message's source is stamped here.
     public mutating func relayAppMessage(_ message: OutgoingAppMessage, from id: ParticipantID,
                                          now: SessionInstant) -> AppMessageRelay {
-        // The member is read in place, through one look-up: a member is a large value, and this runs per message.
-        guard endReason == nil, let index = members.index(forKey: id), members.values[index].isConnected else { return .ignore }
-        guard members.values[index].hasJoined else { return .refuse(Self.joinFirst) }
+        // The member is read in place (an inout access; a read would copy it), through one look-up: a member is a
+        // large value, and this runs for every message.
+        guard endReason == nil, let index = members.index(forKey: id) else { return .ignore }
+        let (connected, joined) = Self.presence(&members.values[index])
+        guard connected else { return .ignore }
+        guard joined else { return .refuse(Self.joinFirst) }
         guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
             return .refuse("message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
                            + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
@@ -45,10 +48,19 @@ extension SessionAuthority {
                            + "\(configuration.maxParticipants) participants")
         }
         assert(connectedCache == connectedIDs, "the connected members' cache missed a change of membership")
+        var recipients: [ParticipantID] = []
+        recipients.reserveCapacity(connectedCache.count)
         switch message.recipients {
-        case .all: return .deliver(incoming, to: connectedCache.filter { $0 != id })
-        case .only(let chosen): return .deliver(incoming, to: connectedCache.filter { $0 != id && chosen.contains($0) })
+        case .all:
+            for other in connectedCache where other != id { recipients.append(other) }
+        case .only(let chosen):
+            for other in connectedCache where other != id && chosen.contains(other) { recipients.append(other) }
         }
+        return .deliver(incoming, to: recipients)
+    }
+
+    private static func presence(_ member: inout Member) -> (connected: Bool, joined: Bool) {
+        (member.isConnected, member.hasJoined)
     }
 
     /// `relayAppMessage` as actions, for `receive`.

@@ -19,7 +19,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     /// `frame` as the bytes this handler writes.
     func frameBytes(_ frame: Frame) -> NIOAny {
-        wrapOutboundOut(FrameWriter.bytes(of: frame, allocator: context?.channel.allocator ?? ByteBufferAllocator()))
+        if let wire = frame.wire { return wrapOutboundOut(wire) }  // the common case: no allocator needed
+        return wrapOutboundOut(FrameWriter.bytes(of: frame, allocator: context?.channel.allocator ?? ByteBufferAllocator()))
     }
 
     enum State {
