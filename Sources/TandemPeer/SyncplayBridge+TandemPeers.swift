@@ -42,7 +42,7 @@ extension SyncplayBridge {
     /// Stays in the room as a quiet member while this person plays in `member`'s session: the heartbeat repeats the
     /// room's state (so the room is never moved from here: the offering bridge moves it), readiness follows
     /// `member`'s. Nothing else is passed on — `member`'s bridge already shows the room to the session. The bridge's
-    /// own loopback session is left. Runs until the room connection ends.
+    /// own loopback session is left. Runs until the room connection ends or the task is cancelled; then closes it.
     func runFollowing(_ member: String, ready: Bool?) async {
         mirror.withLock { $0 = $0 ?? RoomMirror(paused: true, position: 0, heard: clock.now) }
         await link.close()
@@ -57,6 +57,7 @@ extension SyncplayBridge {
                 continue
             }
         }
+        await room.close()
     }
 }
 

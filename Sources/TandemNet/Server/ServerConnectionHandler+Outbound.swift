@@ -138,7 +138,7 @@ extension ServerConnectionHandler {
     func flushThisTick(_ context: ChannelHandlerContext) {
         guard !flushRequested else { return }
         flushRequested = true
-        TickFlusher.current.flushSoon(self, on: context.eventLoop)
+        flusher.flushSoon(self, on: context.eventLoop)
     }
 
     /// The tick's flush (from `TickFlusher`).

@@ -67,6 +67,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var welcomeSent = false
     /// Whether writes wait for this loop tick's flush (`TickFlusher`).
     var flushRequested = false
+    /// This channel's loop's flusher, looked up once (a channel never changes loops).
+    lazy var flusher = TickFlusher.current
     /// This connection's datagram channel id and key, from `accepted` on (nil: the server has no UDP socket).
     var datagramTicket: (id: UInt64, key: SymmetricKey)?
 
