@@ -42,7 +42,7 @@ extension SyncplayBridge {
     /// Stays in the room as a quiet member while this person plays in `member`'s session: the heartbeat repeats the
     /// room's state (so the room is never moved from here: the offering bridge moves it), readiness follows
     /// `member`'s. Nothing else is passed on — `member`'s bridge already shows the room to the session. The bridge's
-    /// own loopback session is left. Runs until the room connection ends or the task is cancelled; then closes it.
+    /// own session is left. Runs until the room connection ends or the task is cancelled; then closes it.
     func runFollowing(_ member: String, ready: Bool?) async {
         mirror.withLock { $0 = $0 ?? RoomMirror(paused: true, position: 0, heard: clock.now) }
         await link.close()
@@ -77,7 +77,10 @@ extension SyncplayBridge.RoomSession {
                 try await console(room)
                 return
             } catch {
-                guard let host = room.following, !Task.isCancelled else { throw error }
+                // Only the session's end or loss: a failure of this peer's own (its player, say) is not met by
+                // looking again.
+                guard let host = room.following, !Task.isCancelled, let failure = error as? PeerFailure,
+                      failure.exit == .sessionEnded || failure.exit == .unreachable else { throw error }
                 // The others who played in `host`'s session (bridges are named `syncplay`), in name order.
                 let others = await room.peer.status().others.map(\.participant.name)
                 let turn = Set(others + [room.peer.name]).subtracting([host, "syncplay"]).sorted().firstIndex(of: room.peer.name) ?? 0

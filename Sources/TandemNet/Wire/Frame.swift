@@ -45,7 +45,7 @@ public struct Frame: Sendable {
     public var kind: FrameKind { didSet { wire = nil } }
     public var body: ByteBuffer { didSet { wire = nil } }
     /// The frame's bytes on the wire (length, kind, body) when they were built once for every recipient
-    /// (`encodedOnce`); `body` is then a view of the same storage. Nil: `FrameWriter` encodes it per write.
+    /// (`encodedOnce`); `body` is then a view of the same storage. Nil: it is encoded per write (`FrameWriter.bytes`).
     public private(set) var wire: ByteBuffer?
     /// Local monotonic time at which the bytes completing this frame were read (zero for outgoing frames).
     public var receivedAt: LocalInstant = .zero
@@ -57,8 +57,9 @@ public struct Frame: Sendable {
     }
 
     /// A frame whose wire bytes are built now, once: `writeBody` appends the body after the length and kind,
-    /// `body` is a view of those bytes, and every channel the frame is written to (through `FrameWriter`) sends
-    /// the same storage, without copying or allocating per recipient.
+    /// `body` is a view of those bytes, and every channel the frame is written to (by the server's connections or
+    /// `FrameWriter`, through `FrameWriter.bytes`) sends the same storage, without copying or allocating per
+    /// recipient.
     public static func encodedOnce(_ kind: FrameKind, allocator: ByteBufferAllocator, bodyCapacity: Int,
                                    _ writeBody: (inout ByteBuffer) throws -> Void) rethrows -> Frame {
         var bytes = allocator.buffer(capacity: 5 + bodyCapacity)
