@@ -17,11 +17,7 @@ package func primaryIPv4Address() -> String {
         let flags = Int32(entry.pointee.ifa_flags)
         guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == UInt8(AF_INET),
               flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0 else { continue }
-        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        if getnameinfo(address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0,
-                       NI_NUMERICHOST) == 0 {
-            return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
+        if let host = numericHost(address, length: socklen_t(MemoryLayout<sockaddr_in>.size)) { return host }
     }
     return "127.0.0.1"
 }
@@ -43,15 +39,17 @@ package func localAddress(toward host: String, port: Int) -> String? {
     let named = withUnsafeMutablePointer(to: &local) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    guard named == 0 else { return nil }
-    var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-    let numeric = withUnsafePointer(to: &local) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            getnameinfo($0, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
-        }
-    }
-    guard numeric == 0 else { return nil }
-    let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard named == 0,
+          let address = withUnsafePointer(to: &local, {
+              $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { numericHost($0, length: length) }
+          }) else { return nil }
     // An IPv6 link-local address names its interface after a '%', which an invite cannot carry.
     return address.contains("%") ? nil : address
+}
+
+/// `address` as numbers (`192.168.1.20`, `::1`), or nil when it cannot be written so.
+private func numericHost(_ address: UnsafePointer<sockaddr>, length: socklen_t) -> String? {
+    var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+    guard getnameinfo(address, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { return nil }
+    return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
