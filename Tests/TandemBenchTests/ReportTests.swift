@@ -33,17 +33,18 @@ struct ReportTests {
         var result = Self.relayResult(participants: 40, p99: 1_500_000)
         result.serverResidentMemory = 20 * 1_048_576
         result.serverCPUTime = 600_000_000  // 0.6 s over 300 deliveries: 2,000 µs each
+        result.serverKernelCPUTime = 450_000_000  // of which 1,500 µs in the kernel
         result.serverFileDescriptors = 52
         result.generatorCPUPercent = 60
         result.sent = 2_000  // 40 participants × 10/s × 5 s: the load was offered in full
-        #expect(result.description.contains("server: 52 fds, 2000.00 µs of server CPU per delivery"))
+        #expect(result.description.contains("server: 52 fds, 2000.00 µs of server CPU per delivery (1500.00 of them in the kernel)"))
         #expect(result.description.contains("load generator (own process, own core): CPU 60 % of its core"))
         #expect(!result.description.contains("SATURATED") && result.meetsTargets)
         result.generatorCPUPercent = 97
         #expect(result.description.contains("CPU 97 % of its core — SATURATED"))
         #expect(!result.meetsTargets, "a saturated generator's run does not count")
         let table = RelayBenchmark.Result.table([result])
-        #expect(table.contains("2000.00") && table.contains("97 % SATURATED"))
+        #expect(table.contains("2000.00 (1500.00)") && table.contains("97 % SATURATED"))
         // A generator that could not send what the load asked for (40 × 10/s × 5 s = 2,000; 100 sent).
         result.generatorCPUPercent = 50
         result.sent = 100

@@ -7,7 +7,8 @@ extension RelayBenchmark.Result {
         var server: [String] = []
         if let serverFileDescriptors { server.append("\(serverFileDescriptors) fds") }
         if let perDelivery = serverMicrosecondsPerDelivery, received > 0 {
-            server.append(String(format: "%.2f µs of server CPU per delivery", perDelivery))
+            server.append(String(format: "%.2f µs of server CPU per delivery", perDelivery)
+                          + (serverKernelMicrosecondsPerDelivery.map { String(format: " (%.2f of them in the kernel)", $0) } ?? ""))
         }
         if !server.isEmpty { lines.append("server: " + server.joined(separator: ", ")) }
         if let generatorCPUPercent {

@@ -72,6 +72,8 @@ package enum RelayBenchmark {
         public var serverCPUPercent: Double?
         /// The external server's CPU time (user + system, ns) while messages flowed.
         public var serverCPUTime: Int64?
+        /// The part of `serverCPUTime` spent in the kernel (system time, ns).
+        public var serverKernelCPUTime: Int64?
         /// The external server's open file descriptors at the end, everyone still connected.
         public var serverFileDescriptors: Int?
         /// The load generator's own CPU while messages flowed (percent of one core), when it runs in a process
@@ -87,6 +89,10 @@ package enum RelayBenchmark {
         /// Server CPU per delivered message (µs).
         public var serverMicrosecondsPerDelivery: Double? {
             serverCPUTime.map { Double($0) / 1000 / Double(Swift.max(1, received)) }
+        }
+        /// The kernel's part of it (µs).
+        public var serverKernelMicrosecondsPerDelivery: Double? {
+            serverKernelCPUTime.map { Double($0) / 1000 / Double(Swift.max(1, received)) }
         }
         /// Whether the generator used more than 90 % of its core: then the figures may be the generator's limit,
         /// not the relay's.
@@ -241,7 +247,7 @@ package enum RelayBenchmark {
             if Double(now - settling) <= 1.5 * Double(connections.count) { break }
         }
         // The external server's CPU from here on: the load phase, not the joins.
-        let serverCPUAtStart = serverProcess.flatMap(processCPUTime)
+        let serverCPUAtStart = serverProcess.flatMap(processCPUTimes)
         let probesAtStart = probesSent()
         let ownCPUAtStart = processCPUTime(getpid())
         if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(true, pid: pid) }
@@ -287,15 +293,17 @@ package enum RelayBenchmark {
         var serverMemory: (Int64, Int64)?
         var serverCPU: Double?
         var serverCPUTime: Int64?
+        var serverKernelCPUTime: Int64?
         var serverFDs: Int?
         var generatorCPU: Double?
         let elapsed = Double(clock.now.nanoseconds - sendingStarted)
         if let pid = serverProcess {
             serverMemory = processMemory(pid)
             serverFDs = BenchProcess.openFileDescriptors(pid)
-            if let before = serverCPUAtStart, let now = processCPUTime(pid) {
-                serverCPUTime = now - before
-                serverCPU = Double(now - before) / elapsed * 100
+            if let before = serverCPUAtStart, let now = processCPUTimes(pid) {
+                serverCPUTime = now.user + now.system - before.user - before.system
+                serverKernelCPUTime = now.system - before.system
+                serverCPU = Double(serverCPUTime ?? 0) / elapsed * 100
             }
             if let before = ownCPUAtStart, let now = processCPUTime(getpid()) {
                 generatorCPU = Double(now - before) / elapsed * 100
@@ -313,7 +321,7 @@ package enum RelayBenchmark {
                       p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
                       residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
                       serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU,
-                      serverCPUTime: serverCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU,
+                      serverCPUTime: serverCPUTime, serverKernelCPUTime: serverKernelCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU,
                       clockProbesPerParticipantSecond: probeRate,
                       generatorLagP99: Distribution.percentile(99, of: lags.values))
     }
@@ -332,11 +340,18 @@ package enum RelayBenchmark {
 
     /// utime + stime of a process (ns), from /proc/PID/stat.
     public static func processCPUTime(_ pid: Int32) -> Int64? {
+        processCPUTimes(pid).map { $0.user + $0.system }
+    }
+
+    /// utime and stime of a process (ns) apart, from /proc/PID/stat: its own code and the kernel's work for it
+    /// (system calls; on loopback also the receiving side's TCP processing of what it sends).
+    public static func processCPUTimes(_ pid: Int32) -> (user: Int64, system: Int64)? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
-        return (user + system) * 1_000_000_000 / Int64(Swift.max(1, sysconf(Int32(_SC_CLK_TCK))))
+        let tick = Int64(Swift.max(1, sysconf(Int32(_SC_CLK_TCK))))
+        return (user * 1_000_000_000 / tick, system * 1_000_000_000 / tick)
     }
 
     /// (VmRSS, VmHWM) of a process in bytes, from /proc/PID/status.
