@@ -190,8 +190,19 @@ final class RawPeer: ChannelInboundHandler, Sendable {
     }
 
     /// App-message frames received so far.
-    func appMessageCount() -> Int {
-        RawPeer.frames(in: buffer.withLockedValue { $0 }).filter { $0.kind == FrameKind.appMessage.rawValue }.count
+    func appMessageCount() -> Int { count(of: .appMessage) }
+
+    /// Frames of `kind` received so far.
+    func count(of kind: FrameKind) -> Int {
+        RawPeer.frames(in: buffer.withLockedValue { $0 }).filter { $0.kind == kind.rawValue }.count
+    }
+
+    /// Sends an app message to everyone, as a client would frame it.
+    func sendAppMessage(sequence: UInt64, payload: Data = Data(count: 24)) async throws {
+        let message = ClientMessage.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,
+                                                                  sequence: sequence, payload: payload))
+        let frame = try SessionCodec.encode(message, allocator: channel.allocator)
+        try await sendFrame(frame.kind.rawValue, Array(frame.body.readableBytesView))
     }
 
     /// The frames in `bytes`, as (kind, body) pairs.

@@ -6,8 +6,9 @@ import TandemCore
 
 /// Runs the client side of one connection on its event loop: handshake, join, heartbeats, clock sync,
 /// checking journal attachments on arrival, and handing session messages to subscribers.
-final class ClientConnectionHandler: ChannelInboundHandler {
+final class ClientConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = Frame
+    typealias OutboundIn = Frame
     typealias OutboundOut = Frame
 
     private enum State {
@@ -28,7 +29,10 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var lastReceived = LocalInstant.zero
     private var heartbeatTimeout = TimeSpan.seconds(2)
+    private var heartbeatInterval = TimeSpan.milliseconds(500)
     private var heartbeat: RepeatedTask?
+    /// Whether a frame went out since the last heartbeat tick (the client's own, or this handler's).
+    private var sentSinceHeartbeat = false
     private var estimator: ClockSyncEstimator
     private var pingSequence: UInt32 = 0
     /// How many of the latest pings may still be answered.
@@ -109,6 +113,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func handle(_ frame: Frame, context: ChannelHandlerContext) throws {
         switch frame.kind {
         case .heartbeatPing:
+            sentSinceHeartbeat = true
             context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPong, allocator: context.channel.allocator)),
                                   promise: nil)
         case .heartbeatPong:
@@ -237,6 +242,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     // MARK: Timers
 
     private func startHeartbeat(context: ChannelHandlerContext, interval: TimeSpan) {
+        heartbeatInterval = interval
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: TimeAmount(interval),
                                                            delay: TimeAmount(interval)) { _ in
@@ -247,15 +253,27 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now - lastReceived > heartbeatTimeout {
+        let silence = clock.now - lastReceived
+        if silence > heartbeatTimeout {
             fail(.closed(InvalidationReason(code: .connectionLost, message: "lost the server")),
                  reason: InvalidationReason(code: .connectionLost,
                                             message: "nothing heard from the server for \(heartbeatTimeout.seconds) s"),
                  sendCode: .heartbeatTimeout, final: false)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
-                              promise: nil)
+        // No ping while frames flow both ways (the server's rule too): one went out since the last tick and one
+        // came in within the interval.
+        if !sentSinceHeartbeat || silence >= heartbeatInterval {
+            context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
+                                  promise: nil)
+        }
+        sentSinceHeartbeat = false
+    }
+
+    /// Every frame the client writes on the channel passes here on its way to the encoder.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        sentSinceHeartbeat = true
+        context.write(data, promise: promise)
     }
 
     private func startClockSync(context: ChannelHandlerContext) {
@@ -299,6 +317,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
             t1 = clock.now
             body.setInteger(t1.nanoseconds, at: body.readerIndex + 4)
+            sentSinceHeartbeat = true
             context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
         }
         lastPing = t1

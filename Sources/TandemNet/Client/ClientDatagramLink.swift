@@ -39,7 +39,8 @@ public struct DatagramStatus: Sendable, Hashable {
 }
 
 /// One TCP connection's UDP side: a socket of its own that says hello to the server's UDP port (same port as the
-/// TCP listener) every `helloInterval`, takes the server's answers as proof that the path works, and sends unreliable
+/// TCP listener) every `helloInterval` (left out when a clock ping went as a datagram within it: the server takes a
+/// ping as a hello), takes the server's answers as proof that the path works, and sends unreliable
 /// app messages as datagrams while it does. Without an answer for `ackTimeout` the path falls back to TCP (the
 /// hellos go on, saying "do not send me datagrams"); the next answer brings it back.
 ///
@@ -50,6 +51,8 @@ final class ClientDatagramLink: @unchecked Sendable {
         var sendSequence: UInt64 = 0
         var replay = ReplayWindow()
         var lastAck: LocalInstant?
+        /// When the latest clock ping went out as a datagram.
+        var lastPing: LocalInstant?
         var started: LocalInstant
         var timer: RepeatedTask?
     }
@@ -60,6 +63,7 @@ final class ClientDatagramLink: @unchecked Sendable {
     let key: SymmetricKey
     private let clock: any MonotonicClock
     private let ackTimeout: TimeSpan
+    private let helloInterval: TimeSpan
     private let state: Mutex<State>
     /// Where an accepted unreliable app message goes, with its arrival time (ns of the local clock).
     private let deliver: @Sendable (ServerMessage, LocalInstant) -> Void
@@ -67,7 +71,7 @@ final class ClientDatagramLink: @unchecked Sendable {
     private let clockPong: @Sendable (UInt32, ClockSample) -> Void
 
     private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
-                 clock: any MonotonicClock, ackTimeout: TimeSpan,
+                 clock: any MonotonicClock, ackTimeout: TimeSpan, helloInterval: TimeSpan,
                  deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
                  clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void) {
         self.channel = channel
@@ -76,6 +80,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         self.key = key
         self.clock = clock
         self.ackTimeout = ackTimeout
+        self.helloInterval = helloInterval
         self.deliver = deliver
         self.clockPong = clockPong
         state = Mutex(State(status: DatagramStatus(path: .tcp(reason: "waiting for the server's answer over UDP")),
@@ -97,7 +102,8 @@ final class ClientDatagramLink: @unchecked Sendable {
         let anyAddress = server.protocol == .inet6 ? "::" : "0.0.0.0"
         return bootstrap.bind(host: anyAddress, port: 0).map { channel in
             let link = ClientDatagramLink(channel: channel, server: server, id: id, key: key, clock: options.clock,
-                                          ackTimeout: options.datagramAckTimeout, deliver: deliver,
+                                          ackTimeout: options.datagramAckTimeout,
+                                          helloInterval: options.datagramHelloInterval, deliver: deliver,
                                           clockPong: clockPong)
             handler.link.withLock { $0 = link }
             let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
@@ -143,7 +149,11 @@ final class ClientDatagramLink: @unchecked Sendable {
         body.writeInteger(sequence)
         body.writeInteger(clock.now.nanoseconds)
         guard let datagram = seal(.clockPing, body: body) else { return false }
-        state.withLock { $0.status.clockPingsSent += 1 }
+        let now = clock.now
+        state.withLock {
+            $0.status.clockPingsSent += 1
+            $0.lastPing = now
+        }
         write(datagram)
         return true
     }
@@ -152,7 +162,8 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     private func tick() {
         let now = clock.now
-        let wantsDatagrams = state.withLock { state -> Bool in
+        // nil: no hello this time.
+        let wantsDatagrams = state.withLock { state -> Bool? in
             switch state.status.path {
             case .udp:
                 if let last = state.lastAck, now - last > ackTimeout {
@@ -164,9 +175,13 @@ final class ClientDatagramLink: @unchecked Sendable {
                     state.status.path = .tcp(reason: "no answer over UDP within \(Self.text(ackTimeout)); is UDP blocked?")
                 }
             }
-            return state.status.path == .udp
+            let udp = state.status.path == .udp
+            // A ping within the interval did a hello's work (revision 3): the server took it as one asking for
+            // datagrams, and its answer keeps the path up.
+            if udp, let ping = state.lastPing, now - ping < helloInterval { return nil }
+            return udp
         }
-        sendHello(wantsDatagrams: wantsDatagrams)
+        if let wantsDatagrams { sendHello(wantsDatagrams: wantsDatagrams) }
     }
 
     private static func text(_ span: TimeSpan) -> String { String(format: "%.1f s", span.seconds) }
@@ -235,6 +250,8 @@ final class ClientDatagramLink: @unchecked Sendable {
                 state.withLock {
                     $0.status.received += 1
                     $0.status.clockPongsReceived += 1
+                    // An answer like a helloAck: the path works.
+                    if $0.status.path == .udp { $0.lastAck = receivedAt }
                 }
                 clockPong(sequence, ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
                                                 t3: SessionInstant(nanoseconds: t3), t4: receivedAt))

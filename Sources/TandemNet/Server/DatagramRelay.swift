@@ -159,6 +159,12 @@ final class DatagramRelay: Sendable {
                 member.endpoint = sender
                 member.lastHello = now
                 member.wantsDatagrams = flags & 1 != 0
+            } else if header.type == .clockPing {
+                // Revision 3: a ping does a hello's work — a client pings over UDP only while datagrams reach it —
+                // so that a client that pings needs no hellos in between.
+                member.endpoint = sender
+                member.lastHello = now
+                member.wantsDatagrams = true
             }
             members[header.channel] = member
             return member

@@ -18,7 +18,10 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     /// `frame` as the bytes this handler writes.
+    /// Every frame this handler writes passes here, so it also notes that the peer hears from us this heartbeat
+    /// interval (`heartbeatTick`).
     func frameBytes(_ frame: Frame) -> NIOAny {
+        sentSinceHeartbeat = true
         if let wire = frame.wire { return wrapOutboundOut(wire) }  // the common case: no allocator needed
         return wrapOutboundOut(FrameWriter.bytes(of: frame, allocator: context?.channel.allocator ?? ByteBufferAllocator()))
     }
@@ -56,6 +59,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var connection: ServerConnection?
     var lastReceived = LocalInstant.zero
     var heartbeat: RepeatedTask?
+    /// Whether a frame went out since the last heartbeat tick.
+    var sentSinceHeartbeat = false
     var handshakeTimer: Scheduled<Void>?
     var floodWindowStart = LocalInstant.zero
     var floodWindowCount = 0
@@ -160,13 +165,20 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     private func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
-        if clock.now - lastReceived > configuration.heartbeatTimeout {
+        let silence = clock.now - lastReceived
+        if silence > configuration.heartbeatTimeout {
             closeAfterSending(.heartbeatTimeout, "nothing heard for \(configuration.heartbeatTimeout.seconds) s",
                               immediately: true)
             return
         }
-        context.writeAndFlush(frameBytes(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
-                              promise: nil)
+        // A ping tells the peer we are here and asks it to say the same. Neither is needed while frames flow both
+        // ways: something went out since the last tick and something came in within the interval. A peer that
+        // only answers pings is asked again at the latest one interval after its last answer.
+        if !sentSinceHeartbeat || silence >= configuration.heartbeatInterval {
+            context.writeAndFlush(frameBytes(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
+                                  promise: nil)
+        }
+        sentSinceHeartbeat = false
     }
 
     /// Tells the session this participant's connection is gone (at most once: callers then set `.closed`).
