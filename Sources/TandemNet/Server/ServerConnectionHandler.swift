@@ -36,11 +36,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Lets timers reach the handler without keeping it alive.
-    private final class WeakHandler {
-        weak var value: ServerConnectionHandler?
-        init(_ value: ServerConnectionHandler) { self.value = value }
-    }
-
     let server: SessionServer
     let configuration: ServerConfiguration
     let clock: any MonotonicClock
@@ -129,14 +124,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Starts the handshake timer (it covers the TLS handshake too: it starts when the socket does) and the
-    /// heartbeat. Neither keeps the handler alive.
+    /// heartbeat. Both hold the handler until `handlerRemoved` cancels them, the handshake timer fires, or the
+    /// heartbeat finds the handler removed — not a weak reference: one would give the handler a side table and send
+    /// every retain of it (one per recipient of every message) down the run time's slow path.
     private func start(context: ChannelHandlerContext) {
         guard handshakeTimer == nil else { return }
         if case .closed = state { return }
-        let weakSelf = NIOLoopBound(WeakHandler(self), eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let deadline = handshakeDeadline ?? .now() + TimeAmount(configuration.handshakeTimeout)
         handshakeTimer = context.eventLoop.scheduleTask(deadline: deadline) {
-            guard let handler = weakSelf.value.value else { return }
+            let handler = bound.value
+            guard handler.context != nil else { return }
             switch handler.state {
             case .awaitingHello, .awaitingProof:
                 handler.closeAfterSending(.helloTimeout,
@@ -147,7 +145,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
         let interval = TimeAmount(configuration.heartbeatInterval)
         heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
-            guard let handler = weakSelf.value.value else {
+            let handler = bound.value
+            guard handler.context != nil else {
                 task.cancel()
                 return
             }
