@@ -11,7 +11,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     typealias OutboundIn = Frame
     typealias OutboundOut = Frame
 
-    private enum State {
+    enum State {
         case awaitingChallenge
         case awaitingAccepted
         case awaitingWelcome
@@ -21,24 +21,24 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
 
     private let invite: Invite
     private let name: String
-    private let options: TandemClient.Options
-    private let shared: ClientShared
+    let options: TandemClient.Options
+    let shared: ClientShared
     private let welcomePromise: EventLoopPromise<SessionSnapshot>
-    private let clock: any MonotonicClock
-    private var state = State.awaitingChallenge
-    private var context: ChannelHandlerContext?
+    let clock: any MonotonicClock
+    var state = State.awaitingChallenge
+    var context: ChannelHandlerContext?
     private var lastReceived = LocalInstant.zero
     private var heartbeatTimeout = TimeSpan.seconds(2)
     private var heartbeatInterval = TimeSpan.milliseconds(500)
     private var heartbeat: RepeatedTask?
     /// Whether a frame went out since the last heartbeat tick (the client's own, or this handler's).
-    private var sentSinceHeartbeat = false
-    private var estimator: ClockSyncEstimator
-    private var pingSequence: UInt32 = 0
+    var sentSinceHeartbeat = false
+    var estimator: ClockSyncEstimator
+    var pingSequence: UInt32 = 0
     /// How many of the latest pings may still be answered.
     static let pingsInFlight: UInt32 = 1024
-    private var lastPing: LocalInstant?
-    private var pingTimer: Scheduled<Void>?
+    var lastPing: LocalInstant?
+    var pingTimer: Scheduled<Void>?
     private var writabilityWaiters: [EventLoopPromise<Void>] = []
     /// Attachments arriving: their running SHA-256 and the one announced.
     var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
@@ -54,9 +54,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     /// This channel's datagram key (from the handshake's nonces) and channel id (from `accepted`), and its UDP side.
     private var datagramKey: SymmetricKey?
     private var datagramChannel: UInt64?
-    private var datagramLink: ClientDatagramLink?
+    var datagramLink: ClientDatagramLink?
     /// The first clock probe sent as a datagram since the last datagram answer (nil: none outstanding).
-    private var unansweredDatagramPingSince: LocalInstant?
+    var unansweredDatagramPingSince: LocalInstant?
 
     init(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
          welcome: EventLoopPromise<SessionSnapshot>, clock: any MonotonicClock, epoch: Int = 0,
@@ -274,65 +274,6 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         sentSinceHeartbeat = true
         context.write(data, promise: promise)
-    }
-
-    private func startClockSync(context: ChannelHandlerContext) {
-        // The link report (one-way delay, clock error) is the playback coordinator's to send: it reads
-        // `clockQuality()` on its ticks.
-        sendPing()
-    }
-
-    /// An answer to one of this channel's clock probes, over TCP or as a datagram: one more sample for the estimator.
-    private func clockPongArrived(sequence: UInt32, _ sample: ClockSample, viaDatagram: Bool = false) {
-        if case .closed = state { return }
-        // Pings overlap when the round trip is longer than the ping interval (a burst, or acquisition on a
-        // long path): the answer to an earlier ping is as good a sample as any, since it carries its own t1.
-        // Only answers to pings never sent (or from long ago) are ignored.
-        guard pingSequence &- sequence < Self.pingsInFlight else { return }
-        if viaDatagram { unansweredDatagramPingSince = nil }
-        estimator.add(sample)
-        shared.deliver(sample)
-        let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
-                                               roundTrip: estimator.roundTrip)
-        shared.clock.withLock { $0 = snapshot }
-    }
-
-    /// Sends the next clock probe: as a datagram while the UDP path works (it does not wait behind the TCP stream),
-    /// over TCP otherwise, and over both while datagram probes have gone unanswered for `datagramAckTimeout`.
-    private func sendPing() {
-        guard let context, case .joined = state else { return }
-        pingSequence &+= 1
-        estimator.pingSent()
-        let now = clock.now
-        var overTCP = true
-        if options.clockProbesOverDatagrams, let link = datagramLink, link.sendClockPing(sequence: pingSequence) {
-            let since = unansweredDatagramPingSince ?? now
-            unansweredDatagramPingSince = since
-            overTCP = options.clockProbesAlsoOverTCP || now - since > options.datagramAckTimeout
-        }
-        var t1 = now
-        if overTCP {
-            let frame = FrameCodec.clockPing(sequence: pingSequence, t1: .zero, allocator: context.channel.allocator)
-            var body = frame.body
-            // t1 is stamped as late as possible, just before the frame goes to the encoder and the socket.
-            t1 = clock.now
-            body.setInteger(t1.nanoseconds, at: body.readerIndex + 4)
-            sentSinceHeartbeat = true
-            context.writeAndFlush(wrapOutboundOut(Frame(kind: .clockPing, body: body)), promise: nil)
-        }
-        lastPing = t1
-        var next = estimator.nextPingTime(lastPing: t1)
-        // Steady probes (a second apart) move by up to a tenth of their spacing either way, so that peers that
-        // joined together (or came back together after the server restarted) do not probe in lockstep: a
-        // server, or a machine running many peers, would get every probe of a batch in one burst.
-        let spacing = next - t1
-        if spacing >= .milliseconds(500) {
-            next = next + TimeSpan(nanoseconds: Int64.random(in: -spacing.nanoseconds / 10...spacing.nanoseconds / 10))
-        }
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        pingTimer = context.eventLoop.scheduleTask(in: TimeAmount(max(.milliseconds(1), next - clock.now))) {
-            bound.value.sendPing()
-        }
     }
 
     /// Opens this channel's UDP side when the server offers one (and the options allow it).
