@@ -70,6 +70,43 @@ import Testing
         await server.shutdown()
     }
 
+    @Test("one timer per loop ticks every connection once an interval; a closed connection leaves it")
+    func oneSweepTicksEveryConnection() async throws {
+        let server = try await startTestServer(maxParticipants: 16)
+        let invite = try server.createSession(id: "sweep")
+        var peers: [RawPeer] = []
+        for index in 0..<12 {
+            let peer = try await RawPeer.connect(port: server.port)
+            try await peer.joinAndGoSilent(invite: invite, name: "p\(index)")
+            peers.append(peer)
+        }
+        #expect(await server.heartbeatSweepMembers() == 12)
+        // For 3 s every peer answers each ping and says nothing else: the server, which sends them nothing else
+        // either, pings each on every tick — 0.5 s apart, so about 6 times.
+        var answered = [Int](repeating: 0, count: peers.count)
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(3) {
+            for (index, peer) in peers.enumerated() {
+                while answered[index] < peer.count(of: .heartbeatPing) {
+                    answered[index] += 1
+                    try await peer.sendFrame(FrameKind.heartbeatPong.rawValue, [])
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        for count in answered { #expect((4...8).contains(count), "\(count) pings in 3 s") }
+        // Then silence: everyone is timed out, and the sweep lets go of them.
+        for peer in peers { #expect(await peer.closingErrorCode(within: 5) == .heartbeatTimeout) }
+        #expect(await waitUntil(3) { server.connectionCount == 0 })
+        var left = await server.heartbeatSweepMembers()
+        for _ in 0..<30 where left != 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            left = await server.heartbeatSweepMembers()
+        }
+        #expect(left == 0, "\(left) closed connections still in the sweep")
+        await server.shutdown()
+    }
+
     @Test("while a client pings over UDP it leaves out its hellos, and the server keeps sending it datagrams")
     func clockPingsStandInForHellos() async throws {
         let server = try await DatagramTests.server()  // endpoints expire 1.5 s after the last hello

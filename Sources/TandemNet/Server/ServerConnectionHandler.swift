@@ -53,7 +53,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     var context: ChannelHandlerContext?
     var connection: ServerConnection?
     var lastReceived = LocalInstant.zero
-    var heartbeat: RepeatedTask?
+    /// Where this connection's heartbeat ticks come from, and its place there (nil: not registered).
+    var heartbeatSweep: HeartbeatSweep?
+    var sweepPosition: HeartbeatSweep.Position?
     /// Whether a frame went out since the last heartbeat tick.
     var sentSinceHeartbeat = false
     var handshakeTimer: Scheduled<Void>?
@@ -124,9 +126,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     /// Starts the handshake timer (it covers the TLS handshake too: it starts when the socket does) and the
-    /// heartbeat. Both hold the handler until `handlerRemoved` cancels them, the handshake timer fires, or the
-    /// heartbeat finds the handler removed — not a weak reference: one would give the handler a side table and send
-    /// every retain of it (one per recipient of every message) down the run time's slow path.
+    /// heartbeat (the loop's `HeartbeatSweep`). Both hold the handler until `handlerRemoved` lets go (or the
+    /// handshake timer fires): strong references, not a weak one, which would give the handler a side table and
+    /// send every retain of it (one per recipient of every message) down the run time's slow path.
     private func start(context: ChannelHandlerContext) {
         guard handshakeTimer == nil else { return }
         if case .closed = state { return }
@@ -143,25 +145,21 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             default: break
             }
         }
-        let interval = TimeAmount(configuration.heartbeatInterval)
-        heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
-            let handler = bound.value
-            guard handler.context != nil else {
-                task.cancel()
-                return
-            }
-            handler.heartbeatTick()
-        }
+        let sweep = HeartbeatSweep.current(interval: configuration.heartbeatInterval)
+        sweepPosition = sweep.add(self, on: context.eventLoop)
+        heartbeatSweep = sweep
     }
 
     private func stopTimers() {
-        heartbeat?.cancel()
-        heartbeat = nil
+        if let position = sweepPosition { heartbeatSweep?.remove(at: position) }
+        sweepPosition = nil
+        heartbeatSweep = nil
         handshakeTimer?.cancel()
         handshakeTimer = nil
     }
 
-    private func heartbeatTick() {
+    /// One heartbeat interval has passed (`HeartbeatSweep`).
+    func heartbeatTick() {
         guard let context else { return }
         if case .closed = state { return }
         let silence = clock.now - lastReceived

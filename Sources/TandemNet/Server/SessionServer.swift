@@ -37,7 +37,7 @@ public final class SessionServer: Sendable {
     /// The address a client on this machine dials: 127.0.0.1 when listening on every interface, else the host.
     public var localHost: String { host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host }
 
-    private let group: MultiThreadedEventLoopGroup
+    let group: MultiThreadedEventLoopGroup
     private let listener: any Channel
     private let sessions: Mutex<[String: HostedSession]>
     private let connections: Mutex<[ObjectIdentifier: any Channel]>
