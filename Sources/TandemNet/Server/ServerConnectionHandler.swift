@@ -35,7 +35,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case closed
     }
 
-    /// Lets timers reach the handler without keeping it alive.
     let server: SessionServer
     let configuration: ServerConfiguration
     let clock: any MonotonicClock
