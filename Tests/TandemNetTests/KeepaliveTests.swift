@@ -8,6 +8,15 @@ import Testing
 /// way or the other, and a client's clock pings over UDP standing in for its hellos. Real sockets on 127.0.0.1;
 /// the bounds hold on a busy machine (the old behaviour breaks them several times over).
 @Suite(.serialized) struct KeepaliveTests {
+    @Test("the heartbeat rule: a ping unless something went out since the last tick and came in within the interval")
+    func heartbeatRule() {
+        let interval = TimeSpan.milliseconds(500)
+        #expect(!Heartbeat.shouldPing(sentSinceLastTick: true, silence: .milliseconds(100), interval: interval))
+        #expect(Heartbeat.shouldPing(sentSinceLastTick: false, silence: .milliseconds(100), interval: interval))
+        #expect(Heartbeat.shouldPing(sentSinceLastTick: true, silence: interval, interval: interval))
+        #expect(Heartbeat.shouldPing(sentSinceLastTick: false, silence: .seconds(1), interval: interval))
+    }
+
     @Test("frames flowing both ways take the place of heartbeats; once the connection is quiet, pings come back")
     func busyConnectionsCarryNoHeartbeats() async throws {
         let server = try await startTestServer()

@@ -261,9 +261,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
                  sendCode: .heartbeatTimeout, final: false)
             return
         }
-        // No ping while frames flow both ways (the server's rule too): one went out since the last tick and one
-        // came in within the interval.
-        if !sentSinceHeartbeat || silence >= heartbeatInterval {
+        if Heartbeat.shouldPing(sentSinceLastTick: sentSinceHeartbeat, silence: silence, interval: heartbeatInterval) {
             context.writeAndFlush(wrapOutboundOut(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
                                   promise: nil)
         }

@@ -167,10 +167,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                               immediately: true)
             return
         }
-        // A ping tells the peer we are here and asks it to say the same. Neither is needed while frames flow both
-        // ways: something went out since the last tick and something came in within the interval. A peer that
-        // only answers pings is asked again at the latest one interval after its last answer.
-        if !sentSinceHeartbeat || silence >= configuration.heartbeatInterval {
+        if Heartbeat.shouldPing(sentSinceLastTick: sentSinceHeartbeat, silence: silence,
+                                interval: configuration.heartbeatInterval) {
             context.writeAndFlush(frameBytes(FrameCodec.empty(.heartbeatPing, allocator: context.channel.allocator)),
                                   promise: nil)
         }
