@@ -246,3 +246,70 @@ char *tdm_gst_language_normalized(const char *code) {
     const gchar *iso = gst_tag_get_language_code_iso_639_2T(code);
     return g_ascii_strdown(iso ? iso : code, -1);
 }
+
+// --- The item's own subtitles: shown or hidden by the overlay's "silent", never by playbin's flags ---
+
+typedef struct {
+    gint visible;   // atomic
+} subtitle_watch;
+
+static gboolean is_subtitle_overlay(GstElement *element) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    return factory && strcmp(GST_OBJECT_NAME(factory), "subtitleoverlay") == 0;
+}
+
+static void apply_visibility(GstElement *overlay, subtitle_watch *watch) {
+    g_object_set(overlay, "silent", g_atomic_int_get(&watch->visible) ? FALSE : TRUE, NULL);
+}
+
+// playsink sets a new overlay's "silent" to FALSE right after adding it: the watch's choice is applied when the
+// first frame reaches the overlay, before it draws anything.
+static GstPadProbeReturn on_first_overlay_frame(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)info;
+    GstElement *overlay = gst_pad_get_parent_element(pad);
+    if (overlay) {
+        apply_visibility(overlay, data);
+        gst_object_unref(overlay);
+    }
+    return GST_PAD_PROBE_REMOVE;
+}
+
+static void on_subtitle_element_added(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer data) {
+    (void)bin; (void)sub_bin;
+    if (!is_subtitle_overlay(element)) return;
+    GstPad *pad = gst_element_get_static_pad(element, "video_sink");
+    if (!pad) return;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_first_overlay_frame, g_atomic_rc_box_acquire(data),
+                      (GDestroyNotify)g_atomic_rc_box_release);
+    gst_object_unref(pad);
+}
+
+void *tdm_gst_subtitles_watch(GstElement *playbin, int visible) {
+    subtitle_watch *watch = g_atomic_rc_box_new0(subtitle_watch);
+    g_atomic_int_set(&watch->visible, visible ? 1 : 0);
+    g_signal_connect_data(playbin, "deep-element-added", G_CALLBACK(on_subtitle_element_added), watch,
+                          (GClosureNotify)(void (*)(void))g_atomic_rc_box_release, 0);
+    return watch;
+}
+
+void tdm_gst_subtitles_set_visible(void *handle, GstElement *playbin, int visible) {
+    subtitle_watch *watch = handle;
+    g_atomic_int_set(&watch->visible, visible ? 1 : 0);
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(playbin));
+    GValue item = G_VALUE_INIT;
+    for (gboolean done = FALSE; !done;) {
+        switch (gst_iterator_next(it, &item)) {
+        case GST_ITERATOR_OK:
+            if (is_subtitle_overlay(g_value_get_object(&item))) apply_visibility(g_value_get_object(&item), watch);
+            g_value_reset(&item);
+            break;
+        case GST_ITERATOR_RESYNC:   // the bin changed: start over (applying twice does no harm)
+            gst_iterator_resync(it);
+            break;
+        default:
+            done = TRUE;
+        }
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+}

@@ -187,6 +187,13 @@ typedef void (*tdm_gst_release_callback)(void *context);
 /// once the watch is gone (with the pad), or at once when there is no such pad (then 0 is returned).
 unsigned long tdm_gst_watch_keys(GstElement *element, const char *pad_name, tdm_gst_key_callback on_key,
                                  tdm_gst_release_callback release, void *context);
+/// Embedded subtitles without changing playbin's flags while it runs (turning its text flag on in a prerolled
+/// pipeline can leave it stuck): playbin keeps the text flag from the start, and the subtitle overlay its sink
+/// adds for an item's text stream ("subtitleoverlay") is kept silent unless `visible`, from its first frame on
+/// (for every item loaded later too). A handle for tdm_gst_subtitles_set_visible, valid while `playbin` lives.
+void *tdm_gst_subtitles_watch(GstElement *playbin, int visible);
+/// Shows (1) or hides (0) the item's own subtitles, now and in any overlay added later.
+void tdm_gst_subtitles_set_visible(void *watch, GstElement *playbin, int visible);
 /// Sends a key press upstream from the input of the sink inside `sink`, as a video window does; 0 without one.
 int tdm_gst_send_key_press(GstElement *sink, const char *key);
 /// Copies the last frame the sink inside `sink` rendered (it must keep it: enable-last-sample, caps RGBx or

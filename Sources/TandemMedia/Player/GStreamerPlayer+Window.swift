@@ -87,8 +87,8 @@ extension GStreamerPlayer {
         let showFile = hasFile && index == 0
         let embedded = index.map { hasFile ? $0 - 1 : $0 }.flatMap { $0 >= 0 ? $0 : nil }
         window.showCues(showFile)
-        tdm_gst_set_flag(pipeline, "flags", Self.textFlag, embedded != nil ? 1 : 0)
         if let embedded { tdm_gst_set_int(pipeline, "current-text", Int32(embedded)) }
+        tdm_gst_subtitles_set_visible(window.embeddedSubtitles, handles.pipeline, embedded != nil ? 1 : 0)
         window.state.withLock { $0.shown = index }
     }
 
@@ -128,9 +128,6 @@ extension GStreamerPlayer {
             bus.emit(.warning(error.description))
         }
     }
-
-    /// playbin's GST_PLAY_FLAG_TEXT: render the item's own subtitles.
-    static var textFlag: UInt32 { 1 << 2 }
 
     /// At a load: the configured subtitle file's cues, shown from the start. A file is drawn by the player's own
     /// overlay, cue by cue on exactly the frames each covers (playbin's external-subtitle path can keep the
@@ -179,6 +176,8 @@ final class PlayerWindow: @unchecked Sendable {
 
     let osd: UnsafeMutablePointer<GstElement>?
     let subtitles: UnsafeMutablePointer<GstElement>?
+    /// Shows or hides the item's own subtitles (hidden until chosen); lives as long as the playbin.
+    let embeddedSubtitles: UnsafeMutableRawPointer
     let keys: AsyncStream<String>
     let state = Mutex(State())
     private let keySink: AsyncStream<String>.Continuation
@@ -187,6 +186,7 @@ final class PlayerWindow: @unchecked Sendable {
     /// playbin's video filter: a `textoverlay` for subtitles (bottom centre), then one for the display (top left).
     init(playbin: UnsafeMutablePointer<GstElement>, overlay: Bool, subtitleFont: String?) {
         (keys, keySink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
+        embeddedSubtitles = tdm_gst_subtitles_watch(playbin, 0)
         guard overlay || subtitleFont != nil else {
             (osd, subtitles) = (nil, nil)
             keySink.finish()
