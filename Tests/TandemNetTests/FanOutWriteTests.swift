@@ -29,6 +29,34 @@ struct FanOutWriteTests {
         for channel in recipients { _ = try channel.finish() }
     }
 
+    @Test("a reliable message for everyone is forwarded as its bytes: the frame decoding and encoding would make; other app messages are decoded")
+    func broadcastForwardedAsBytes() throws {
+        let allocator = ByteBufferAllocator()
+        let payload = Data((0..<700).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let outgoing = OutgoingAppMessage(recipients: .all, delivery: .reliable, sequence: 0x0102_0304_0506_0708,
+                                          payload: payload)
+        let sent = try SessionCodec.encode(ClientMessage.appMessage(outgoing), allocator: allocator)
+        let (sequence, bytes) = try #require(SessionCodec.broadcastAppMessage(sent))
+        #expect(sequence == outgoing.sequence)
+        #expect(bytes.readableBytes == payload.count)
+        let forwarded = try SessionCodec.forwardedAppMessage(source: ParticipantID("p-7"), sequence: sequence,
+                                                             payload: bytes, allocator: allocator)
+        let decoded = ServerMessage.appMessage(IncomingAppMessage(source: ParticipantID("p-7"), delivery: .reliable,
+                                                                  sequence: outgoing.sequence, payload: payload))
+        let encoded = try SessionCodec.encode(decoded, allocator: allocator)
+        #expect(forwarded.wire == encoded.wire)
+        #expect(try SessionCodec.decodeServerMessage(forwarded) == decoded)
+        // Unreliable, for chosen recipients, or cut short: not this path.
+        for other in [OutgoingAppMessage(recipients: .all, delivery: .unreliable, sequence: 1, payload: payload),
+                      OutgoingAppMessage(recipients: .only([ParticipantID("p-2")]), delivery: .reliable, sequence: 1,
+                                         payload: payload)] {
+            #expect(SessionCodec.broadcastAppMessage(try SessionCodec.encode(ClientMessage.appMessage(other),
+                                                                             allocator: allocator)) == nil)
+        }
+        #expect(SessionCodec.broadcastAppMessage(Frame(kind: .appMessage, body: ByteBuffer(bytes: [0, 1, 2]))) == nil)
+        #expect(SessionCodec.broadcastAppMessage(Frame(kind: .journalChunk, body: sent.body)) == nil)
+    }
+
     @Test("changing a frame's body drops its pre-encoded bytes; frames built elsewhere are encoded on write")
     func otherFramesEncodedOnWrite() throws {
         var frame = try SessionCodec.encode(ServerMessage.journal(.chunk(id: "a", offset: 0, bytes: Data([1, 2, 3]))),

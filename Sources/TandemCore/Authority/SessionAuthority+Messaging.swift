@@ -18,22 +18,45 @@ extension SessionAuthority {
     /// action — and a copy of the message — per recipient. The message's source is stamped here.
     public mutating func relayAppMessage(_ message: OutgoingAppMessage, from id: ParticipantID,
                                          now: SessionInstant) -> AppMessageRelay {
+        switch admitAppMessage(payloadSize: message.payload.count, delivery: message.delivery,
+                               recipients: message.recipients, from: id, now: now) {
+        case .deliver(let recipients):
+            let incoming = IncomingAppMessage(source: id, delivery: message.delivery, sequence: message.sequence,
+                                              payload: message.payload)
+            return .deliver(incoming, to: recipients)
+        case .refuse(let reason): return .refuse(reason)
+        case .ignore: return .ignore
+        }
+    }
+
+    /// `admitAppMessage`'s answer: `relayAppMessage`'s without the message.
+    public enum AppMessageAdmission: Sendable, Hashable {
+        case deliver(to: [ParticipantID])
+        case refuse(String)
+        case ignore
+    }
+
+    /// Whether an app message may go out, and to whom, when its payload is not at hand (a relay that forwards the
+    /// payload's bytes as they came, without decoding them): what `relayAppMessage` decides, from the payload's
+    /// size, its delivery and its recipients. Takes one of the sender's message tokens as that does.
+    public mutating func admitAppMessage(payloadSize: Int, delivery: MessageDelivery, recipients: Recipients,
+                                         from id: ParticipantID, now: SessionInstant) -> AppMessageAdmission {
         // The member is read in place (an inout access; a read would copy it), through one look-up: a member is a
         // large value, and this runs for every message.
         guard endReason == nil, let index = members.index(forKey: id) else { return .ignore }
         let (connected, joined) = Self.presence(&members.values[index])
         guard connected else { return .ignore }
         guard joined else { return .refuse(Self.joinFirst) }
-        guard message.payload.count <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
-            return .refuse("message of \(AuthorityText.bytes(Int64(message.payload.count))) is larger than "
+        guard payloadSize <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
+            return .refuse("message of \(AuthorityText.bytes(Int64(payloadSize))) is larger than "
                            + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
                            + "send it as a journal attachment instead")
         }
         // Over TCP (the fallback when UDP is blocked) an unreliable message is still held to what one datagram
         // carries, so an app cannot come to rely on more than the datagram path delivers.
         let unreliableLimit = MessageDelivery.maxUnreliableSize + PayloadSealing.allowance
-        guard message.delivery != .unreliable || message.payload.count <= unreliableLimit else {
-            return .refuse("an unreliable message of \(AuthorityText.bytes(Int64(message.payload.count))) "
+        guard delivery != .unreliable || payloadSize <= unreliableLimit else {
+            return .refuse("an unreliable message of \(AuthorityText.bytes(Int64(payloadSize))) "
                            + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
                            + "before sealing) — send it reliably")
         }
@@ -41,22 +64,20 @@ extension SessionAuthority {
             return .refuse("too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
                            + "(bursts of \(configuration.appMessageBurst)) — send less often")
         }
-        let incoming = IncomingAppMessage(source: id, delivery: message.delivery, sequence: message.sequence,
-                                          payload: message.payload)
-        if case .only(let chosen) = message.recipients, chosen.count > configuration.maxParticipants {
+        if case .only(let chosen) = recipients, chosen.count > configuration.maxParticipants {
             return .refuse("a message for \(chosen.count) recipients; a session has at most "
                            + "\(configuration.maxParticipants) participants")
         }
         assert(connectedCache == connectedIDs, "the connected members' cache missed a change of membership")
-        var recipients: [ParticipantID] = []
-        recipients.reserveCapacity(connectedCache.count)
-        switch message.recipients {
+        var chosenRecipients: [ParticipantID] = []
+        chosenRecipients.reserveCapacity(connectedCache.count)
+        switch recipients {
         case .all:
-            for other in connectedCache where other != id { recipients.append(other) }
+            for other in connectedCache where other != id { chosenRecipients.append(other) }
         case .only(let chosen):
-            for other in connectedCache where other != id && chosen.contains(other) { recipients.append(other) }
+            for other in connectedCache where other != id && chosen.contains(other) { chosenRecipients.append(other) }
         }
-        return .deliver(incoming, to: recipients)
+        return .deliver(to: chosenRecipients)
     }
 
     private static func presence(_ member: inout Member) -> (connected: Bool, joined: Bool) {

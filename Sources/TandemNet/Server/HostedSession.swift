@@ -126,16 +126,39 @@ final class HostedSession: @unchecked Sendable {
                 for target in recipients { send(message, to: target, encoded: &encoded) }
                 return
             }
-            // Reliable: one frame, shared by every recipient's queue (no copy of the message per recipient).
-            guard !recipients.isEmpty else { return }
-            guard let frame = try? SessionCodec.encode(message, allocator: Self.allocator) else {
-                logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
-                return
-            }
-            for target in recipients { connections[target]?.send(frame) }
+            fanOut(recipients) { try SessionCodec.encode(message, allocator: Self.allocator) }
         case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
         case .ignore: break
         }
+    }
+
+    /// A reliable app message for everyone else, forwarded as its bytes came (`SessionCodec.broadcastAppMessage`):
+    /// the authority admits it from its size alone, and the payload is copied once, into the frame every
+    /// recipient shares — never decoded.
+    func relayBroadcast(sequence: UInt64, payload: ByteBuffer, from participant: ParticipantID,
+                        via connection: ServerConnection) {
+        loop.preconditionInEventLoop()
+        guard !ended, connections[participant] === connection else { return }
+        switch authority.admitAppMessage(payloadSize: payload.readableBytes, delivery: .reliable, recipients: .all,
+                                         from: participant, now: sessionNow) {
+        case .deliver(let recipients):
+            fanOut(recipients) {
+                try SessionCodec.forwardedAppMessage(source: participant, sequence: sequence, payload: payload,
+                                                     allocator: Self.allocator)
+            }
+        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
+        case .ignore: break
+        }
+    }
+
+    /// One frame, shared by every recipient's queue (no copy of the message per recipient).
+    private func fanOut(_ recipients: [ParticipantID], _ encode: () throws -> Frame) {
+        guard !recipients.isEmpty else { return }
+        guard let frame = try? encode() else {
+            logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+            return
+        }
+        for target in recipients { connections[target]?.send(frame) }
     }
 
     /// The connection of `participant` went away.

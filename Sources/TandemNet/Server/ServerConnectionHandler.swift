@@ -334,6 +334,17 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
         case .joined(let session, let participant):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
+            if let (sequence, payload) = SessionCodec.broadcastAppMessage(frame) {
+                guard let connection = self.connection else { return }
+                if session.loop.inEventLoop {
+                    session.relayBroadcast(sequence: sequence, payload: payload, from: participant, via: connection)
+                } else {
+                    session.loop.execute {
+                        session.relayBroadcast(sequence: sequence, payload: payload, from: participant, via: connection)
+                    }
+                }
+                return
+            }
             let message = try SessionCodec.decodeClientMessage(frame)
             if case .join = message {
                 throw FrameError.malformedBody(kind: .session, detail: "already joined")

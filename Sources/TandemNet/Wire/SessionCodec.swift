@@ -70,9 +70,7 @@ package enum SessionCodec {
             // Encoded once with its length and kind: the same bytes go to every recipient of the fan-out.
             return try Frame.encodedOnce(.appMessage, allocator: allocator,
                                          bodyCapacity: 11 + app.source.rawValue.utf8.count + app.payload.count) { b in
-                b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
-                b.writeInteger(app.sequence)
-                try writeString(app.source.rawValue, to: &b)
+                try writeAppMessageHeader(delivery: app.delivery, sequence: app.sequence, source: app.source, to: &b)
                 b.writeBytes(app.payload)
             }
         case .journal(.chunk(let id, let offset, let bytes)):
@@ -102,6 +100,37 @@ package enum SessionCodec {
         default:
             throw FrameError.malformedBody(kind: frame.kind, detail: "not a session message")
         }
+    }
+
+    // MARK: Forwarding without decoding
+
+    /// A reliable app message for everyone else, as the relay forwards it: its sequence and its payload (a view of
+    /// the frame's bytes, not a copy). Nil for any other app message (unreliable, for chosen recipients, or
+    /// malformed), which goes through `decodeClientMessage`.
+    package static func broadcastAppMessage(_ frame: Frame) -> (sequence: UInt64, payload: ByteBuffer)? {
+        guard frame.kind == .appMessage else { return nil }
+        var b = frame.body
+        guard b.readInteger(as: UInt8.self) == 0, let sequence = b.readInteger(as: UInt64.self),
+              b.readInteger(as: UInt16.self) == UInt16.max else { return nil }
+        return (sequence, b)
+    }
+
+    /// The frame `encode(.appMessage(…))` makes for a reliable message from `source` with this payload, built
+    /// from the payload's bytes as they came (one copy, into the frame shared by every recipient).
+    package static func forwardedAppMessage(source: ParticipantID, sequence: UInt64, payload: ByteBuffer,
+                                            allocator: ByteBufferAllocator) throws -> Frame {
+        try Frame.encodedOnce(.appMessage, allocator: allocator,
+                              bodyCapacity: 11 + source.rawValue.utf8.count + payload.readableBytes) { b in
+            try writeAppMessageHeader(delivery: .reliable, sequence: sequence, source: source, to: &b)
+            b.writeImmutableBuffer(payload)
+        }
+    }
+
+    private static func writeAppMessageHeader(delivery: MessageDelivery, sequence: UInt64, source: ParticipantID,
+                                              to b: inout ByteBuffer) throws {
+        b.writeInteger(delivery == .reliable ? UInt8(0) : UInt8(1))
+        b.writeInteger(sequence)
+        try writeString(source.rawValue, to: &b)
     }
 
     // MARK: Pieces
