@@ -57,6 +57,43 @@ struct FanOutWriteTests {
         #expect(SessionCodec.broadcastAppMessage(Frame(kind: .journalChunk, body: sent.body)) == nil)
     }
 
+    @Test("the server frames a byte stream however it is cut: frames split byte by byte, across reads, and many to a write")
+    func framingAcrossReads() async throws {
+        let server = try await HardeningServerTests.startServer { $0.heartbeatTimeout = 60_000_000_000 }
+        let invite = try server.createSession(id: "framing")
+        let alice = try await RawPeer.connect(port: server.port)
+        try await alice.joinAndGoSilent(invite: invite, name: "alice")
+        let bob = try await RawPeer.connect(port: server.port)
+        try await bob.joinAndGoSilent(invite: invite, name: "bob")
+        var stream: [UInt8] = []
+        let payloads = (0..<40).map { index in Data((0..<(index % 4 == 0 ? 3_000 : 40 + index)).map { UInt8(truncatingIfNeeded: $0 &+ index) }) }
+        for (index, payload) in payloads.enumerated() {
+            let message = ClientMessage.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,
+                                                                      sequence: UInt64(index + 1), payload: payload))
+            let frame = try SessionCodec.encode(message, allocator: ByteBufferAllocator())
+            var bytes = ByteBuffer()
+            try FrameEncoder().encode(data: frame, out: &bytes)
+            stream += Array(bytes.readableBytesView)
+        }
+        // The first frame and a half in one write, the next ten bytes one write each, the rest in one write.
+        let firstCut = stream.count / 60
+        try await alice.send(Array(stream[..<firstCut]))
+        for index in firstCut..<(firstCut + 10) {
+            try await alice.send([stream[index]])
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        try await alice.send(Array(stream[(firstCut + 10)...]))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while bob.appMessageCount() < payloads.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let received = try await bob.appMessages()
+        #expect(received.map(\.sequence) == (1...UInt64(payloads.count)).map { $0 })
+        #expect(received.map(\.payload) == payloads)
+        #expect(received.allSatisfy { $0.source == received.first?.source })
+        await server.shutdown()
+    }
+
     @Test("changing a frame's body drops its pre-encoded bytes; frames built elsewhere are encoded on write")
     func otherFramesEncodedOnWrite() throws {
         var frame = try SessionCodec.encode(ServerMessage.journal(.chunk(id: "a", offset: 0, bytes: Data([1, 2, 3]))),

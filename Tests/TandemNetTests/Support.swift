@@ -205,6 +205,16 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         try await sendFrame(frame.kind.rawValue, Array(frame.body.readableBytesView))
     }
 
+    /// The app messages received so far, decoded.
+    func appMessages() throws -> [IncomingAppMessage] {
+        try RawPeer.frames(in: buffer.withLockedValue { $0 }).filter { $0.kind == FrameKind.appMessage.rawValue }.map {
+            guard case .appMessage(let message) = try SessionCodec.decodeServerMessage(Frame(kind: .appMessage, body: $0.body)) else {
+                throw FrameError.malformedBody(kind: .appMessage, detail: "not an app message")
+            }
+            return message
+        }
+    }
+
     /// The frames in `bytes`, as (kind, body) pairs.
     static func frames(in bytes: ByteBuffer) -> [(kind: UInt8, body: ByteBuffer)] {
         var b = bytes

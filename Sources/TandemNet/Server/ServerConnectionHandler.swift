@@ -12,7 +12,8 @@ let authenticationRefusedText = "the server refused the invite; check it or ask 
 /// Runs one server-side connection: handshake, heartbeats, clock pongs, flood control, the outbound queue and
 /// its bound, and hand-off of session messages to the session's loop.
 final class ServerConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = Frame
+    /// The connection's bytes, framed here (`channelRead`), not by a decoder in front of this handler.
+    typealias InboundIn = ByteBuffer
     /// Frames go out as their wire bytes, written here (`frameBytes`): a frame fanned out to many connections is one
     /// shared buffer, passed down the pipeline as NIO's own `ByteBuffer` without a handler of its own in between.
     typealias OutboundOut = ByteBuffer
@@ -58,6 +59,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// Whether a frame went out since the last heartbeat tick.
     var sentSinceHeartbeat = false
     var handshakeTimer: Scheduled<Void>?
+    /// Bytes read but not yet a whole frame (nil: none).
+    var inbound: ByteBuffer?
     var floodWindowStart = LocalInstant.zero
     var floodWindowCount = 0
     /// Outbound traffic waiting for the socket, in order, with what each item counts against the bound.
@@ -215,9 +218,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        if case .closed = state { return }
+    /// One frame of the connection (`channelRead` in +Reading).
+    func receive(_ frame: Frame, context: ChannelHandlerContext) {
         lastReceived = frame.receivedAt
         // Journal chunks are bounded by the attachment size limit instead, so a large upload is not a flood.
         if frame.kind != .journalChunk, floodExceeded(now: frame.receivedAt) {

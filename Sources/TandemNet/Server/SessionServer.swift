@@ -115,12 +115,10 @@ public final class SessionServer: Sendable {
                 let deadline = NIODeadline.now() + TimeAmount(configuration.handshakeTimeout)
                 let tandem: @Sendable (any Channel) throws -> Void = { channel in
                     let limit = FrameSizeLimit(min(configuration.maxUnauthenticatedFrameSize, configuration.maxFrameSize))
-                    try channel.pipeline.syncOperations.addHandlers([
-                        ByteToMessageHandler(FrameDecoder(limit: limit, clock: clock)),
+                    try channel.pipeline.syncOperations.addHandler(
                         ServerConnectionHandler(server: server, configuration: configuration, clock: clock,
                                                 logger: logger, address: address, frameLimit: limit,
-                                                admission: admission, handshakeDeadline: deadline),
-                    ])
+                                                admission: admission, handshakeDeadline: deadline))
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     if let sslContext {

@@ -137,20 +137,27 @@ public struct FrameDecoder: ByteToMessageDecoder {
     var maxFrameSize: Int { limit.value }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
-        guard length >= 1 else { throw FrameError.emptyFrame }
-        let maxFrameSize = limit.value
-        guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
-        if let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self),
-           FrameKind(rawValue: kindByte) == nil {
-            throw FrameError.unknownKind(kindByte)
+        guard let frame = try Self.nextFrame(from: &buffer, maxFrameSize: limit.value, receivedAt: clock.now) else {
+            return .needMoreData
         }
-        guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: 4)
-        let kind = FrameKind(rawValue: buffer.readInteger(as: UInt8.self)!)!
-        let body = buffer.readSlice(length: Int(length) - 1)!
-        context.fireChannelRead(wrapInboundOut(Frame(kind: kind, body: body, receivedAt: clock.now)))
+        context.fireChannelRead(wrapInboundOut(frame))
         return .continue
+    }
+
+    /// The next whole frame at the front of `buffer` (its body a view of `buffer`'s bytes), or nil until one has
+    /// arrived. A length over `maxFrameSize`, an empty frame and an unknown kind are errors as soon as their
+    /// first bytes are in, before the rest is waited for (or any of it held).
+    static func nextFrame(from buffer: inout ByteBuffer, maxFrameSize: Int,
+                          receivedAt: @autoclosure () -> LocalInstant) throws(FrameError) -> Frame? {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return nil }
+        guard length >= 1 else { throw FrameError.emptyFrame }
+        guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
+        guard let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self) else { return nil }
+        guard let kind = FrameKind(rawValue: kindByte) else { throw FrameError.unknownKind(kindByte) }
+        guard buffer.readableBytes >= 4 + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: 5)
+        let body = buffer.readSlice(length: Int(length) - 1)!
+        return Frame(kind: kind, body: body, receivedAt: receivedAt())
     }
 
     public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer,
