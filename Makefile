@@ -96,7 +96,11 @@ install-smoke:
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS)
+	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
+	@# go to a directory of this run's own, removed when it ends, pass or fail.
+	@scratch=$$(mktemp -d /tmp/tandem-test.XXXXXX) && echo "TMPDIR=$$scratch swift test --skip-build --no-parallel" && \
+	  TMPDIR=$$scratch swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS); \
+	  status=$$?; rm -rf "$$scratch"; exit $$status
 	@$(MAKE) --no-print-directory install-smoke
 
 ## A real watch-together session on the bundled samples.
