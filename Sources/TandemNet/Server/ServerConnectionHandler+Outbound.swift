@@ -31,6 +31,22 @@ extension ServerConnectionHandler {
         adjustQueued(by: -queuedBytes)
     }
 
+    /// A frame of the fan-out (`ServerConnection.send`): written at once when nothing waits and the socket takes
+    /// it, straight from the bytes every recipient shares (encoded already, not the welcome, within the frame
+    /// limit) without passing through the queue's item; otherwise queued like any other item.
+    func enqueue(frame: Frame) {
+        if outbound.isEmpty, frame.kind != .session, let wire = frame.wire,
+           wire.readableBytes - 4 <= configuration.maxFrameSize, let writable = channel?.isWritable, writable,
+           let context {
+            if case .closed = state { return }
+            sentSinceHeartbeat = true
+            context.write(wrapOutboundOut(wire), promise: nil)
+            flushThisTick(context)
+            return
+        }
+        enqueue(.frame(frame))
+    }
+
     /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability. Over the
     /// bound, unreliable app messages are dropped first, then the connection is closed as a slow consumer.
     func enqueue(_ item: Outbound) {

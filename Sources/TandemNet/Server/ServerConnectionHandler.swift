@@ -51,6 +51,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let handshakeDeadline: NIODeadline?
     var state = State.awaitingHello
     var context: ChannelHandlerContext?
+    /// The context's channel, kept for the fan-out's writes (the context finds it through the pipeline each time).
+    var channel: (any Channel)?
     var connection: ServerConnection?
     var lastReceived = LocalInstant.zero
     /// Where this connection's heartbeat ticks come from, and its place there (nil: not registered).
@@ -110,6 +112,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        channel = context.channel
         connection = ServerConnection(channel: context.channel, handler: self)
         lastReceived = clock.now
         if context.channel.isActive { start(context: context) }
@@ -119,6 +122,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         stopTimers()
         releaseQueue()
         self.context = nil
+        channel = nil
         connection = nil
     }
 
