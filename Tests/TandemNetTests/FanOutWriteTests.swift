@@ -94,6 +94,40 @@ struct FanOutWriteTests {
         await server.shutdown()
     }
 
+    @Test("a sender's broadcasts follow the session's membership: a newcomer gets the next one, someone gone does not")
+    func broadcastsFollowMembership() async throws {
+        let server = try await HardeningServerTests.startServer { $0.heartbeatTimeout = 60_000_000_000 }
+        let invite = try server.createSession(id: "members")
+        let alice = try await RawPeer.connect(port: server.port)
+        try await alice.joinAndGoSilent(invite: invite, name: "alice")
+        let bob = try await RawPeer.connect(port: server.port)
+        try await bob.joinAndGoSilent(invite: invite, name: "bob")
+        func waitUntil(_ condition: () throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(3)
+            while try !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        for sequence in 1...3 { try await alice.sendAppMessage(sequence: UInt64(sequence)) }
+        try await waitUntil { bob.appMessageCount() == 3 }
+        let carol = try await RawPeer.connect(port: server.port)
+        try await carol.joinAndGoSilent(invite: invite, name: "carol")
+        try await alice.sendAppMessage(sequence: 4)
+        try await waitUntil { bob.appMessageCount() == 4 && carol.appMessageCount() == 1 }
+        #expect(try carol.appMessages().map(\.sequence) == [4])
+        try await bob.channel.close()
+        // Once the server has seen bob go (its notice reaches carol), alice's broadcasts go to carol alone.
+        let noticesBefore = carol.count(of: .session)
+        try await waitUntil { carol.count(of: .session) > noticesBefore }
+        for sequence in 5...6 { try await alice.sendAppMessage(sequence: UInt64(sequence)) }
+        try await waitUntil { carol.appMessageCount() == 3 }
+        #expect(try carol.appMessages().map(\.sequence) == [4, 5, 6])
+        #expect(try bob.appMessages().map(\.sequence) == [1, 2, 3, 4])
+        // And carol's own broadcast reaches alice (a second sender's targets, learnt after the change).
+        try await carol.sendAppMessage(sequence: 1)
+        try await waitUntil { alice.appMessageCount() == 1 }
+        #expect(try alice.appMessages().map(\.sequence) == [1])
+        await server.shutdown()
+    }
+
     @Test("changing a frame's body drops its pre-encoded bytes; frames built elsewhere are encoded on write")
     func otherFramesEncodedOnWrite() throws {
         var frame = try SessionCodec.encode(ServerMessage.journal(.chunk(id: "a", offset: 0, bytes: Data([1, 2, 3]))),

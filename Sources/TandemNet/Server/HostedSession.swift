@@ -23,7 +23,18 @@ final class HostedSession: @unchecked Sendable {
     private let datagrams: DatagramRelay?
 
     private var authority: SessionAuthority
-    private var connections: [ParticipantID: ServerConnection] = [:]
+    private var connections: [ParticipantID: ServerConnection] = [:] {
+        didSet { broadcastTargets.removeAll(keepingCapacity: true) }
+    }
+    /// Per sender of broadcasts: its connection, and the recipients and connections of its last broadcast, as
+    /// long as no connection of the session changes — so that a broadcast looks up one participant, not each
+    /// recipient. At most one entry per participant.
+    private var broadcastTargets: [ParticipantID: BroadcastTargets] = [:]
+    private struct BroadcastTargets {
+        let sender: ServerConnection
+        let recipients: [ParticipantID]
+        let connections: [ServerConnection]
+    }
     /// Running SHA-256 of each attachment being uploaded, checked at its commit.
     private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
@@ -138,14 +149,27 @@ final class HostedSession: @unchecked Sendable {
     func relayBroadcast(sequence: UInt64, payload: ByteBuffer, from participant: ParticipantID,
                         via connection: ServerConnection) {
         loop.preconditionInEventLoop()
-        guard !ended, connections[participant] === connection else { return }
+        guard !ended else { return }
+        let cached = broadcastTargets[participant]
+        guard (cached?.sender ?? connections[participant]) === connection else { return }
         switch authority.admitAppMessage(payloadSize: payload.readableBytes, delivery: .reliable, recipients: .all,
                                          from: participant, now: sessionNow) {
         case .deliver(let recipients):
-            fanOut(recipients) {
-                try SessionCodec.forwardedAppMessage(source: participant, sequence: sequence, payload: payload,
-                                                     allocator: Self.allocator)
+            let targets: [ServerConnection]
+            if let cached, cached.recipients == recipients {
+                targets = cached.connections
+            } else {
+                targets = recipients.compactMap { connections[$0] }
+                broadcastTargets[participant] = BroadcastTargets(sender: connection, recipients: recipients,
+                                                                 connections: targets)
             }
+            guard !targets.isEmpty else { return }
+            guard let frame = try? SessionCodec.forwardedAppMessage(source: participant, sequence: sequence,
+                                                                    payload: payload, allocator: Self.allocator) else {
+                logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
+                return
+            }
+            for target in targets { target.send(frame) }
         case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
         case .ignore: break
         }
