@@ -81,6 +81,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
             if settle != 40 { command += " --settle \(String(format: "%g", settle))" }
             if ramp { command += " --ramp" }
+            if ramp && maxParticipants != 16_000 { command += " --max-participants \(maxParticipants)" }
             if inProcess { command += " --in-process" }
             printLine("machine: \(machineDescription())")
             printLine("reproduce: \(command)")
