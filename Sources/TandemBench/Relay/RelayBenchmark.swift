@@ -261,34 +261,29 @@ package enum RelayBenchmark {
         let sentCounts = Locked<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
         let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
         let endAt = sendingStarted + Int64(configuration.duration * 1e9)
-        var tasks: [RepeatedTask] = []
+        // One timer per event loop for all of its senders (`LoopSenders`), not one per participant.
+        var loops: [ObjectIdentifier: LoopSenders] = [:]
+        let payloadSize = Swift.max(16, configuration.payloadSize)
         for (index, entry) in connections.enumerated() {
-            let others = perSession[entry.session] - 1
+            let loop = entry.link.eventLoop
+            let senders = loops[ObjectIdentifier(loop)] ?? LoopSenders(
+                loop: loop, clock: clock, interval: interval, endAt: endAt, payloadSize: payloadSize,
+                record: { lag, sent, others in
+                    lags.record(Swift.max(0, lag))
+                    if sent {
+                        sentCounts.withLock { $0.sent += 1; $0.expected += others }
+                    } else {
+                        sentCounts.withLock { $0.failed += 1 }
+                    }
+                })
+            loops[ObjectIdentifier(loop)] = senders
             let phase = Int64(index) * interval / Int64(Swift.max(1, connections.count))
-            let link = entry.link
-            let payloadSize = Swift.max(16, configuration.payloadSize)
-            // A repeated task runs `interval` after the previous run: how much later than that it ran is the lag.
-            let due = NIOLoopBoundBox.makeBoxSendingValue(sendingStarted + phase, eventLoop: link.eventLoop)
-            tasks.append(link.eventLoop.scheduleRepeatedTask(initialDelay: .nanoseconds(phase),
-                                                                     delay: .nanoseconds(interval)) { task in
-                let now = clock.now.nanoseconds
-                guard now < endAt else { task.cancel(); return }
-                lags.record(Swift.max(0, now - due.value))
-                due.value = now + interval
-                var payload = Data(count: payloadSize)
-                payload.withUnsafeMutableBytes { raw in
-                    raw.storeBytes(of: now, as: Int64.self)
-                    raw.storeBytes(of: Int64(index), toByteOffset: 8, as: Int64.self)
-                }
-                if link.writeAppMessageOnLoop(payload) {
-                    sentCounts.withLock { $0.sent += 1; $0.expected += others }
-                } else {
-                    sentCounts.withLock { $0.failed += 1 }
-                }
-            })
+            senders.add(LoopSenders.Sender(link: entry.link, index: index, others: perSession[entry.session] - 1),
+                        firstDue: sendingStarted + phase)
         }
+        for senders in loops.values { senders.start() }
         try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now.nanoseconds)))
-        for task in tasks { task.cancel() }
+        for senders in loops.values { senders.stop() }
         let probes = probesSent() - probesAtStart
         let probeRate = Double(probes) / Swift.max(1, Double(connections.count)) / configuration.duration
         // Let the last deliveries drain, then measure memory while everyone is still connected.
