@@ -7,7 +7,10 @@ import TandemCore
 /// Runs the client side of one connection on its event loop: handshake, join, heartbeats, clock sync,
 /// checking journal attachments on arrival, and handing session messages to subscribers.
 final class ClientConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = Frame
+    /// The connection's bytes, framed here (`channelRead`), not by a generic decoder in front of this handler.
+    typealias InboundIn = ByteBuffer
+    /// The largest frame a server may send (a welcome with a large state, an attachment's chunk).
+    static let maxFrameSize = 1 << 20
     typealias OutboundIn = Frame
     typealias OutboundOut = Frame
 
@@ -28,6 +31,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     var state = State.awaitingChallenge
     var context: ChannelHandlerContext?
     private var lastReceived = LocalInstant.zero
+    /// Bytes read but not yet a whole frame (nil: none).
+    private var inbound: ByteBuffer?
     private var heartbeatTimeout = TimeSpan.seconds(2)
     private var heartbeatInterval = TimeSpan.milliseconds(500)
     private var heartbeat: RepeatedTask?
@@ -94,11 +99,43 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// Frames what has arrived (all frames of a read carry the read's time) and handles each whole one in order;
+    /// a partial frame waits in `inbound`, bounded by the frame limit, which a length prefix is checked against
+    /// as soon as it arrives.
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
         // A channel given up on (its goodbye may still be on its way out) has nothing more to say: in particular a
         // late close frame must not end a connection that has moved on to a new channel.
         if case .closed = state { return }
+        var bytes = unwrapInboundIn(data)
+        if inbound == nil { inbound = bytes } else { inbound!.writeBuffer(&bytes) }
+        let now = clock.now
+        do {
+            while let frame = try FrameDecoder.nextFrame(from: &inbound!, maxFrameSize: Self.maxFrameSize, receivedAt: now) {
+                receive(frame, context: context)
+                if case .closed = state {
+                    inbound = nil
+                    return
+                }
+            }
+        } catch {
+            inbound = nil
+            errorCaught(context: context, error: error)
+            return
+        }
+        // Every byte framed: let go of the read's buffer. Otherwise keep only the partial frame, in a buffer of
+        // our own unless nothing was framed from this one.
+        guard var rest = inbound, rest.readableBytes > 0 else {
+            inbound = nil
+            return
+        }
+        if rest.readerIndex > 0 {
+            var compact = context.channel.allocator.buffer(capacity: rest.readableBytes)
+            compact.writeBuffer(&rest)
+            inbound = compact
+        }
+    }
+
+    private func receive(_ frame: Frame, context: ChannelHandlerContext) {
         if frame.receivedAt - lastReceived > heartbeatTimeout { lastSilence = (lastReceived, frame.receivedAt) }
         lastReceived = frame.receivedAt
         do {

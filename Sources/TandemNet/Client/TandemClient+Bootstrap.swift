@@ -21,7 +21,6 @@ extension TandemClientConnection {
             tlsContext = try NIOSSLContext(configuration: config)
         }
         let sslContext = tlsContext
-        let clock = options.clock
         let transportHandlers = options.transportHandlers
         let pin = invite.pinnedCertificateSHA256
         let serverHostname = invite.host.first(where: { $0 == ":" || $0.isLetter }) == nil
@@ -53,7 +52,6 @@ extension TandemClientConnection {
                         try channel.pipeline.syncOperations.addHandlers(transportHandlers())
                     }
                     try channel.pipeline.syncOperations.addHandlers([
-                        ByteToMessageHandler(FrameDecoder(maxFrameSize: 1 << 20, clock: clock)),
                         MessageToByteHandler(FrameEncoder()),
                         handler,
                     ])

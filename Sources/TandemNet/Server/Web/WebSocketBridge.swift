@@ -2,7 +2,7 @@ import NIOCore
 import NIOWebSocket
 
 /// Carries the native byte stream over a WebSocket: the payloads of binary (and continuation) frames are the
-/// stream, read by the same `FrameDecoder`, and every encoded Tandem frame leaves as one binary message.
+/// stream, framed by the same connection handler, and every encoded Tandem frame leaves as one binary message.
 ///
 /// The stream is all a browser may send: a text frame, an unmasked frame or a frame with reserved bits set
 /// closes the connection (1003 / 1002). Pings are answered; a close is answered and ends the connection.
