@@ -31,8 +31,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     var state = State.awaitingChallenge
     var context: ChannelHandlerContext?
     private var lastReceived = LocalInstant.zero
-    /// Bytes read but not yet a whole frame (nil: none).
-    private var inbound: ByteBuffer?
+    /// The connection's bytes, framed here (`channelRead`).
+    private var reader = FrameReader()
     private var heartbeatTimeout = TimeSpan.seconds(2)
     private var heartbeatInterval = TimeSpan.milliseconds(500)
     private var heartbeat: RepeatedTask?
@@ -99,40 +99,27 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Frames what has arrived (all frames of a read carry the read's time) and handles each whole one in order;
-    /// a partial frame waits in `inbound`, bounded by the frame limit, which a length prefix is checked against
-    /// as soon as it arrives.
+    /// Frames what has arrived (`FrameReader`) and handles each whole frame in order, all stamped with the read's
+    /// time.
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // A channel given up on (its goodbye may still be on its way out) has nothing more to say: in particular a
         // late close frame must not end a connection that has moved on to a new channel.
         if case .closed = state { return }
-        var bytes = unwrapInboundIn(data)
-        if inbound == nil { inbound = bytes } else { inbound!.writeBuffer(&bytes) }
+        reader.append(unwrapInboundIn(data))
         let now = clock.now
         do {
-            while let frame = try FrameDecoder.nextFrame(from: &inbound!, maxFrameSize: Self.maxFrameSize, receivedAt: now) {
+            while let frame = try reader.next(maxFrameSize: Self.maxFrameSize, receivedAt: now) {
                 receive(frame, context: context)
                 if case .closed = state {
-                    inbound = nil
+                    reader.reset()
                     return
                 }
             }
         } catch {
-            inbound = nil
             errorCaught(context: context, error: error)
             return
         }
-        // Every byte framed: let go of the read's buffer. Otherwise keep only the partial frame, in a buffer of
-        // our own unless nothing was framed from this one.
-        guard var rest = inbound, rest.readableBytes > 0 else {
-            inbound = nil
-            return
-        }
-        if rest.readerIndex > 0 {
-            var compact = context.channel.allocator.buffer(capacity: rest.readableBytes)
-            compact.writeBuffer(&rest)
-            inbound = compact
-        }
+        reader.finishRead(allocator: context.channel.allocator)
     }
 
     private func receive(_ frame: Frame, context: ChannelHandlerContext) {

@@ -61,8 +61,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     /// Whether a frame went out since the last heartbeat tick.
     var sentSinceHeartbeat = false
     var handshakeTimer: Scheduled<Void>?
-    /// Bytes read but not yet a whole frame (nil: none).
-    var inbound: ByteBuffer?
+    /// The connection's bytes, framed here (`channelRead` in +Reading).
+    var reader = FrameReader()
     var floodWindowStart = LocalInstant.zero
     var floodWindowCount = 0
     /// Outbound traffic waiting for the socket, in order, with what each item counts against the bound.

@@ -117,6 +117,53 @@ public final class FrameSizeLimit: Sendable {
     }
 }
 
+/// A connection's bytes, framed by the handler that reads them (the server's and the client's connection
+/// handlers do their own framing: NIO's generic `ByteToMessageHandler` in front of them ran unspecialised, its
+/// type metadata looked up at run time for every read, and passed each frame on boxed). Per read: `append` the
+/// bytes, take whole frames with `next` until it returns nil, then `finishRead`. What is held is at most one
+/// frame within the limit (checked as soon as its length prefix is in) plus one read.
+struct FrameReader {
+    private var pending: ByteBuffer?
+
+    mutating func append(_ bytes: ByteBuffer) {
+        if pending == nil {
+            pending = bytes
+        } else {
+            var bytes = bytes
+            pending!.writeBuffer(&bytes)
+        }
+    }
+
+    /// The next whole frame (stamped `receivedAt`), nil until one has arrived; a bad length or kind throws and
+    /// drops what was held.
+    mutating func next(maxFrameSize: Int, receivedAt: LocalInstant) throws(FrameError) -> Frame? {
+        guard pending != nil else { return nil }
+        do {
+            return try FrameDecoder.nextFrame(from: &pending!, maxFrameSize: maxFrameSize, receivedAt: receivedAt)
+        } catch {
+            pending = nil
+            throw error
+        }
+    }
+
+    /// After a read's frames: lets go of the read's buffer when every byte was framed, and otherwise keeps only
+    /// the partial frame, in a buffer of its own unless nothing was framed from this one (so NIO can use its
+    /// receive buffer again).
+    mutating func finishRead(allocator: ByteBufferAllocator) {
+        guard var rest = pending, rest.readableBytes > 0 else {
+            pending = nil
+            return
+        }
+        guard rest.readerIndex > 0 else { return }
+        var compact = allocator.buffer(capacity: rest.readableBytes)
+        compact.writeBuffer(&rest)
+        pending = compact
+    }
+
+    /// Drops everything held (the connection is closing).
+    mutating func reset() { pending = nil }
+}
+
 /// Splits the byte stream into frames. Checks the announced length against the current limit before reading
 /// (or allocating) anything of the body, and stamps each frame with the time its last bytes arrived.
 public struct FrameDecoder: ByteToMessageDecoder {
