@@ -7,7 +7,8 @@ extension RelayBenchmark {
     /// The load generator's senders on one event loop, sending at a fixed rate from one timer.
     ///
     /// A repeating NIO timer per participant (what this replaced) put thousands of tasks in each loop's timer
-    /// heap: rescheduling each one, ten times a second, took a fifth of the generator's CPU. Here every
+    /// heap, each rescheduled ten times a second, and they fired in bursts (0.9 ms late at p99 at 1,500
+    /// participants, and not every scheduled message went out). Here every
     /// participant of the loop has the same interval and the phases lie within one interval, so the participants
     /// due next are simply the front of a queue: the one timer fires at the earliest due time, sends for everyone
     /// due by then, puts each at the back with its next due time (`interval` later, keeping the queue in order)
