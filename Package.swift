@@ -93,7 +93,6 @@ let package = Package(
         .target(name: "TandemWireFuzzing", dependencies: [
             "TandemNet", "TandemCore",
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
         ], path: "Fuzz/Harness"),
         .executableTarget(name: "tandem-fuzz", dependencies: ["TandemWireFuzzing"], path: "Fuzz/Sources"),
         // Test support shared by test targets: an X server (Xvfb) of the test's own and what it says of a window.

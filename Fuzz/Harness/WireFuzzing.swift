@@ -1,11 +1,10 @@
 import Foundation
 import NIOCore
-import NIOEmbedded
 import TandemCore
 import TandemNet
 
-/// Runs hostile bytes through everything a server or client decodes from the network: the frame decoder on a real
-/// channel pipeline, every frame body as every message type, session messages through a session authority, and
+/// Runs hostile bytes through everything a server or client decodes from the network: the frame reader both
+/// connection handlers use, every frame body as every message type, session messages through a session authority, and
 /// invite parsing. Kept out of the shipped TandemNet; used by the libFuzzer target (`make fuzz`) and by the tests that replay its corpus; it must
 /// never crash, whatever the input.
 package enum WireFuzzing {
@@ -24,17 +23,22 @@ package enum WireFuzzing {
         }
     }
 
-    /// A byte stream as a server reads it: split into frames by `FrameDecoder` on a pipeline, in two writes so
-    /// that partial frames are buffered and resumed; every frame then decoded as everything.
+    /// A byte stream as the server and the client read it: split into frames by `FrameReader`, in two reads so
+    /// that a partial frame is kept and resumed; every frame then decoded as everything.
     static func frameStream(_ bytes: [UInt8]) {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(FrameDecoder(maxFrameSize: maxFrameSize)))
-        defer { _ = try? channel.finish() }
+        var reader = FrameReader()
+        let allocator = ByteBufferAllocator()
         let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
         for part in [bytes[..<split], bytes[split...]] {
-            var buffer = channel.allocator.buffer(capacity: part.count)
+            var buffer = allocator.buffer(capacity: part.count)
             buffer.writeBytes(part)
-            do { try channel.writeInbound(buffer) } catch { return }
-            while let frame = try? channel.readInbound(as: Frame.self) { decodeEverything(frame) }
+            reader.append(buffer)
+            do {
+                while let frame = try reader.next(maxFrameSize: maxFrameSize, receivedAt: .zero) { decodeEverything(frame) }
+            } catch {
+                return
+            }
+            reader.finishRead(allocator: allocator)
         }
     }
 

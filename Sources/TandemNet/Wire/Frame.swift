@@ -122,10 +122,11 @@ public final class FrameSizeLimit: Sendable {
 /// type metadata looked up at run time for every read, and passed each frame on boxed). Per read: `append` the
 /// bytes, take whole frames with `next` until it returns nil, then `finishRead`. What is held is at most one
 /// frame within the limit (checked as soon as its length prefix is in) plus one read.
-struct FrameReader {
+package struct FrameReader {
+    package init() {}
     private var pending: ByteBuffer?
 
-    mutating func append(_ bytes: ByteBuffer) {
+    package mutating func append(_ bytes: ByteBuffer) {
         if pending == nil {
             pending = bytes
         } else {
@@ -136,20 +137,36 @@ struct FrameReader {
 
     /// The next whole frame (stamped `receivedAt`), nil until one has arrived; a bad length or kind throws and
     /// drops what was held.
-    mutating func next(maxFrameSize: Int, receivedAt: LocalInstant) throws(FrameError) -> Frame? {
+    package mutating func next(maxFrameSize: Int, receivedAt: LocalInstant) throws(FrameError) -> Frame? {
         guard pending != nil else { return nil }
         do {
-            return try FrameDecoder.nextFrame(from: &pending!, maxFrameSize: maxFrameSize, receivedAt: receivedAt)
+            return try Self.nextFrame(from: &pending!, maxFrameSize: maxFrameSize, receivedAt: receivedAt)
         } catch {
             pending = nil
             throw error
         }
     }
 
+    /// The next whole frame at the front of `buffer` (its body a view of `buffer`'s bytes), or nil until one has
+    /// arrived. A length over `maxFrameSize`, an empty frame and an unknown kind are errors as soon as their
+    /// first bytes are in, before the rest is waited for (or any of it held).
+    private static func nextFrame(from buffer: inout ByteBuffer, maxFrameSize: Int,
+                                  receivedAt: LocalInstant) throws(FrameError) -> Frame? {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return nil }
+        guard length >= 1 else { throw FrameError.emptyFrame }
+        guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
+        guard let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self) else { return nil }
+        guard let kind = FrameKind(rawValue: kindByte) else { throw FrameError.unknownKind(kindByte) }
+        guard buffer.readableBytes >= 4 + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: 5)
+        let body = buffer.readSlice(length: Int(length) - 1)!
+        return Frame(kind: kind, body: body, receivedAt: receivedAt)
+    }
+
     /// After a read's frames: lets go of the read's buffer when every byte was framed, and otherwise keeps only
     /// the partial frame, in a buffer of its own unless nothing was framed from this one (so NIO can use its
     /// receive buffer again).
-    mutating func finishRead(allocator: ByteBufferAllocator) {
+    package mutating func finishRead(allocator: ByteBufferAllocator) {
         guard var rest = pending, rest.readableBytes > 0 else {
             pending = nil
             return
@@ -161,63 +178,7 @@ struct FrameReader {
     }
 
     /// Drops everything held (the connection is closing).
-    mutating func reset() { pending = nil }
-}
-
-/// Splits the byte stream into frames. Checks the announced length against the current limit before reading
-/// (or allocating) anything of the body, and stamps each frame with the time its last bytes arrived.
-public struct FrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = Frame
-    let limit: FrameSizeLimit
-    let clock: any MonotonicClock
-
-    public init(maxFrameSize: Int, clock: any MonotonicClock = SystemMonotonicClock()) {
-        self.init(limit: FrameSizeLimit(maxFrameSize), clock: clock)
-    }
-
-    /// A decoder whose limit is read from `limit` for each frame.
-    public init(limit: FrameSizeLimit, clock: any MonotonicClock = SystemMonotonicClock()) {
-        self.limit = limit
-        self.clock = clock
-    }
-
-    var maxFrameSize: Int { limit.value }
-
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let frame = try Self.nextFrame(from: &buffer, maxFrameSize: limit.value, receivedAt: clock.now) else {
-            return .needMoreData
-        }
-        context.fireChannelRead(wrapInboundOut(frame))
-        return .continue
-    }
-
-    /// The next whole frame at the front of `buffer` (its body a view of `buffer`'s bytes), or nil until one has
-    /// arrived. A length over `maxFrameSize`, an empty frame and an unknown kind are errors as soon as their
-    /// first bytes are in, before the rest is waited for (or any of it held).
-    static func nextFrame(from buffer: inout ByteBuffer, maxFrameSize: Int,
-                          receivedAt: @autoclosure () -> LocalInstant) throws(FrameError) -> Frame? {
-        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return nil }
-        guard length >= 1 else { throw FrameError.emptyFrame }
-        guard Int(length) <= maxFrameSize else { throw FrameError.frameTooLarge(announced: length, limit: maxFrameSize) }
-        guard let kindByte = buffer.getInteger(at: buffer.readerIndex + 4, as: UInt8.self) else { return nil }
-        guard let kind = FrameKind(rawValue: kindByte) else { throw FrameError.unknownKind(kindByte) }
-        guard buffer.readableBytes >= 4 + Int(length) else { return nil }
-        buffer.moveReaderIndex(forwardBy: 5)
-        let body = buffer.readSlice(length: Int(length) - 1)!
-        return Frame(kind: kind, body: body, receivedAt: receivedAt())
-    }
-
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer,
-                                    seenEOF: Bool) throws -> DecodingState {
-        while try decode(context: context, buffer: &buffer) == .continue {}
-        if buffer.readableBytes > 0 {
-            let announced = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self).map { Int($0) + 4 }
-            let missing = (announced ?? 4) - buffer.readableBytes
-            buffer.moveReaderIndex(to: buffer.writerIndex)
-            throw FrameError.truncated(missing: max(missing, 1))
-        }
-        return .needMoreData
-    }
+    package mutating func reset() { pending = nil }
 }
 
 /// Writes frames with their length prefix.
