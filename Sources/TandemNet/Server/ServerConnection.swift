@@ -22,9 +22,9 @@ final class ServerConnection: Sendable {
     func send(_ frame: Frame) {
         let handler = self.handler
         if channel.eventLoop.inEventLoop {
-            handler.value.enqueue(frame: frame)
+            handler.value.enqueue(.frame(frame))
         } else {
-            channel.eventLoop.execute { handler.value.enqueue(frame: frame) }
+            channel.eventLoop.execute { handler.value.enqueue(.frame(frame)) }
         }
     }
 

@@ -31,31 +31,22 @@ extension ServerConnectionHandler {
         adjustQueued(by: -queuedBytes)
     }
 
-    /// A frame of the fan-out (`ServerConnection.send`): written at once when nothing waits and the socket takes
-    /// it, straight from the bytes every recipient shares (encoded already, not the welcome, within the frame
-    /// limit) without passing through the queue's item; otherwise queued like any other item.
-    func enqueue(frame: Frame) {
-        if outbound.isEmpty, frame.kind != .session, let wire = frame.wire,
-           wire.readableBytes - 4 <= configuration.maxFrameSize, let writable = channel?.isWritable, writable,
-           let context {
-            if case .closed = state { return }
-            sentSinceHeartbeat = true
-            context.write(wrapOutboundOut(wire), promise: nil)
-            flushThisTick(context)
-            return
-        }
-        enqueue(.frame(frame))
-    }
-
     /// Writes at once while the socket keeps up; otherwise keeps the order and waits for writability. Over the
     /// bound, unreliable app messages are dropped first, then the connection is closed as a slow consumer.
     func enqueue(_ item: Outbound) {
         if case .closed = state { return }
         // Nothing waiting and the socket takes it: a frame is written at once, as the pump below would write it,
-        // without passing through the queue (its bytes would be counted in and out again in the same call).
-        if outbound.isEmpty, case .frame = item, let context, context.channel.isWritable {
-            guard let frame = encodeChecked(item, context: context) else { return }
-            context.write(frameBytes(frame), promise: nil)
+        // without passing through the queue (its bytes would be counted in and out again in the same call). A
+        // frame of the fan-out — its shared bytes built, within the limit, not the welcome — goes straight from
+        // those bytes; the channel is the one kept here, not found through the pipeline for every write.
+        if outbound.isEmpty, case .frame(let frame) = item, let writable = channel?.isWritable, writable, let context {
+            if frame.kind != .session, let wire = frame.wire, wire.readableBytes - 4 <= configuration.maxFrameSize {
+                sentSinceHeartbeat = true
+                context.write(wrapOutboundOut(wire), promise: nil)
+            } else {
+                guard let checked = encodeChecked(item, context: context) else { return }
+                context.write(frameBytes(checked), promise: nil)
+            }
             flushThisTick(context)
             return
         }
