@@ -7,7 +7,8 @@ import Testing
 @testable import TandemNet
 
 /// A TCP forwarder on loopback between clients and a server, whose connections a test can cut and whose port it
-/// can close, as a network failure would.
+/// can close, as a network failure would. With `choppingReplies`, the server's bytes go on in pieces of 1 to 7
+/// bytes, each written and flushed on its own, so the client reads frames split at every kind of boundary.
 final class BreakableProxy: Sendable {
     let port: Int
     private let listener: any Channel
@@ -16,9 +17,22 @@ final class BreakableProxy: Sendable {
     private final class Forward: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         let other: any Channel
-        init(to other: any Channel) { self.other = other }
+        let chop: Bool
+        init(to other: any Channel, chop: Bool = false) {
+            self.other = other
+            self.chop = chop
+        }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            other.writeAndFlush(unwrapInboundIn(data), promise: nil)
+            var bytes = unwrapInboundIn(data)
+            guard chop else {
+                other.writeAndFlush(bytes, promise: nil)
+                return
+            }
+            var size = 1
+            while let piece = bytes.readSlice(length: Swift.min(size, bytes.readableBytes)), piece.readableBytes > 0 {
+                other.writeAndFlush(piece, promise: nil)
+                size = size % 7 + 1
+            }
         }
         func channelInactive(context: ChannelHandlerContext) {
             other.close(promise: nil)
@@ -33,7 +47,7 @@ final class BreakableProxy: Sendable {
         self.channels = channels
     }
 
-    static func start(forwardingTo target: Int) async throws -> BreakableProxy {
+    static func start(forwardingTo target: Int, choppingReplies: Bool = false) async throws -> BreakableProxy {
         let channels = NIOLockedValueBox<[any Channel]>([])
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -43,7 +57,7 @@ final class BreakableProxy: Sendable {
                     .flatMap { outbound in
                         channels.withLockedValue { $0.append(outbound) }
                         return outbound.eventLoop.makeCompletedFuture {
-                            try outbound.pipeline.syncOperations.addHandler(Forward(to: inbound))
+                            try outbound.pipeline.syncOperations.addHandler(Forward(to: inbound, chop: choppingReplies))
                         }.flatMap {
                             inbound.pipeline.addHandler(Forward(to: outbound))
                         }
