@@ -18,6 +18,7 @@ Launches Debian's /usr/bin/chromium (Playwright's own browsers are never downloa
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -281,7 +282,8 @@ def main():
         return 0 if results and passed == len(results) else 1
     tandem, media, screenshot = sys.argv[1:4]
 
-    host = Host(tandem, media, extra=("--preview", png()))
+    preview = png()
+    host = Host(tandem, media, extra=("--preview", preview))
     try:
         event = host.wait_for_event("browser", lambda e: True, 20)
         check("the host's --json output has a browser event", event is not None and bool(event.get("link"))
@@ -392,6 +394,7 @@ def main():
         print("  host said: " + " | ".join(host.lines[-8:]))
     finally:
         host.stop()
+        shutil.rmtree(os.path.dirname(preview), ignore_errors=True)
     passed = sum(1 for r in results if r)
     print("web peer: %d passed, %d failed" % (passed, len(results) - passed))
     return 0 if passed == len(results) else 1

@@ -8,6 +8,7 @@ struct BenchSmokeTests {
     @Test("bench sync: a few seconds with three peers on a simulated LAN writes a report, JSON and a plot")
     func sync() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
         let json = directory.appendingPathComponent("sync.json").path
         let plot = directory.appendingPathComponent("sync.svg").path
         let bench = try TandemProcess(["bench", "sync", "--peers", "3", "--link", "lan", "--duration", "7",

@@ -153,6 +153,7 @@ struct SessionProcessTests {
         // No file given, and none with the host's name in the current directory.
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
         let process = try TandemProcess(["join", invite, "--headless"], currentDirectory: empty)
         let code = await process.exitCode(within: 20)
         let text = process.stderr

@@ -24,6 +24,7 @@ struct BadInputTests {
 
     @Test func directory() async throws {
         let dir = try Samples.scratch()
+        defer { Samples.remove(dir) }
         #expect(try await loadError(dir.path) == .isDirectory(path: dir.path))
     }
 
@@ -33,6 +34,7 @@ struct BadInputTests {
 
     @Test func truncatedFile() async throws {
         let dir = try Samples.scratch()
+        defer { Samples.remove(dir) }
         let truncated = dir.appendingPathComponent("truncated.webm")
         let data = try Data(contentsOf: URL(fileURLWithPath: Samples.countdown))
         try data.prefix(4096).write(to: truncated)

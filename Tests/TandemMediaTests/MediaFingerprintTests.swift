@@ -22,7 +22,7 @@ struct MediaFingerprintTests {
           arguments: [0, 1, 65_535, 65_536, 65_537, 200_000])
     func matchesSha256sum(size: Int) throws {
         let directory = try Samples.scratch()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        defer { Samples.remove(directory) }
         let file = directory.appendingPathComponent("data.bin")
         var generator = SystemRandomNumberGenerator()
         try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: file)

@@ -111,6 +111,7 @@ struct PlayerWindowTests {
     @Test("a subtitle file's cue is drawn while it is due and not before or after")
     func subtitleCue() async throws {
         let directory = try Samples.scratch()
+        defer { Samples.remove(directory) }
         let srt = directory.appendingPathComponent("cues.srt")
         // GStreamer recognises a subtitle file from its first 129 bytes, so a real file's worth of cues.
         let cues = "1\n00:00:03,000 --> 00:00:05,000\nTANDEM SUBTITLE CUE\n\n"

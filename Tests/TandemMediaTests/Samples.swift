@@ -14,11 +14,17 @@ enum Samples {
     static var short: String { path("short.webm") }
     static var notMedia: String { path("not-media.webm") }
 
-    /// A scratch directory for files a test makes (truncated copies, folders).
+    /// A scratch directory for files a test makes (truncated copies, folders); the test removes it when done
+    /// (`defer { Samples.remove(dir) }`).
     static func scratch() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-media-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
+    }
+
+    /// Removes a scratch directory (or the one holding a scratch file).
+    static func remove(_ url: URL) {
+        try? FileManager.default.removeItem(at: url)
     }
 
     static func headlessPlayer(localTimeModel: ClockMapping = .identity) throws -> GStreamerPlayer {

@@ -61,6 +61,7 @@ struct SubtitleFileTests {
             #expect(error.description.contains(".srt"))
         }
         let directory = try Samples.scratch()
+        defer { Samples.remove(directory) }
         let big = directory.appendingPathComponent("big.srt")
         try Data(count: SubtitleFile.maximumBytes + 1).write(to: big)
         #expect(throws: PlaybackError.badSubtitles(path: big.path, detail: "larger than 8 MB")) {

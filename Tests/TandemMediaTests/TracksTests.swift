@@ -8,6 +8,7 @@ import TandemPeer
 /// tracks with their languages, and the player switches between them.
 @Suite("Audio and subtitle tracks", .serialized)
 struct TracksTests {
+    /// The file, in a scratch directory of its own that the test removes.
     static func multiTrackFile() throws -> String {
         let (output, status) = try TandemPeer.Samples.makeMultiTrackFile(in: try Samples.scratch())
         #expect(status == 0, "gst-launch failed to make the multi-track file")
@@ -17,6 +18,7 @@ struct TracksTests {
     @Test("probe lists each audio and subtitle track with its number and language")
     func probeListsTracks() async throws {
         let file = try Self.multiTrackFile()
+        defer { Samples.remove(URL(fileURLWithPath: file).deletingLastPathComponent()) }
         let probe = try await MediaProbe.probe(file)
         let audio = probe.streams.filter { $0.kind == .audio }
         let subtitles = probe.streams.filter { $0.kind == .subtitle }
@@ -49,6 +51,7 @@ struct TracksTests {
     @Test("the player plays the chosen audio track and shows the chosen embedded subtitles")
     func playerSwitchesTracks() async throws {
         let file = try Self.multiTrackFile()
+        defer { Samples.remove(URL(fileURLWithPath: file).deletingLastPathComponent()) }
         let player = try Samples.headlessPlayer()
         _ = try await player.load(file)
         #expect(player.audioTrackCount == 2)
@@ -77,6 +80,7 @@ struct TracksTests {
     @Test("the item's own subtitles are hidden until chosen, drawn once chosen, and hidden again when turned off")
     func embeddedSubtitlesShowAndHide() async throws {
         let file = try Self.multiTrackFile()
+        defer { Samples.remove(URL(fileURLWithPath: file).deletingLastPathComponent()) }
         let player = try PlayerWindowTests.grabbingPlayer(overlay: false)
         _ = try await player.load(file)
         // The embedded track's cues run from n s to n.8 s.

@@ -95,6 +95,7 @@ struct HardeningServerTests {
             Issue.record("openssl is not installed: TLS test skipped")
             return
         }
+        defer { TLSTests.removeCertificate(files) }
         let server = try await Self.startServer(tls: files) {
             $0.handshakeTimeout = 1_000_000_000
             $0.heartbeatTimeout = 30_000_000_000

@@ -52,7 +52,8 @@ struct InviteTests {
 
 @Suite("TLS")
 struct TLSTests {
-    /// A self-signed certificate made with openssl, or nil when openssl is not installed.
+    /// A self-signed certificate made with openssl, or nil when openssl is not installed; the test removes its
+    /// directory when done (`removeCertificate`).
     static func makeCertificate() throws -> ServerTLSFiles? {
         let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl", "/bin/openssl"]
             .first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -70,8 +71,15 @@ struct TLSTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
+        guard process.terminationStatus == 0 else {
+            try? FileManager.default.removeItem(at: dir)
+            return nil
+        }
         return ServerTLSFiles(certificateChainPath: cert, privateKeyPath: key)
+    }
+
+    static func removeCertificate(_ files: ServerTLSFiles) {
+        try? FileManager.default.removeItem(at: URL(fileURLWithPath: files.certificateChainPath).deletingLastPathComponent())
     }
 
     @Test("a pinned TLS link works; a wrong pin is refused; CA verification works")
@@ -80,6 +88,7 @@ struct TLSTests {
             Issue.record("openssl is not installed: TLS test skipped (install openssl to run it)")
             return
         }
+        defer { Self.removeCertificate(files) }
         let server = try await startTestServer(tls: files)
         let invite = try server.createSession(id: "secure")
         #expect(invite.tls && invite.pinnedCertificateSHA256 != nil)

@@ -45,7 +45,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: "Stop ramping beyond this many participants.")
     var maxParticipants = 16_000
 
-    @Flag(help: "Count the server's instructions per delivered message with callgrind instead (16 participants, 8 s at 2 and 6 msg/s; needs a release build, `make release`).")
+    @Flag(help: "Count the server's instructions per delivered message with callgrind instead (four sessions of --per-session, 8 s at 2 and 6 msg/s; needs a release build, `make release`).")
     var instructions = false
 
     @Flag(name: .customLong("in-process"), help: "Run the server and the load inside this process instead (no pinning; memory is the whole process's).")
@@ -62,8 +62,9 @@ struct RelayBenchCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: false)
         try await reportingErrors {
             if instructions {
-                printLine(try await RelayBenchmark.countInstructions().description)
-                printLine("machine: \(machineDescription())\nreproduce: tandem bench relay --instructions")
+                printLine(try await RelayBenchmark.countInstructions(participants: 4 * perSession, perSession: perSession).description)
+                printLine("machine: \(machineDescription())\nreproduce: tandem bench relay --instructions"
+                          + (perSession == 4 ? "" : " --per-session \(perSession)"))
                 return
             }
             var level = participants
