@@ -28,6 +28,8 @@ let package = Package(
         ),
         // C helpers for what Swift cannot import (macros, varargs, signals, streaming-thread code).
         .target(name: "CTandemGStreamerShim", dependencies: ["CTandemGStreamer"]),
+        // epoll and timerfd for the bench's bare relay (`tandem bench relay --floor`), which Swift's Glibc leaves out.
+        .target(name: "CTandemBareSockets"),
         // Pure Swift model: no GStreamer, no sockets, no wall clock.
         .target(name: "TandemCore"),
         .target(
@@ -64,7 +66,7 @@ let package = Package(
         ]),
         // Benchmarks (sync, relay, clock, soak), ensembles of peers, baseline policies, reports and plots.
         .target(name: "TandemBench", dependencies: [
-            "TandemPeer", "Tandem", "TandemSyncplay", "TandemTesting",
+            "TandemPeer", "Tandem", "TandemSyncplay", "TandemTesting", "CTandemBareSockets",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

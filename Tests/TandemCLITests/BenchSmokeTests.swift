@@ -42,6 +42,20 @@ struct BenchSmokeTests {
         #expect(bench.stdout.firstMatch(of: /server: \d+ fds/) != nil, "\(bench.stdout)")
     }
 
+    @Test("bench relay --floor: the same load through the bare relay relays every message and says what it is")
+    func relayFloor() async throws {
+        let bench = try TandemProcess(["bench", "relay", "--floor", "--participants", "12", "--per-session", "4",
+                                       "--rate", "10", "--duration", "2"])
+        #expect(await bench.exitCode(within: 60) == 0, "\(bench.stderr)")
+        #expect(bench.stdout.contains("bare relay (the floor: system calls only): 12/12 participants"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("lost 0"), "\(bench.stdout)")
+        let delivered = try #require(bench.stdout.firstMatch(of: /sent (\d+), delivered (\d+)\/(\d+)/), "\(bench.stdout)")
+        #expect(Int(delivered.1) ?? 0 >= 12 * 15, "\(bench.stdout)")
+        #expect(delivered.2 == delivered.3 && Int(delivered.2) == 3 * (Int(delivered.1) ?? 0), "\(bench.stdout)")
+        #expect(bench.stdout.contains("µs of server CPU per delivery"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("reproduce: tandem bench relay --participants 12 --per-session 4 --rate 10 --duration 2 --floor"))
+    }
+
     @Test("bench soak: a few seconds of churn lose nothing and leave no file descriptor behind")
     func soak() async throws {
         let bench = try TandemProcess(["bench", "soak", "--duration", "5", "--stable", "3", "--churners", "4",

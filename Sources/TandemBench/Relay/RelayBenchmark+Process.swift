@@ -36,8 +36,11 @@ extension RelayBenchmark {
     /// second for `duration` seconds. Standalone (the default for the command), the server is a `tandem serve` of
     /// its own pinned to core 0 (one event-loop thread) and the load generator another process of this executable
     /// (`tandem bench relay-load`) pinned to core 1, one event loop; otherwise both run in this process.
+    ///
+    /// `floor` measures the bare relay (`BareRelay`) under the same load instead: what any relay that writes each
+    /// delivery to its socket costs on this machine.
     package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double, settle: Double = 40,
-                                standalone: Bool) async throws(BenchError) -> Result {
+                                standalone: Bool, floor: Bool = false) async throws(BenchError) -> Result {
         var configuration = Configuration()
         configuration.participants = participants
         configuration.sessions = max(1, participants / perSession)
@@ -49,10 +52,12 @@ extension RelayBenchmark {
             do { return try await run(configuration) } catch { throw BenchError("the relay benchmark failed: \(error)") }
         }
         configuration.clientThreads = 1
-        let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
+        let started = floor ? try ServeProcess.startPinned([BenchProcess.executable, "bench", "relay-floor-serve"])
+                            : try ServeProcess.start(sessions: configuration.sessions, perSession: perSession)
         let server = started.process
         defer { if server.isRunning { server.terminate() } }
-        configuration.server = .external(host: "127.0.0.1", port: started.port, processID: server.processIdentifier)
+        configuration.server = floor ? .bare(port: started.port, processID: server.processIdentifier)
+                                     : .external(host: "127.0.0.1", port: started.port, processID: server.processIdentifier)
         return try await runGenerator(configuration)
     }
 
@@ -89,6 +94,13 @@ extension RelayBenchmark {
         } catch {
             throw BenchError("the load generator's configuration is not valid: \(error)")
         }
+        if case .bare(let port, let pid) = configuration.server {
+            // The bare load blocks its thread for the whole run: a thread of its own, not the cooperative pool's.
+            let result = try await onThreadOfItsOwn { () throws(BenchError) in
+                try BareRelay.load(configuration, port: port, serverPID: pid)
+            }
+            do { return String(decoding: try JSONEncoder().encode(result), as: UTF8.self) } catch { throw BenchError("\(error)") }
+        }
         guard case .external = configuration.server else { throw BenchError("the load generator needs an external server") }
         do {
             let result = try await run(configuration)
@@ -97,4 +109,17 @@ extension RelayBenchmark {
             throw BenchError("the relay benchmark failed: \(error)")
         }
     }
+}
+
+/// Runs `body` on a new thread and waits for it without holding one of the cooperative pool's threads.
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws(BenchError) -> T) async throws(BenchError) -> T {
+    let outcome: Swift.Result<T, BenchError> = await withCheckedContinuation { continuation in
+        let thread = Thread {
+            do throws(BenchError) { continuation.resume(returning: .success(try body())) } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        thread.start()
+    }
+    return try outcome.get()
 }

@@ -18,6 +18,7 @@ extension RelayBenchmark.Result {
                        r.generatorCPUPercent.map { String(format: "%.0f %%", $0) + (r.generatorSaturated ? " SATURATED" : r.generatorLagged ? " LAGGED" : "") } ?? "–",
                        r.meetsTargets ? "met" : "missed"])
         }
-        return "where it breaks (one server, one core):\n" + table.rendered
+        let what = rows.first?.isFloor == true ? "the bare relay (system calls only: this machine's floor)" : "one server"
+        return "where it breaks (\(what), one core):\n" + table.rendered
     }
 }

@@ -43,6 +43,9 @@ package enum RelayBenchmark {
     public enum Placement: Sendable, Hashable, Codable {
         case inProcess
         case external(host: String, port: Int, processID: Int32?)
+        /// The bare relay (`BareRelay`, `tandem bench relay --floor`) on 127.0.0.1:`port`: the machine's floor
+        /// for the same load, not Tandem's server.
+        case bare(port: Int, processID: Int32?)
     }
 
     public struct Result: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -86,6 +89,12 @@ package enum RelayBenchmark {
         /// busy, a message waits there before it is sent or after it arrives, and the latency is the generator's.
         public var generatorLagP99: Int64?
 
+        /// Whether this is the bare relay's run (`BareRelay`): the machine's floor, not Tandem's server.
+        public var isFloor: Bool {
+            if case .bare = configuration.server { return true }
+            return false
+        }
+
         /// Server CPU per delivered message (µs).
         public var serverMicrosecondsPerDelivery: Double? {
             serverCPUTime.map { Double($0) / 1000 / Double(Swift.max(1, received)) }
@@ -123,7 +132,7 @@ package enum RelayBenchmark {
             let memory = residentMemory.map { String(format: "%.1f MB", Double($0) / 1_048_576) } ?? "unknown"
             let growth = residentMemory.flatMap { end in residentMemoryBefore.map { String(format: " (+%.1f MB)", Double(end - $0) / 1_048_576) } } ?? ""
             return """
-            relay: \(joined)/\(configuration.participants) participants in \(configuration.sessions) sessions, \
+            \(isFloor ? "bare relay (the floor: system calls only)" : "relay"): \(joined)/\(configuration.participants) participants in \(configuration.sessions) sessions, \
             \(configuration.messagesPerSecond) msg/s each for \(configuration.duration) s
               sent \(sent), delivered \(received)/\(expected), lost \(lost), send failures \(sendFailures)
               latency p50 \(ms(p50))  p99 \(ms(p99))  max \(ms(max))
@@ -167,6 +176,8 @@ package enum RelayBenchmark {
             for index in 0..<configuration.sessions {
                 createdInvites.append(Invite(host: host, port: port, session: "bench-\(index)", secret: "bench-secret-\(index)"))
             }
+        case .bare:
+            throw BenchError("the bare relay takes the bare load (BareRelay.load), not Tandem clients")
         }
         let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: Swift.max(1, configuration.clientThreads))
         let invites = createdInvites

@@ -11,7 +11,13 @@ package enum ServeProcess {
                      // Everyone connects from 127.0.0.1 within seconds (the generator joins 50 at a time):
                      // above the per-address bounds meant for strangers.
                      "--creations-per-minute", "\(sessions + 10)", "--max-unauthenticated-per-address", "64"]
-        let process = BenchProcess.pinned(serve, core: 0)
+        return try startPinned(serve)
+    }
+
+    /// Starts `arguments` (executable first) pinned to core 0, and reads the port from the first line it prints
+    /// (`… on HOST:PORT`).
+    package static func startPinned(_ arguments: [String]) throws(BenchError) -> (process: Process, port: Int) {
+        let process = BenchProcess.pinned(arguments, core: 0)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -10,7 +10,8 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), the server under churn (soak), and browser pages (browser).",
         subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self,
-                      BrowserBenchCommand.self, SyncplayBenchCommand.self, RelayLoadCommand.self]
+                      BrowserBenchCommand.self, SyncplayBenchCommand.self, RelayLoadCommand.self,
+                      RelayFloorServeCommand.self]
     )
 }
 

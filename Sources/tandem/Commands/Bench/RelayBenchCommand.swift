@@ -19,6 +19,11 @@ struct RelayBenchCommand: AsyncParsableCommand {
             /proc; the generator reports its own CPU, and a run where it used more than 90 % of its core is \
             flagged (its figures would be the generator's limit, not the relay's).
 
+            With --floor, the same load goes through a bare relay instead: a few dozen lines of epoll, read and \
+            write (no authentication, authority or clock sync), pinned as the server would be. Its CPU per \
+            delivery is what the kernel charges here for one write per recipient — the floor under any relay on \
+            this machine, which Tandem's figures can be read against.
+
             With --ramp, the load doubles from --participants until a target is missed (p99 ≤ 2 ms, no loss, \
             ≤ 100 MB resident, generator neither saturated nor lagging), which shows where it breaks.
             """
@@ -48,6 +53,9 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Flag(help: "Count the server's instructions per delivered message with callgrind instead (four sessions of --per-session, 8 s at 2 and 6 msg/s; needs a release build, `make release`).")
     var instructions = false
 
+    @Flag(help: "Measure the bare relay (system calls only) under the same load: this machine's floor for any relay.")
+    var floor = false
+
     @Flag(name: .customLong("in-process"), help: "Run the server and the load inside this process instead (no pinning; memory is the whole process's).")
     var inProcess = false
 
@@ -56,6 +64,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard participants >= perSession else { throw ValidationError("--participants must be at least --per-session") }
         guard rate > 0, duration > 0 else { throw ValidationError("--rate and --duration must be positive") }
         guard (0...600).contains(settle) else { throw ValidationError("--settle must be 0 to 600 seconds") }
+        guard !(floor && inProcess) else { throw ValidationError("--floor runs the bare relay as a process of its own; leave out --in-process") }
+        guard !(floor && instructions) else { throw ValidationError("--instructions counts Tandem's server; leave out --floor") }
     }
 
     func run() async throws {
@@ -71,7 +81,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
             var rows: [RelayBenchmark.Result] = []
             while true {
                 let result = try await RelayBenchmark.measure(participants: level, perSession: perSession, rate: rate,
-                                                              duration: duration, settle: settle, standalone: !inProcess)
+                                                              duration: duration, settle: settle, standalone: !inProcess,
+                                                              floor: floor)
                 rows.append(result)
                 printLine(result.description)
                 printLine("")
@@ -84,6 +95,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             if ramp { command += " --ramp" }
             if ramp && maxParticipants != 16_000 { command += " --max-participants \(maxParticipants)" }
             if inProcess { command += " --in-process" }
+            if floor { command += " --floor" }
             printLine("machine: \(machineDescription())")
             printLine("reproduce: \(command)")
         }
@@ -106,6 +118,23 @@ struct RelayLoadCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: false)
         try await reportingErrors {
             printLine(try await RelayBenchmark.generate(configurationJSON: configurationJSON))
+        }
+    }
+}
+
+/// `tandem bench relay-floor-serve`: the bare relay of `tandem bench relay --floor`, a process of its own (pinned by
+/// the bench). Prints the port it listens on, then relays until it is stopped.
+struct RelayFloorServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay-floor-serve",
+        abstract: "The bare relay of `tandem bench relay --floor` (started by it).",
+        shouldDisplay: false
+    )
+
+    func run() throws {
+        do { try BareRelay.serve() } catch {
+            printError("tandem: \(error.description)")
+            throw ExitCode(1)
         }
     }
 }
