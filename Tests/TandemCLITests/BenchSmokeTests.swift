@@ -40,6 +40,7 @@ struct BenchSmokeTests {
         #expect(bench.stdout.contains("load generator (own process, own core): CPU"), "\(bench.stdout)")
         #expect(bench.stdout.contains("µs of server CPU per delivery"), "\(bench.stdout)")
         #expect(bench.stdout.firstMatch(of: /server: \d+ fds/) != nil, "\(bench.stdout)")
+        #expect(bench.stdout.firstMatch(of: /server memory: -?\d+\.\d KB more per participant/) != nil, "\(bench.stdout)")
     }
 
     @Test("bench relay --floor: the same load through the bare relay relays every message and says what it is")

@@ -13,6 +13,7 @@ extension BareRelay {
     static func load(_ configuration: RelayBenchmark.Configuration, port: Int,
                      serverPID: Int32?) throws(BenchError) -> RelayBenchmark.Result {
         let sessions = Swift.max(1, configuration.sessions)
+        let serverMemoryAtStart = serverPID.flatMap(RelayBenchmark.processMemory)?.0
         var connections: [BareConnection] = []
         var sessionOfSender: [Int] = []
         var failures: [String] = []
@@ -126,7 +127,7 @@ extension BareRelay {
             received: latencies.count, p50: Distribution.percentile(50, of: latencies) ?? 0,
             p99: Distribution.percentile(99, of: latencies) ?? 0, max: latencies.max() ?? 0,
             residentMemory: nil, residentMemoryBefore: nil, sendFailures: failed,
-            generatorLagP99: Distribution.percentile(99, of: lags))
+            generatorLagP99: Distribution.percentile(99, of: lags), serverResidentMemoryAtStart: serverMemoryAtStart)
         if let pid = serverPID {
             let memory = RelayBenchmark.processMemory(pid)
             result.serverResidentMemory = memory?.0

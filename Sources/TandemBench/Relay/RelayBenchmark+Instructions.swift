@@ -31,6 +31,16 @@ extension RelayBenchmark {
             return Double(high.instructions - low.instructions) / Double(deliveries)
         }
 
+        /// What a participant costs a second apart from its deliveries (clock probes, link reports, heartbeats,
+        /// timers): the low run's count less its deliveries, over the participants and the counted time (the load
+        /// and the second of draining after it).
+        package var perParticipantSecond: Double? {
+            guard let perDelivery, participants > 0 else { return nil }
+            let background = Double(low.instructions) - perDelivery * Double(low.deliveries)
+            guard background > 0 else { return nil }
+            return background / Double(participants) / (duration + 1)
+        }
+
         package var description: String {
             let each = perDelivery.map { String(format: "%.0f", $0) } ?? "–"
             return """
@@ -39,6 +49,7 @@ extension RelayBenchmark {
                   \(String(format: "%g", rates.low)) msg/s: \(low.instructions) instructions, \(low.deliveries) deliveries
                   \(String(format: "%g", rates.high)) msg/s: \(high.instructions) instructions, \(high.deliveries) deliveries
                   per delivery (the difference over the difference): \(each) instructions
+                  per participant a second besides its deliveries (probes, link reports, timers): \(perParticipantSecond.map { String(format: "%.0f", $0) } ?? "–") instructions
                 """
         }
     }

@@ -40,8 +40,9 @@ extension RelayBenchmark {
     /// `floor` measures the bare relay (`BareRelay`) under the same load instead: what any relay that writes each
     /// delivery to its socket costs on this machine.
     package static func measure(participants: Int, perSession: Int, rate: Double, duration: Double, settle: Double = 40,
-                                standalone: Bool, floor: Bool = false) async throws(BenchError) -> Result {
+                                standalone: Bool, floor: Bool = false, linkReports: Bool = true) async throws(BenchError) -> Result {
         var configuration = Configuration()
+        configuration.linkReports = linkReports
         configuration.participants = participants
         configuration.sessions = max(1, participants / perSession)
         configuration.messagesPerSecond = rate

@@ -29,6 +29,9 @@ package enum RelayBenchmark {
         public var collectOnlyDuringLoad = false
         /// Payload bytes per message (at least 16: send time and sender index).
         public var payloadSize: Int = 64
+        /// Whether each participant also sends a link report a second while the load runs, as a real peer's
+        /// playback coordinator does (its one-way delay and clock error, for the authority's start lead).
+        public var linkReports = true
         /// Threads of the server's event loop group (1 = "one core").
         public var serverThreads: Int = 1
         /// Threads of the clients' event loop group.
@@ -88,6 +91,15 @@ package enum RelayBenchmark {
         /// How late the generator's send timers fired (p99, ns): its own event loop's lag. When that loop is
         /// busy, a message waits there before it is sent or after it arrives, and the latency is the generator's.
         public var generatorLagP99: Int64?
+        /// The external server's resident memory before anyone joined (bytes): what the participants add is the
+        /// difference (`serverMemoryPerParticipant`).
+        public var serverResidentMemoryAtStart: Int64? = nil
+
+        /// Resident memory the server gained per joined participant (bytes), from before the joins to the end.
+        public var serverMemoryPerParticipant: Double? {
+            guard let end = serverResidentMemory, let start = serverResidentMemoryAtStart, joined > 0 else { return nil }
+            return Double(end - start) / Double(joined)
+        }
 
         /// Whether this is the bare relay's run (`BareRelay`): the machine's floor, not Tandem's server.
         public var isFloor: Bool {
@@ -136,7 +148,7 @@ package enum RelayBenchmark {
             \(configuration.messagesPerSecond) msg/s each for \(configuration.duration) s
               sent \(sent), delivered \(received)/\(expected), lost \(lost), send failures \(sendFailures)
               latency p50 \(ms(p50))  p99 \(ms(p99))  max \(ms(max))
-              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(serverDetail)\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
+              \(serverResidentMemory.map { String(format: "server (own process): resident %.1f MB, peak %.1f MB, CPU %.0f %% of a core", Double($0) / 1_048_576, Double(serverPeakMemory ?? $0) / 1_048_576, serverCPUPercent ?? 0) + (serverMemoryPerParticipant.map { String(format: "\n  server memory: %.1f KB more per participant than before the joins", $0 / 1024) } ?? "") } ?? "resident memory \(memory)\(growth) (server and clients in one process)")\(serverDetail)\(connectFailures.isEmpty ? "" : "\n  connect failures: \(connectFailures.count) (first: \(connectFailures[0]))")
               targets (p99 ≤ 2 ms, no loss, ≤ 100 MB\(generatorCPUPercent == nil ? "" : ", generator neither saturated nor lagging")): \(meetsTargets ? "met" : "NOT met")
             """
         }
@@ -163,6 +175,7 @@ package enum RelayBenchmark {
         var server: SessionServer?
         var createdInvites: [Invite] = []
         var serverProcess: Int32?
+        var serverMemoryAtStart: Int64?
         switch configuration.server {
         case .inProcess:
             let started = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: serverConfiguration,
@@ -173,6 +186,7 @@ package enum RelayBenchmark {
             }
         case .external(let host, let port, let pid):
             serverProcess = pid
+            serverMemoryAtStart = pid.flatMap(processMemory)?.0
             for index in 0..<configuration.sessions {
                 createdInvites.append(Invite(host: host, port: port, session: "bench-\(index)", secret: "bench-secret-\(index)"))
             }
@@ -272,13 +286,24 @@ package enum RelayBenchmark {
         let sentCounts = Locked<(sent: Int, expected: Int, failed: Int)>((0, 0, 0))
         let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
         let endAt = sendingStarted + Int64(configuration.duration * 1e9)
-        // One timer per event loop for all of its senders (`LoopSenders`), not one per participant.
+        // One timer per event loop for all of its senders (`LoopSenders`), not one per participant; and one for
+        // the link reports, a second apart.
         var loops: [ObjectIdentifier: LoopSenders] = [:]
+        var reporters: [ObjectIdentifier: LoopSenders] = [:]
         let payloadSize = Swift.max(16, configuration.payloadSize)
+        let reportInterval: Int64 = 1_000_000_000
         for (index, entry) in connections.enumerated() {
             let loop = entry.link.eventLoop
+            if configuration.linkReports {
+                let reporter = reporters[ObjectIdentifier(loop)] ?? LoopSenders(
+                    loop: loop, clock: clock, interval: reportInterval, endAt: endAt, traffic: .linkReports,
+                    record: { _, _, _ in })
+                reporters[ObjectIdentifier(loop)] = reporter
+                reporter.add(LoopSenders.Sender(link: entry.link, index: index, others: 0),
+                             firstDue: sendingStarted + Int64(index) * reportInterval / Int64(Swift.max(1, connections.count)))
+            }
             let senders = loops[ObjectIdentifier(loop)] ?? LoopSenders(
-                loop: loop, clock: clock, interval: interval, endAt: endAt, payloadSize: payloadSize,
+                loop: loop, clock: clock, interval: interval, endAt: endAt, traffic: .appMessages(payloadSize: payloadSize),
                 record: { lag, sent, others in
                     lags.record(Swift.max(0, lag))
                     if sent {
@@ -293,8 +318,10 @@ package enum RelayBenchmark {
                         firstDue: sendingStarted + phase)
         }
         for senders in loops.values { senders.start() }
+        for reporter in reporters.values { reporter.start() }
         try? await Task.sleep(nanoseconds: UInt64(Swift.max(0, endAt - clock.now.nanoseconds)))
         for senders in loops.values { senders.stop() }
+        for reporter in reporters.values { reporter.stop() }
         let probes = probesSent() - probesAtStart
         let probeRate = Double(probes) / Swift.max(1, Double(connections.count)) / configuration.duration
         // Let the last deliveries drain, then measure memory while everyone is still connected.
@@ -334,7 +361,8 @@ package enum RelayBenchmark {
                       serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU,
                       serverCPUTime: serverCPUTime, serverKernelCPUTime: serverKernelCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU,
                       clockProbesPerParticipantSecond: probeRate,
-                      generatorLagP99: Distribution.percentile(99, of: lags.values))
+                      generatorLagP99: Distribution.percentile(99, of: lags.values),
+                      serverResidentMemoryAtStart: serverMemoryAtStart)
     }
 
     /// Latencies recorded from the event loops.

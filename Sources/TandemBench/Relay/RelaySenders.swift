@@ -17,6 +17,15 @@ extension RelayBenchmark {
     /// single message cost the generator a tenth of its core at 1,500 participants.
     final class LoopSenders: @unchecked Sendable {
         // @unchecked Sendable: built before `start`, then touched only on `loop`.
+        /// What each sender sends when it is due.
+        enum Traffic {
+            /// A reliable app message to everyone of `payloadSize` bytes, stamped with the send time and the
+            /// sender's index (the load).
+            case appMessages(payloadSize: Int)
+            /// A link report from the sender's clock estimate, as a real peer's coordinator sends one a second.
+            case linkReports
+        }
+
         struct Sender {
             let link: TandemClientConnection
             let index: Int
@@ -28,7 +37,7 @@ extension RelayBenchmark {
         private let clock: SystemMonotonicClock
         private let interval: Int64
         private let endAt: Int64
-        private let payloadSize: Int
+        private let traffic: Traffic
         private let record: @Sendable (_ lag: Int64, _ sent: Bool, _ others: Int) -> Void
         private var senders: [Sender] = []
         /// Due time and sender, in due order.
@@ -36,13 +45,15 @@ extension RelayBenchmark {
         private var timer: Scheduled<Void>?
         private let slack: Int64 = 250_000
 
-        init(loop: any EventLoop, clock: SystemMonotonicClock, interval: Int64, endAt: Int64, payloadSize: Int,
+        /// `record` hears of every app message sent (how late, whether the connection took it, its recipients);
+        /// link reports are not recorded.
+        init(loop: any EventLoop, clock: SystemMonotonicClock, interval: Int64, endAt: Int64, traffic: Traffic,
              record: @escaping @Sendable (_ lag: Int64, _ sent: Bool, _ others: Int) -> Void) {
             self.loop = loop
             self.clock = clock
             self.interval = interval
             self.endAt = endAt
-            self.payloadSize = payloadSize
+            self.traffic = traffic
             self.record = record
         }
 
@@ -81,12 +92,18 @@ extension RelayBenchmark {
         }
 
         private func send(_ sender: Sender, now: Int64, lag: Int64) {
-            var payload = Data(count: payloadSize)
-            payload.withUnsafeMutableBytes { raw in
-                raw.storeBytes(of: now, as: Int64.self)
-                raw.storeBytes(of: Int64(sender.index), toByteOffset: 8, as: Int64.self)
+            switch traffic {
+            case .appMessages(let payloadSize):
+                var payload = Data(count: payloadSize)
+                payload.withUnsafeMutableBytes { raw in
+                    raw.storeBytes(of: now, as: Int64.self)
+                    raw.storeBytes(of: Int64(sender.index), toByteOffset: 8, as: Int64.self)
+                }
+                record(lag, sender.link.writeAppMessageOnLoop(payload), sender.others)
+            case .linkReports:
+                guard let quality = sender.link.clockQuality() else { return }
+                _ = sender.link.writeOnLoop(.linkReport(oneWayDelay: quality.roundTrip / Int64(2), errorBound: quality.errorBound))
             }
-            record(lag, sender.link.writeAppMessageOnLoop(payload), sender.others)
         }
     }
 }

@@ -180,6 +180,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             }
             heartbeatTimeout = TimeSpan(nanoseconds: Int64(accepted.heartbeatTimeoutMs) * 1_000_000)
             datagramChannel = accepted.datagramChannel
+            shared.linkReportFrames.store(accepted.linkReportFrames ?? false, ordering: .relaxed)
             startHeartbeat(context: context,
                            interval: TimeSpan(nanoseconds: Int64(accepted.heartbeatIntervalMs) * 1_000_000))
             state = .awaitingWelcome
@@ -231,7 +232,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             let pong = try FrameCodec.parseClockPong(frame)
             clockPongArrived(sequence: pong.sequence,
                              ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt))
-        case .hello, .authProof, .clockPing:
+        case .hello, .authProof, .clockPing, .linkReport:
             throw FrameError.malformedBody(kind: frame.kind, detail: "a server never sends this")
         }
     }

@@ -49,6 +49,8 @@ final class ClientShared: Sendable {
         var roundTrip: TimeSpan?
     }
     let clock = Mutex(ClockState())
+    /// Whether the current connection's server takes link reports as binary frames (its `accepted` said so).
+    let linkReportFrames = Atomic<Bool>(false)
     /// What the server sends; what arrived after the welcome but before anyone subscribed goes to the first
     /// subscriber. Unbounded: a reliable message is never dropped.
     let messages = FanOut<ServerMessage>(replay: .backlogToFirstSubscriber)

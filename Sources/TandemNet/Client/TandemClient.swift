@@ -239,7 +239,8 @@ public final class TandemClientConnection: SessionLink {
         if case .appMessage(let app) = message, app.delivery == .unreliable, !channel.isWritable {
             return  // Best effort: dropped rather than queued behind reliable traffic.
         }
-        let frame = try SessionCodec.encode(message, allocator: channel.allocator)
+        let frame = try SessionCodec.encode(message, allocator: channel.allocator,
+                                            linkReportFrames: shared.linkReportFrames.load(ordering: .relaxed))
         if !channel.isWritable {
             let handler = self.handler
             try await channel.eventLoop.flatSubmit { handler.value.whenWritable() }.get()
@@ -336,11 +337,18 @@ public final class TandemClientConnection: SessionLink {
     /// Writes a reliable app message to everyone, on the connection's event loop (which the caller must be on).
     /// Returns false when the connection cannot take it.
     @_spi(EventLoopAccess) public func writeAppMessageOnLoop(_ payload: Data) -> Bool {
+        writeOnLoop(.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,
+                                                   sequence: nextMessageSequence(), payload: payload)))
+    }
+
+    /// Writes `message` on the connection's event loop (which the caller must be on), encoded as `send` encodes
+    /// it. Returns false when the connection cannot take it.
+    @_spi(EventLoopAccess) public func writeOnLoop(_ message: ClientMessage) -> Bool {
         channel.eventLoop.preconditionInEventLoop()
-        guard shared.closedReason == nil, channel.isWritable else { return false }
-        let message = ClientMessage.appMessage(OutgoingAppMessage(recipients: .all, delivery: .reliable,
-                                                                  sequence: nextMessageSequence(), payload: payload))
-        guard let frame = try? SessionCodec.encode(message, allocator: channel.allocator) else { return false }
+        guard shared.closedReason == nil, channel.isWritable,
+              let frame = try? SessionCodec.encode(message, allocator: channel.allocator,
+                                                   linkReportFrames: shared.linkReportFrames.load(ordering: .relaxed))
+        else { return false }
         channel.writeAndFlush(frame, promise: nil)
         return true
     }

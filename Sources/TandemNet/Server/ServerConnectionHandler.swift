@@ -314,7 +314,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             issueDatagramTicket(session: session, serverNonce: nonce, clientNonce: proof.clientNonce)
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
-                                    maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id)
+                                    maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id,
+                                    linkReportFrames: true)
             context.writeAndFlush(frameBytes(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)
 

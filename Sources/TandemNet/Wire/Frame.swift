@@ -35,9 +35,14 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case appMessage = 0x13
     /// Either way: a journal chunk in binary: `idLength u16, id, offset i64, bytes`.
     case journalChunk = 0x14
+    /// Client → server: a link report in binary, `oneWayDelay i64, errorBound i64[, renderOffset i64]` (ns), sent
+    /// only to a server whose `accepted` offers it (`linkReportFrames`): every peer sends one a second.
+    case linkReport = 0x15
 
     /// Whether frames of this kind carry a `ClientMessage` / `ServerMessage`.
-    var carriesSessionMessage: Bool { self == .session || self == .appMessage || self == .journalChunk }
+    var carriesSessionMessage: Bool {
+        self == .session || self == .appMessage || self == .journalChunk || self == .linkReport
+    }
 }
 
 /// One frame: `length u32 BE` (of kind + body), `kind u8`, `body`.
@@ -294,6 +299,8 @@ package struct Accepted: Codable, Sendable {
     var maxFrameSize: Int
     /// The connection's datagram channel id when the server takes datagrams on its UDP socket (same port).
     var datagramChannel: UInt64?
+    /// Whether the server takes link reports as `linkReport` frames (binary) besides JSON `session` frames.
+    var linkReportFrames: Bool?
 }
 
 /// Body of `error` and `close`.

@@ -4,12 +4,22 @@ import NIOFoundationCompat
 import TandemCore
 
 /// Encodes session messages into frames: app messages and journal chunks in binary (their payloads are raw
-/// bytes, without base64), everything else as JSON in a `session` frame. See docs/PROTOCOL.md.
+/// bytes, without base64), link reports in binary to a server that takes them (every peer sends one a second),
+/// everything else as JSON in a `session` frame. See docs/PROTOCOL.md.
 package enum SessionCodec {
     // MARK: Client → server
 
-    package static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator) throws -> Frame {
+    /// `linkReportFrames`: the server takes link reports as binary `linkReport` frames (its `accepted` said so);
+    /// otherwise they go as JSON like the other control messages.
+    package static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator,
+                               linkReportFrames: Bool = false) throws -> Frame {
         switch message {
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset) where linkReportFrames:
+            var b = allocator.buffer(capacity: 24)
+            b.writeInteger(oneWayDelay.nanoseconds)
+            b.writeInteger(errorBound.nanoseconds)
+            if let renderOffset { b.writeInteger(renderOffset.nanoseconds) }
+            return Frame(kind: .linkReport, body: b)
         case .appMessage(let app):
             var b = allocator.buffer(capacity: 16 + app.payload.count)
             b.writeInteger(app.delivery == .reliable ? UInt8(0) : UInt8(1))
@@ -57,6 +67,15 @@ package enum SessionCodec {
         case .journalChunk:
             let (id, offset, bytes) = try parseChunk(frame)
             return .journal(.chunk(id: id, offset: offset, bytes: bytes))
+        case .linkReport:
+            var b = frame.body
+            guard b.readableBytes == 16 || b.readableBytes == 24, let oneWayDelay = b.readInteger(as: Int64.self),
+                  let errorBound = b.readInteger(as: Int64.self) else {
+                throw FrameError.malformedBody(kind: .linkReport, detail: "a link report is 16 or 24 bytes")
+            }
+            let renderOffset = b.readInteger(as: Int64.self).map(TimeSpan.init(nanoseconds:))
+            return .linkReport(oneWayDelay: TimeSpan(nanoseconds: oneWayDelay), errorBound: TimeSpan(nanoseconds: errorBound),
+                               renderOffset: renderOffset)
         default:
             throw FrameError.malformedBody(kind: frame.kind, detail: "not a session message")
         }

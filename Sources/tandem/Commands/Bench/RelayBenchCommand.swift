@@ -13,7 +13,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
             Starts `tandem serve` as a process of its own with one event-loop thread, pinned to core 0, and the \
             load generator as another process pinned to core 1 (one event loop), so the two never compete for a \
             core. Each participant sends small reliable messages to everyone in its session at --rate while \
-            clock-syncing at the normal rate. Latency is end to end on one clock (the sender's CLOCK_MONOTONIC \
+            clock-syncing at the normal rate and sending a link report a second, as a real peer does \
+            (--no-link-reports leaves them out). Latency is end to end on one clock (the sender's CLOCK_MONOTONIC \
             travels in the payload), so it includes loopback and the clients: an upper bound on what the relay \
             adds. The server's CPU per delivered message, resident memory and open descriptors are read from \
             /proc; the generator reports its own CPU, and a run where it used more than 90 % of its core is \
@@ -56,6 +57,9 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure the bare relay (system calls only) under the same load: this machine's floor for any relay.")
     var floor = false
 
+    @Flag(inversion: .prefixedNo, help: "Have each participant send a link report a second, as a real peer's coordinator does.")
+    var linkReports = true
+
     @Flag(name: .customLong("in-process"), help: "Run the server and the load inside this process instead (no pinning; memory is the whole process's).")
     var inProcess = false
 
@@ -82,7 +86,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             while true {
                 let result = try await RelayBenchmark.measure(participants: level, perSession: perSession, rate: rate,
                                                               duration: duration, settle: settle, standalone: !inProcess,
-                                                              floor: floor)
+                                                              floor: floor, linkReports: linkReports)
                 rows.append(result)
                 printLine(result.description)
                 printLine("")
@@ -96,6 +100,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             if ramp && maxParticipants != 16_000 { command += " --max-participants \(maxParticipants)" }
             if inProcess { command += " --in-process" }
             if floor { command += " --floor" }
+            if !linkReports { command += " --no-link-reports" }
             printLine("machine: \(machineDescription())")
             printLine("reproduce: \(command)")
         }
