@@ -58,7 +58,7 @@ extension RelayBenchmark {
     /// under callgrind; valgrind 3.19 cannot read the debug information of Swift's shared runtime, so this needs a
     /// release build with the runtime linked in (`make release`), which is copied without symbols first.
     package static func countInstructions(participants: Int = 16, perSession: Int = 4, rates: (Double, Double) = (2, 6),
-                                          duration: Double = 8) async throws(BenchError) -> InstructionCount {
+                                          duration: Double = 8, linkReports: Bool = true) async throws(BenchError) -> InstructionCount {
         let valgrind = "/usr/bin/valgrind"
         guard FileManager.default.isExecutableFile(atPath: valgrind) else {
             throw BenchError("valgrind is not installed — `make deps` installs it")
@@ -82,6 +82,7 @@ extension RelayBenchmark {
             configuration.duration = duration
             configuration.clientThreads = 1
             configuration.collectOnlyDuringLoad = true
+            configuration.linkReports = linkReports
             let started = try ServeProcess.start(sessions: configuration.sessions, perSession: perSession,
                                                  executable: stripped, wrapper: [valgrind, "--tool=callgrind", "--instr-atstart=no",
                                                                                  "--callgrind-out-file=\(output)"])

@@ -76,9 +76,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: false)
         try await reportingErrors {
             if instructions {
-                printLine(try await RelayBenchmark.countInstructions(participants: 4 * perSession, perSession: perSession).description)
+                printLine(try await RelayBenchmark.countInstructions(participants: 4 * perSession, perSession: perSession,
+                                                                     linkReports: linkReports).description)
                 printLine("machine: \(machineDescription())\nreproduce: tandem bench relay --instructions"
-                          + (perSession == 4 ? "" : " --per-session \(perSession)"))
+                          + (perSession == 4 ? "" : " --per-session \(perSession)") + (linkReports ? "" : " --no-link-reports"))
                 return
             }
             var level = participants
