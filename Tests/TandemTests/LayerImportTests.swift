@@ -22,7 +22,7 @@ struct LayerImportTests {
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
-                        "NIOPosix", "Logging", "Histogram"],
+                        "NIOPosix", "Logging", "Histogram", "CTandemBareSockets"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "ArgumentParser", "Logging", "ServiceLifecycle",
                    "UnixSignals"],
     ]
