@@ -1,5 +1,6 @@
 import CTandemBareSockets
 import Foundation
+import TandemCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,12 +64,8 @@ enum BareSocket {
         return address
     }
 
-    /// This thread's `CLOCK_MONOTONIC` (ns): the clock Tandem's bench stamps messages with.
-    static func now() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-    }
+    /// `CLOCK_MONOTONIC` (ns), read as Tandem's bench reads it when it stamps messages.
+    static func now() -> Int64 { SystemMonotonicClock().now.nanoseconds }
 }
 
 /// An epoll set, level-triggered, with room for `capacity` events a wait (`CTandemBareSockets`).
