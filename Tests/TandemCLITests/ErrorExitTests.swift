@@ -136,4 +136,22 @@ struct HelpTextTests {
             #expect(bench.contains(word), "bench sync --help lacks \(word)")
         }
     }
+
+    @Test func benchRelayExplainsTheFloorAndLinkReports() async throws {
+        let relay = try await Self.help(["bench", "relay"])
+        for word in ["--floor", "bare relay", "--no-link-reports", "link report", "--instructions", "--ramp", "flagged"] {
+            #expect(relay.contains(word), "bench relay --help lacks \(word)")
+        }
+        // The processes the bench starts are not commands for people.
+        let bench = try await Self.help(["bench"])
+        #expect(!bench.contains("relay-load") && !bench.contains("relay-floor-serve"), "\(bench)")
+    }
+
+    @Test func benchRelayRefusesFloorWithInProcessOrInstructions() async throws {
+        for extra in [["--in-process"], ["--instructions"]] {
+            let process = try TandemProcess(["bench", "relay", "--floor"] + extra)
+            #expect(await process.exitCode(within: 20) == 64)
+            #expect(process.stderr.contains("--floor"), "\(process.stderr)")
+        }
+    }
 }
