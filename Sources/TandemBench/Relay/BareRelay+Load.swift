@@ -50,8 +50,7 @@ extension BareRelay {
         let interval = Int64(1e9 / Swift.max(0.001, configuration.messagesPerSecond))
         let slack: Int64 = 250_000
         let payloadSize = Swift.max(16, configuration.payloadSize)
-        let serverCPUAtStart = serverPID.flatMap(RelayBenchmark.processCPUTimes)
-        let ownCPUAtStart = RelayBenchmark.processCPUTime(getpid())
+        let loadStart = RelayBenchmark.LoadStart(serverPID: serverPID)
         let start = BareSocket.now() + 10_000_000
         let endAt = start + Int64(configuration.duration * 1e9)
         let drainUntil = endAt + 1_000_000_000
@@ -121,27 +120,14 @@ extension BareRelay {
             }
         }
 
-        let elapsed = Double(BareSocket.now() - start)
+        let figures = loadStart.read(elapsed: Double(BareSocket.now() - start))
         var result = RelayBenchmark.Result(
             configuration: configuration, joined: count, connectFailures: failures, sent: sent, expected: expected,
             received: latencies.count, p50: Distribution.percentile(50, of: latencies) ?? 0,
             p99: Distribution.percentile(99, of: latencies) ?? 0, max: latencies.max() ?? 0,
             residentMemory: nil, residentMemoryBefore: nil, sendFailures: failed,
             generatorLagP99: Distribution.percentile(99, of: lags), serverResidentMemoryAtStart: serverMemoryAtStart)
-        if let pid = serverPID {
-            let memory = RelayBenchmark.processMemory(pid)
-            result.serverResidentMemory = memory?.0
-            result.serverPeakMemory = memory?.1
-            result.serverFileDescriptors = BenchProcess.openFileDescriptors(pid)
-            if let before = serverCPUAtStart, let now = RelayBenchmark.processCPUTimes(pid) {
-                result.serverCPUTime = now.user + now.system - before.user - before.system
-                result.serverKernelCPUTime = now.system - before.system
-                result.serverCPUPercent = Double(result.serverCPUTime ?? 0) / elapsed * 100
-            }
-        }
-        if let before = ownCPUAtStart, let now = RelayBenchmark.processCPUTime(getpid()) {
-            result.generatorCPUPercent = Double(now - before) / elapsed * 100
-        }
+        figures.write(into: &result)
         return result
     }
 }

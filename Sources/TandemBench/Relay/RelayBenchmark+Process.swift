@@ -115,12 +115,7 @@ extension RelayBenchmark {
 /// Runs `body` on a new thread and waits for it without holding one of the cooperative pool's threads.
 func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws(BenchError) -> T) async throws(BenchError) -> T {
     let outcome: Swift.Result<T, BenchError> = await withCheckedContinuation { continuation in
-        let thread = Thread {
-            do throws(BenchError) { continuation.resume(returning: .success(try body())) } catch {
-                continuation.resume(returning: .failure(error))
-            }
-        }
-        thread.start()
+        Thread { continuation.resume(returning: Swift.Result { () throws(BenchError) -> T in try body() }) }.start()
     }
     return try outcome.get()
 }

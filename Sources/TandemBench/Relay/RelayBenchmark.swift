@@ -277,9 +277,8 @@ package enum RelayBenchmark {
             if Double(now - settling) <= 1.5 * Double(connections.count) { break }
         }
         // The external server's CPU from here on: the load phase, not the joins.
-        let serverCPUAtStart = serverProcess.flatMap(processCPUTimes)
+        let loadStart = LoadStart(serverPID: serverProcess)
         let probesAtStart = probesSent()
-        let ownCPUAtStart = processCPUTime(getpid())
         if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(true, pid: pid) }
         let sendingStarted = clock.now.nanoseconds
         // Senders: K messages per second each, phases spread so the load is even.
@@ -328,25 +327,7 @@ package enum RelayBenchmark {
         try? await Task.sleep(nanoseconds: 1_000_000_000)
         if configuration.collectOnlyDuringLoad, let pid = serverProcess { callgrindCollect(false, pid: pid) }
         let after = residentMemoryBytes()
-        var serverMemory: (Int64, Int64)?
-        var serverCPU: Double?
-        var serverCPUTime: Int64?
-        var serverKernelCPUTime: Int64?
-        var serverFDs: Int?
-        var generatorCPU: Double?
-        let elapsed = Double(clock.now.nanoseconds - sendingStarted)
-        if let pid = serverProcess {
-            serverMemory = processMemory(pid)
-            serverFDs = BenchProcess.openFileDescriptors(pid)
-            if let before = serverCPUAtStart, let now = processCPUTimes(pid) {
-                serverCPUTime = now.user + now.system - before.user - before.system
-                serverKernelCPUTime = now.system - before.system
-                serverCPU = Double(serverCPUTime ?? 0) / elapsed * 100
-            }
-            if let before = ownCPUAtStart, let now = processCPUTime(getpid()) {
-                generatorCPU = Double(now - before) / elapsed * 100
-            }
-        }
+        let figures = loadStart.read(elapsed: Double(clock.now.nanoseconds - sendingStarted))
         for (_, link) in connections { await link.abort() }
         await server?.shutdown()
         try? await clientGroup.shutdownGracefully()
@@ -354,15 +335,15 @@ package enum RelayBenchmark {
         let all = latencies.values
         func percentile(_ p: Double) -> Int64 { Distribution.percentile(p, of: all) ?? 0 }
         let counts = sentCounts.withLock { $0 }
-        return Result(configuration: configuration, joined: connections.count, connectFailures: failures,
-                      sent: counts.sent, expected: counts.expected, received: all.count,
-                      p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
-                      residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
-                      serverResidentMemory: serverMemory?.0, serverPeakMemory: serverMemory?.1, serverCPUPercent: serverCPU,
-                      serverCPUTime: serverCPUTime, serverKernelCPUTime: serverKernelCPUTime, serverFileDescriptors: serverFDs, generatorCPUPercent: generatorCPU,
-                      clockProbesPerParticipantSecond: probeRate,
-                      generatorLagP99: Distribution.percentile(99, of: lags.values),
-                      serverResidentMemoryAtStart: serverMemoryAtStart)
+        var result = Result(configuration: configuration, joined: connections.count, connectFailures: failures,
+                            sent: counts.sent, expected: counts.expected, received: all.count,
+                            p50: percentile(50), p99: percentile(99), max: all.max() ?? 0,
+                            residentMemory: after, residentMemoryBefore: before, sendFailures: counts.failed,
+                            clockProbesPerParticipantSecond: probeRate,
+                            generatorLagP99: Distribution.percentile(99, of: lags.values),
+                            serverResidentMemoryAtStart: serverMemoryAtStart)
+        figures.write(into: &result)
+        return result
     }
 
     /// Latencies recorded from the event loops.
