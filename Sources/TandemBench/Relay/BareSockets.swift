@@ -168,22 +168,21 @@ final class BareConnection {
         if count == 0 { return false }
         if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK }
         let arrived = UnsafeRawBufferPointer(rebasing: scratch[0..<count])
+        guard awaitingHeader || !inbound.isEmpty else {
+            // The common case: whole frames straight from the read, only a trailing partial one kept.
+            let used = Self.frames(in: arrived, frame)
+            if used < count { inbound.append(contentsOf: arrived[used...]) }
+            return true
+        }
+        inbound.append(contentsOf: arrived)
         if awaitingHeader {
-            inbound.append(contentsOf: arrived)
             guard inbound.count >= 4 else { return true }
             awaitingHeader = false
             start(inbound.withUnsafeBytes { UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self)) })
             inbound.removeFirst(4)
-            let used = inbound.withUnsafeBytes { Self.frames(in: $0, frame) }
-            inbound.removeFirst(used)
-        } else if inbound.isEmpty {
-            let used = Self.frames(in: arrived, frame)
-            if used < count { inbound.append(contentsOf: arrived[used...]) }
-        } else {
-            inbound.append(contentsOf: arrived)
-            let used = inbound.withUnsafeBytes { Self.frames(in: $0, frame) }
-            inbound.removeFirst(used)
         }
+        let used = inbound.withUnsafeBytes { Self.frames(in: $0, frame) }
+        inbound.removeFirst(used)
         return true
     }
 
