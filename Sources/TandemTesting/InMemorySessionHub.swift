@@ -73,6 +73,8 @@ public actor InMemorySessionHub {
                 break
             case .sessionEnded(let reason):
                 endReason = reason
+            case .sendStoredChunk:
+                preconditionFailure("the hub's authority keeps attachment bytes itself")
             }
         }
     }

@@ -321,6 +321,8 @@ public final class SessionSimulation {
                 schedule(.authorityTimer(wakeToken), at: at.nanoseconds)
             case .sessionEnded(let reason):
                 sessionEnded = reason
+            case .sendStoredChunk:
+                preconditionFailure("the simulation's authority keeps attachment bytes itself")
             }
         }
     }

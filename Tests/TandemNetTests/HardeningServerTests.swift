@@ -111,7 +111,7 @@ struct HardeningServerTests {
         await server.shutdown()
     }
 
-    @Test("the per-address cap refuses one more unauthenticated connection; others still join")
+    @Test("at the per-address cap, the address's idlest connection gives way to a newer one; others still join")
     func perAddressCap() async throws {
         let server = try await Self.startServer {
             $0.maxUnauthenticatedConnectionsPerAddress = 4
@@ -120,37 +120,47 @@ struct HardeningServerTests {
         }
         let invite = try server.createSession(id: "capped")
         let a = try await TandemClient.connect(invite: invite, name: "a", options: clientOptions())
-        let silent = try await (0..<4).asyncMap { _ in try await RawPeer.connect(port: server.port) }
+        var silent: [RawPeer] = []
+        for _ in 0..<4 { silent.append(try await RawPeer.connect(port: server.port)) }
         #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 4 })
+        // The oldest has said hello: it has shown more than the others and is not the one to go.
+        try await silent[0].sendJSONFrame(.hello, Hello(protocolVersion: tandemProtocolVersion, session: invite.session))
+        _ = try await silent[0].waitForFrame(.challenge)
         let fifth = try await RawPeer.connect(port: server.port)
-        let refused = await fifth.bytesUntilClosed(within: 5)
-        #expect(refused != nil && refused?.readableBytes == 0, "the fifth connection was not closed at once")
-        // Another address is not affected, and authenticating frees a place.
+        let evicted = await silent[1].bytesUntilClosed(within: 3)
+        #expect(evicted != nil && evicted?.readableBytes == 0, "the oldest idle connection did not give way")
+        #expect(await silent[0].bytesUntilClosed(within: 0.3) == nil, "the connection that said hello was closed")
+        #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 4 })
+        // The newcomer authenticates; another address is not affected.
+        try await fifth.joinAndGoSilent(invite: invite, name: "d")
         let other = try await RawPeer.connect(port: server.port, from: "127.0.0.2")
         try await other.joinAndGoSilent(invite: invite, name: "b")
-        try await silent[0].joinAndGoSilent(invite: invite, name: "c")
-        #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 3 })
-        let sixth = try await RawPeer.connect(port: server.port)
-        try await sixth.joinAndGoSilent(invite: invite, name: "d")
+        #expect(server.admissionCounters.evicted == 1)
         #expect(a.closedReason == nil)
         await server.shutdown()
     }
 
-    @Test("the global cap refuses one more unauthenticated connection")
+    @Test("at the global cap, the address holding most places gives way to another's newcomer, not to its own")
     func globalCap() async throws {
         let server = try await Self.startServer {
             $0.maxUnauthenticatedConnections = 3
             $0.handshakeTimeout = 20_000_000_000
             $0.heartbeatTimeout = 30_000_000_000
         }
-        let held = try await (0..<3).asyncMap { _ in try await RawPeer.connect(port: server.port) }
+        var held: [RawPeer] = []
+        for _ in 0..<3 { held.append(try await RawPeer.connect(port: server.port)) }
         #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 3 })
         let fourth = try await RawPeer.connect(port: server.port, from: "127.0.0.3")
-        #expect(await fourth.bytesUntilClosed(within: 5) != nil)
-        try await held[0].channel.close()
-        #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 2 })
+        #expect(await held[0].bytesUntilClosed(within: 3) != nil, "the oldest of the crowded address did not give way")
+        #expect(await fourth.bytesUntilClosed(within: 0.3) == nil)
+        #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 3 })
+        // 127.0.0.1 already holds the most places: its newcomer is refused rather than push out 127.0.0.3's.
         let fifth = try await RawPeer.connect(port: server.port)
-        #expect(await fifth.bytesUntilClosed(within: 0.5) == nil, "a freed place was not given back")
+        #expect(await fifth.bytesUntilClosed(within: 3) != nil)
+        try await held[1].channel.close()
+        #expect(await Self.eventually(within: 2) { server.unauthenticatedConnectionCount == 2 })
+        let sixth = try await RawPeer.connect(port: server.port)
+        #expect(await sixth.bytesUntilClosed(within: 0.5) == nil, "a freed place was not given back")
         await server.shutdown()
     }
 

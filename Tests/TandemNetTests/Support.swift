@@ -171,6 +171,7 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         while ContinuousClock.now < deadline {
             let bytes = buffer.withLockedValue { $0 }
             if let frame = RawPeer.frames(in: bytes).first(where: { $0.kind == kind.rawValue }) { return frame.body }
+            if !channel.isActive { break }  // closed: no more frames will come
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         throw FrameError.truncated(missing: 1)

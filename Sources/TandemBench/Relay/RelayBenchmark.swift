@@ -168,6 +168,7 @@ package enum RelayBenchmark {
         // Everyone connects from 127.0.0.1 within seconds, 50 at a time: above the per-address bound meant for
         // strangers (as the standalone server of `bench relay` is started).
         serverConfiguration.maxUnauthenticatedConnectionsPerAddress = Swift.max(64, serverConfiguration.maxUnauthenticatedConnectionsPerAddress)
+        serverConfiguration.maxConnectionsPerAddress = configuration.participants + 64
         serverConfiguration.handshakeTimeout = 30_000_000_000
         // Joins and leaves are logged at info level: a thousand of them would bury the figures.
         var serverLogger = logger

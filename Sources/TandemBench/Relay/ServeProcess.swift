@@ -10,7 +10,8 @@ package enum ServeProcess {
                      "--max-participants", "\(perSession + 2)", "--threads", "1",
                      // Everyone connects from 127.0.0.1 within seconds (the generator joins 50 at a time):
                      // above the per-address bounds meant for strangers.
-                     "--creations-per-minute", "\(sessions + 10)", "--max-unauthenticated-per-address", "64"]
+                     "--creations-per-minute", "\(sessions + 10)", "--max-sessions-per-address", "\(sessions + 10)", "--max-unauthenticated-per-address", "64",
+                     "--max-connections-per-address", "\(sessions * perSession + 64)"]
         return try startPinned(serve)
     }
 

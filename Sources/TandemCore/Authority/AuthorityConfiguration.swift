@@ -35,6 +35,10 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var maxAttachmentBytesPerSession: Int64
     /// Most journal attachments the whole session holds (in progress and committed). Default 128.
     public var maxAttachmentsPerSession: Int
+    /// Whether the authority keeps attachments' bytes itself (default), or only their order and sizes while the
+    /// transport keeps the bytes elsewhere (a server's spool files): then it replays stored chunks as
+    /// `Action.sendStoredChunk`, for the transport to read when the recipient can take them.
+    public var keepsAttachmentBytes = true
     /// Largest activity envelope (payload, metadata and identifiers, JSON-encoded) a participant may set.
     /// Default 64 KiB, so a maximal activity leaves a welcome far below the 1 MiB frame limit.
     public var maxActivitySize: Int

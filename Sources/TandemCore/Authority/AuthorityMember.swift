@@ -97,14 +97,15 @@ struct Member: Sendable {
 /// A journal attachment the authority keeps for the session's life.
 struct StoredAttachment: Sendable {
     var info: AttachmentInfo
-    /// Chunks as received, in order, with their offsets.
-    var chunks: [(offset: Int64, bytes: Data)] = []
+    /// Chunks as received, in order, with their offsets: their bytes, or only their length when the transport
+    /// keeps the bytes (`AuthorityConfiguration.keepsAttachmentBytes`).
+    var chunks: [(offset: Int64, length: Int, bytes: Data?)] = []
     var received: Int64 = 0
     var isCommitted = false
 }
 
 /// Human-readable renderings used in notices.
-enum AuthorityText {
+package enum AuthorityText {
     /// "m:ss" or "h:mm:ss".
     static func itemTime(_ time: ItemTime) -> String {
         let totalSeconds = max(0, time.nanoseconds) / 1_000_000_000
@@ -127,7 +128,7 @@ enum AuthorityText {
         return "\(text) s"
     }
 
-    static func bytes(_ count: Int64) -> String {
+    package static func bytes(_ count: Int64) -> String {
         if count >= 1_000_000 { return String(format: "%.1f MB", Double(count) / 1e6) }
         if count >= 1024 { return "\(count / 1024) KiB" }
         return "\(count) bytes"

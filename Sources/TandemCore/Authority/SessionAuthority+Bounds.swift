@@ -58,7 +58,7 @@ extension SessionAuthority {
     }
 
     /// An attachment id as quoted back in a refusal.
-    static func quoted(_ attachmentID: String) -> String {
+    package static func quoted(_ attachmentID: String) -> String {
         TextBounds.line(attachmentID, maxBytes: TextBounds.maxAttachmentIDBytes)
     }
 

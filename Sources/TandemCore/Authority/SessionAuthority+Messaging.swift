@@ -159,7 +159,7 @@ extension SessionAuthority {
                 return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(progress.received) "
                     + "bytes received or exceeds the announced size")
             }
-            attachments[attachmentID]?.chunks.append((offset, bytes))
+            attachments[attachmentID]?.chunks.append((offset, bytes.count, configuration.keepsAttachmentBytes ? bytes : nil))
             attachments[attachmentID]?.received += Int64(bytes.count)
             return send(.journal(entry), to: eagerIDs(except: id))
 
@@ -221,11 +221,19 @@ extension SessionAuthority {
                           to: id)]
         }
         var actions: [Action] = [.send(.journal(.begin(stored.info)), to: id)]
-        for chunk in stored.chunks {
-            actions.append(.send(.journal(.chunk(id: attachmentID, offset: chunk.offset, bytes: chunk.bytes)), to: id))
-        }
+        actions += chunks(of: stored, to: id)
         actions.append(.send(.journal(.commit(id: attachmentID)), to: id))
         return actions
+    }
+
+    /// The stored chunks of an attachment for `id`: as messages, or for the transport to read (its spool).
+    func chunks(of stored: StoredAttachment, to id: ParticipantID) -> [Action] {
+        stored.chunks.map { chunk in
+            guard let bytes = chunk.bytes else {
+                return .sendStoredChunk(attachment: stored.info.id, offset: chunk.offset, length: chunk.length, to: id)
+            }
+            return .send(.journal(.chunk(id: stored.info.id, offset: chunk.offset, bytes: bytes)), to: id)
+        }
     }
 
     /// Drops an attachment and tells everyone (the sender included) why.
@@ -265,9 +273,7 @@ extension SessionAuthority {
                 continue
             }
             actions.append(.send(.journal(.begin(stored.info)), to: id))
-            for chunk in stored.chunks {
-                actions.append(.send(.journal(.chunk(id: attachmentID, offset: chunk.offset, bytes: chunk.bytes)), to: id))
-            }
+            actions += chunks(of: stored, to: id)
             if stored.isCommitted { actions.append(.send(.journal(.commit(id: attachmentID)), to: id)) }
         }
         return actions

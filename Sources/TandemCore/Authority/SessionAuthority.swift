@@ -38,6 +38,9 @@ public struct SessionAuthority: Sendable {
         case wakeUp(at: SessionInstant)
         /// Everyone was told; the host can drop this session.
         case sessionEnded(InvalidationReason)
+        /// Send `length` bytes of attachment `attachment` at `offset` as a journal chunk, read from where the
+        /// transport keeps them (only without `AuthorityConfiguration.keepsAttachmentBytes`).
+        case sendStoredChunk(attachment: String, offset: Int64, length: Int, to: ParticipantID)
     }
 
     /// The answer to a join.
@@ -105,6 +108,12 @@ public struct SessionAuthority: Sendable {
     public var participants: [ParticipantState] {
         presentIDs.compactMap { members[$0]?.state }
     }
+
+    /// The ids of the attachments the journal holds (in progress and committed), in the order they were announced.
+    public var attachmentIDs: [String] { attachmentOrder }
+
+    /// Bytes of attachment `id` received so far (nil: the journal does not hold it).
+    public func receivedBytes(ofAttachment id: String) -> Int64? { attachments[id]?.received }
 
     /// Whether `owner` is sending attachment `id` (announced and accepted, not yet committed).
     public func isReceivingAttachment(_ id: String, from owner: ParticipantID) -> Bool {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 import TandemCore
 
 /// A session hosted by a `SessionServer`: its authority, the connections of its participants, its journal.
@@ -44,10 +45,28 @@ final class HostedSession: @unchecked Sendable {
     private(set) var droppedUnreliable = 0
     /// Whether anyone has joined (a remotely created session nobody joins expires).
     private(set) var hasBeenJoined = false
+    /// Connections that authenticated to this session and have not sent their `join` yet, and whether the session
+    /// has ended — together, so that none is admitted after the end and left open. Touched from every loop.
+    private let waitingToJoin = Mutex<(ended: Bool, connections: [ObjectIdentifier: ServerConnection])>((false, [:]))
+
+    /// The address of the client that created this session remotely (nil: created in-process).
+    let creator: String?
+    /// Where the journal's bytes are accounted (across the server) and kept (the spool, when not in memory).
+    let journal: JournalStorage
+    /// Attachments the ledger holds bytes for: the address their upload came from and their announced size.
+    private var accounted: [String: (address: String, size: Int64)] = [:]
+
+    struct JournalStorage {
+        let ledger: JournalLedger
+        let spool: SessionSpool?
+    }
 
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
          clock: any MonotonicClock, activity: ActivityEnvelope? = nil, datagrams: DatagramRelay? = nil,
+         creator: String? = nil, journal: JournalStorage = .init(ledger: JournalLedger(perAddress: .max, total: .max), spool: nil),
          logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+        self.creator = creator
+        self.journal = journal
         self.datagrams = datagrams
         self.id = id
         self.key = key
@@ -56,7 +75,9 @@ final class HostedSession: @unchecked Sendable {
         self.clock = clock
         self.logger = logger
         self.onEnded = onEnded
-        self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: configuration.authority,
+        var rules = configuration.authority
+        rules.keepsAttachmentBytes = journal.spool == nil
+        self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: rules,
                                           now: SessionInstant(nanoseconds: clock.now.nanoseconds))
     }
 
@@ -117,13 +138,51 @@ final class HostedSession: @unchecked Sendable {
         if case .leave = message {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
         }
-        if case .journal(let journalMessage) = message {
-            message = .journal(checkChecksum(journalMessage, from: participant))
+        guard case .journal(let journalMessage) = message else {
+            perform(authority.receive(message, from: participant, now: sessionNow))
+            return
         }
-        perform(authority.receive(message, from: participant, now: sessionNow))
-        if case .journal(.begin(let info)) = message, uploads[info.id]?.owner == participant,
+        receiveJournal(checkChecksum(journalMessage, from: participant), from: participant, via: connection)
+    }
+
+    /// Journal traffic: the server-wide bounds (per address, in all) first, then the authority's quotas; accepted
+    /// chunks go to the spool when there is one.
+    private func receiveJournal(_ message: JournalMessage, from participant: ParticipantID, via connection: ServerConnection) {
+        if case .begin(let info) = message, authority.receivedBytes(ofAttachment: info.id) == nil {
+            let address = connection.address
+            if let problem = journal.ledger.reserve(max(0, info.size), for: address) {
+                uploads[info.id] = nil
+                perform([.send(.journal(.failed(id: SessionAuthority.quoted(info.id), reason: problem)), to: participant)])
+                return
+            }
+            accounted[info.id] = (address, max(0, info.size))
+        }
+        var before: Int64?
+        if case .chunk(let attachment, _, _) = message { before = authority.receivedBytes(ofAttachment: attachment) }
+        perform(authority.receive(.journal(message), from: participant, now: sessionNow))
+        if case .begin(let info) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
+        }
+        if case .chunk(let attachment, let offset, let bytes) = message, let spool = journal.spool, let before,
+           authority.receivedBytes(ofAttachment: attachment) == before + Int64(bytes.count) {
+            do {
+                try spool.write(bytes, attachment: attachment, offset: offset)
+            } catch {
+                logger.error("cannot spool an attachment", metadata: ["session": "\(id)", "error": "\(error)"])
+                perform(authority.receive(.journal(.failed(id: attachment, reason: "the server could not store it")),
+                                          from: participant, now: sessionNow))
+            }
+        }
+    }
+
+    /// Gives back what attachments the journal no longer holds took: their bytes in the ledger and their files.
+    private func settleJournal() {
+        guard !accounted.isEmpty else { return }
+        for (attachment, entry) in accounted where ended || authority.receivedBytes(ofAttachment: attachment) == nil {
+            accounted[attachment] = nil
+            journal.ledger.release(entry.size, for: entry.address)
+            journal.spool?.remove(attachment: attachment)
         }
     }
 
@@ -213,6 +272,24 @@ final class HostedSession: @unchecked Sendable {
 
     var participantCount: Int { connections.count }
 
+    /// Takes `connection`, just authenticated, among those waiting to send their `join`; or says why not (the
+    /// session has ended, or already has `maxWaitingToJoinPerSession` of them). Any loop.
+    func admitWaitingToJoin(_ connection: ServerConnection) -> (code: WireErrorCode, why: String)? {
+        waitingToJoin.withLock { waiting in
+            if waiting.ended { return (.sessionEnded, "the session has ended") }
+            guard waiting.connections.count < configuration.maxWaitingToJoinPerSession else {
+                return (.sessionFull, "too many connections to this session have not joined yet; try again in a moment")
+            }
+            waiting.connections[ObjectIdentifier(connection)] = connection
+            return nil
+        }
+    }
+
+    /// `connection` sent its `join`, or closed. Any loop.
+    func stopWaitingToJoin(_ connection: ServerConnection) {
+        _ = waitingToJoin.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
     /// Records that a participant has joined (called by the connection the session admitted).
     func noteJoined() {
         loop.preconditionInEventLoop()
@@ -243,8 +320,13 @@ final class HostedSession: @unchecked Sendable {
                 schedule(at: at)
             case .sessionEnded(let reason):
                 finish(reason)
+            case .sendStoredChunk(let attachment, let offset, let length, let target):
+                guard let spool = journal.spool, let connection = connections[target] else { continue }
+                connection.sendStoredChunk(.init(spool: spool, attachment: attachment, offset: offset, length: length))
             }
         }
+        // Whatever the authority dropped (removed, failed, its sender gone) gives its bytes back.
+        settleJournal()
     }
 
     /// Sends `message` to `target`'s connection. `encoded` keeps the last frame encoded, so a message that goes
@@ -331,6 +413,15 @@ final class HostedSession: @unchecked Sendable {
             connection.invalidate(reason)
         }
         connections.removeAll()
+        settleJournal()
+        journal.spool?.removeAll()
+        // Connections that authenticated but never joined go too: nothing is left to join.
+        let waiting = waitingToJoin.withLock { waiting in
+            waiting.ended = true
+            defer { waiting.connections.removeAll() }
+            return Array(waiting.connections.values)
+        }
+        for connection in waiting { connection.close(.sessionEnded, reason.message) }
         logger.info("session ended", metadata: ["session": "\(id)", "reason": "\(reason.message)"])
         onEnded(id)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import TandemCore
 
 /// Limits and timings of a `SessionServer`.
@@ -24,12 +25,45 @@ public struct ServerConfiguration: Sendable {
     public var maxUnauthenticatedFrameSize: Int = 4 * 1024
     /// Connections that have not authenticated yet, in all; one more is closed at once (before TLS).
     public var maxUnauthenticatedConnections: Int = 512
-    /// Connections from one source address that have not authenticated yet; one more is closed at once.
+    /// Connections from one source address that have not authenticated yet. When this (or
+    /// `maxUnauthenticatedConnections`) is full, the address's idle connection that has shown least gives way to
+    /// the newcomer (`ConnectionAdmission`).
     public var maxUnauthenticatedConnectionsPerAddress: Int = 16
+    /// Connections from one source address, authenticated or not; one more is closed at once. A household behind
+    /// one NAT address fits many times over; raise it for a relay whose users share a carrier-grade NAT.
+    public var maxConnectionsPerAddress: Int = 64
+    /// An authenticated connection must send its `join` (as a participant, or waiting to read the activity) this
+    /// long after `accepted`, or it is closed.
+    public var joinTimeout: TimeSpan = .seconds(10)
+    /// Authenticated connections of one session that have not sent their `join` yet; one more is refused.
+    public var maxWaitingToJoinPerSession: Int = 16
     /// When set, a client creating a session must present this token (`authProof.createToken`).
     public var createToken: String?
     /// Sessions one source address may create per minute (remote creation only).
     public var sessionCreationsPerMinute: Int = 10
+    /// Live sessions one source address may have created (remote creation); one more is refused.
+    public var maxSessionsPerAddress: Int = 4
+    /// Journal bytes (attachments in progress and complete) that uploads from one source address may hold on this
+    /// server across all its sessions; each session's own quotas apply too.
+    public var maxJournalBytesPerAddress: Int64 = 256 << 20
+    /// Journal bytes this server holds in all its sessions.
+    public var maxJournalBytes: Int64 = ServerConfiguration.defaultJournalBudget
+    /// Where journal attachments are kept: files in a private directory under this one (`AttachmentSpool`), or
+    /// the server's memory when nil (an embedded server's default).
+    public var spoolDirectory: String?
+
+    /// Where a standalone server spools attachments unless told otherwise: `$TMPDIR/tandem-spool-UID`.
+    public static var defaultSpoolDirectory: String {
+        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return temporary + "/tandem-spool-\(getuid())"
+    }
+
+    /// An eighth of this machine's memory, at least 64 MiB and at most 4 GiB.
+    public static var defaultJournalBudget: Int64 {
+        let eighth = Int64(clamping: ProcessInfo.processInfo.physicalMemory / 8)
+        return min(max(eighth, 64 << 20), 4 << 30)
+    }
+
     /// A remotely created session that nobody has joined after this long is removed.
     public var unjoinedSessionLifetime: TimeSpan = .seconds(60)
     /// Bytes queued for one connection beyond what the socket takes. Over it, unreliable app messages are
@@ -71,6 +105,8 @@ public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertib
     case bindFailed(host: String, port: Int, detail: String)
     case tls(String)
     case notRunning
+    case tooManySessionsFromAddress(limit: Int)
+    case spool(String)
 
     public var description: String {
         switch self {
@@ -80,6 +116,9 @@ public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertib
         case .bindFailed(let host, let port, let detail): return "cannot listen on \(host):\(port): \(detail)"
         case .tls(let detail): return "TLS setup failed: \(detail)"
         case .notRunning: return "the server has shut down"
+        case .tooManySessionsFromAddress(let limit):
+            return "this address already has \(limit) live sessions on this server; end one before creating another"
+        case .spool(let detail): return "attachment spool: \(detail)"
         }
     }
 }

@@ -38,6 +38,19 @@ final class ServerConnection: Sendable {
         }
     }
 
+    /// Queues a journal chunk read from `spool` when the socket can take it (journal replay from the spool).
+    func sendStoredChunk(_ chunk: ServerConnectionHandler.Outbound.StoredChunk) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.enqueue(.storedChunk(chunk))
+        } else {
+            channel.eventLoop.execute { handler.value.enqueue(.storedChunk(chunk)) }
+        }
+    }
+
+    /// The peer's address, as the server's bounds count it.
+    var address: String { channel.remoteAddress?.ipAddress ?? "unknown" }
+
     func close(_ code: WireErrorCode, _ message: String) {
         let handler = self.handler
         channel.eventLoop.execute { handler.value.closeAfterSending(code, message, kind: .close) }

@@ -68,6 +68,7 @@ extension ServerConnectionHandler {
             switch error {
             case .serverFull: closeAfterSending(.serverFull, error.description)
             case .sessionExists: closeAfterSending(.sessionExists, error.description)
+            case .tooManySessionsFromAddress: closeAfterSending(.creationRefused, error.description)
             default: closeAfterSending(.serverShutdown, error.description)
             }
             return nil

@@ -16,7 +16,7 @@ extension ServerConnectionHandler {
     static func cost(of item: Outbound) -> Int {
         switch item {
         case .frame(let frame): return frame.body.readableBytes + 5
-        case .message: return queuedMessageCost
+        case .message, .storedChunk: return queuedMessageCost
         }
     }
 
@@ -98,6 +98,10 @@ extension ServerConnectionHandler {
         case .frame(let f): frame = f
         case .message(let boxed):
             guard let f = try? SessionCodec.encode(boxed.message, allocator: context.channel.allocator) else { return nil }
+            frame = f
+        case .storedChunk(let stored):
+            guard let message = stored.load(),
+                  let f = try? SessionCodec.encode(message, allocator: context.channel.allocator) else { return nil }
             frame = f
         }
         let isWelcome: Bool

@@ -44,8 +44,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     let address: String
     /// The decoder's limit, raised from the unauthenticated limit to `maxFrameSize` at `accepted`.
     let frameLimit: FrameSizeLimit
-    /// This connection's place among the unauthenticated ones, given back at `accepted` or close.
-    var admission: AdmissionSlot?
+    /// This connection's places among its address's and the unauthenticated ones: the second given back at
+    /// `accepted`, both at close.
+    let admission: ConnectionAdmission.Ticket?
     /// When the handshake must be over, counted from the connection's start (before TLS, HTTP or a WebSocket
     /// upgrade); nil: the handshake timeout from when this handler starts.
     let handshakeDeadline: NIODeadline?
@@ -84,7 +85,29 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         /// that size (the queue's entries are as large as this enum's largest case).
         case message(Boxed)
 
+        /// A journal chunk whose bytes are in the session's spool, read when the socket can take them.
+        case storedChunk(StoredChunk)
+
         static func message(_ message: ServerMessage) -> Outbound { .message(Boxed(message)) }
+
+        final class StoredChunk: Sendable {
+            let spool: SessionSpool
+            let attachment: String
+            let offset: Int64
+            let length: Int
+            init(spool: SessionSpool, attachment: String, offset: Int64, length: Int) {
+                self.spool = spool
+                self.attachment = attachment
+                self.offset = offset
+                self.length = length
+            }
+
+            /// The chunk's message, or nil when its file is gone (the attachment was removed meanwhile).
+            func load() -> ServerMessage? {
+                spool.read(attachment: attachment, offset: offset, length: length)
+                    .map { .journal(.chunk(id: attachment, offset: offset, bytes: $0)) }
+            }
+        }
 
         final class Boxed: Sendable {
             let message: ServerMessage
@@ -93,7 +116,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
     }
 
     init(server: SessionServer, configuration: ServerConfiguration, clock: any MonotonicClock, logger: Logger,
-         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: AdmissionSlot? = nil,
+         address: String = "unknown", frameLimit: FrameSizeLimit? = nil, admission: ConnectionAdmission.Ticket? = nil,
          handshakeDeadline: NIODeadline? = nil) {
         self.handshakeDeadline = handshakeDeadline
         self.server = server
@@ -156,6 +179,19 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         heartbeatSweep = sweep
     }
 
+    /// Replaces the handshake timer with the join deadline (`joinTimeout` from now).
+    private func scheduleJoinDeadline(context: ChannelHandlerContext) {
+        handshakeTimer?.cancel()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        handshakeTimer = context.eventLoop.scheduleTask(in: TimeAmount(configuration.joinTimeout)) {
+            let handler = bound.value
+            guard handler.context != nil, case .awaitingJoin = handler.state else { return }
+            handler.closeAfterSending(.helloTimeout,
+                                      "no join within \(handler.configuration.joinTimeout.seconds) s of authenticating",
+                                      immediately: true)
+        }
+    }
+
     private func stopTimers() {
         if let position = sweepPosition { heartbeatSweep?.remove(at: position) }
         sweepPosition = nil
@@ -191,6 +227,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .joining(let session, _):
             // The join is queued on the session's loop before this, so the session finds the connection.
             session.loop.execute { session.connectionLostDuringJoin(connection, what: what) }
+        case .awaitingJoin(let session, _):
+            session.stopWaitingToJoin(connection)
         default:
             break
         }
@@ -203,7 +241,6 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         state = .closed
         releaseQueue()
         admission?.release()
-        admission = nil
         // The session may still hold the `ServerConnection` for a moment; it must not keep this handler (and
         // through it the channel) alive.
         connection = nil
@@ -295,6 +332,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 closeAfterSending(.noSuchSession, "\"\(hello.session.prefix(80))\" is not a valid session name")
                 return
             }
+            admission?.progressed()
             let nonce = SessionAuth.nonce()
             state = .awaitingProof(session: hello.session, create: hello.create ?? false, nonce: nonce)
             context.writeAndFlush(frameBytes(try FrameCodec.json(.challenge, Challenge(nonce: nonce),
@@ -303,13 +341,18 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         case .awaitingProof(let sessionID, let create, let nonce):
             guard frame.kind == .authProof else { throw unexpected(frame) }
             let proof = try FrameCodec.decode(AuthProof.self, from: frame)
-            guard let session = authenticate(proof, session: sessionID, create: create, nonce: nonce) else { return }
-            handshakeTimer?.cancel()
-            handshakeTimer = nil
+            guard let session = authenticate(proof, session: sessionID, create: create, nonce: nonce),
+                  let connection = self.connection else { return }
+            if let refusal = session.admitWaitingToJoin(connection) {
+                server.logRefusal(address: address, refusal.why)
+                closeAfterSending(refusal.code, refusal.why)
+                return
+            }
             state = .awaitingJoin(session, wantsHost: proof.host ?? false)
+            // Authenticated, it must now join (or enter waiting) in time, or give its place back.
+            scheduleJoinDeadline(context: context)
             // Authenticated: no longer counted against the unauthenticated bounds, and full-size frames allowed.
-            admission?.release()
-            admission = nil
+            admission?.authenticated()
             frameLimit.value = configuration.maxFrameSize
             issueDatagramTicket(session: session, serverNonce: nonce, clientNonce: proof.clientNonce)
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
@@ -326,6 +369,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             guard let connection = self.connection else { return }
+            session.stopWaitingToJoin(connection)
+            handshakeTimer?.cancel()
+            handshakeTimer = nil
             state = .joining(session, pending: [])
             // The authority cleans and bounds the name and checks the reconnect token.
             session.loop.execute {

@@ -48,8 +48,8 @@ public final class SessionServer: Sendable {
     private let logger: Logger
     /// Live `ServerConnectionHandler` objects (a leak shows as a count that does not return to 0).
     private let liveHandlers = Atomic<Int>(0)
-    /// Unauthenticated connections, in all and per source address.
-    private let unauthenticated = Mutex(UnauthenticatedCount())
+    /// The bounds on connections per address and on unauthenticated ones, and who gives way when they are full.
+    let admission: ConnectionAdmission
     /// Recent session creations per source address, for the per-minute quota.
     private let creations = Mutex<[String: [LocalInstant]]>([:])
     private let refusals = Mutex<[String: RefusalLogState]>([:])
@@ -59,11 +59,10 @@ public final class SessionServer: Sendable {
     private let slowConsumerCount = Atomic<Int>(0)
     /// The UDP socket beside the listener, when it is bound (`ServerConfiguration.datagrams`).
     let datagrams: DatagramRelay?
-
-    private struct UnauthenticatedCount {
-        var total = 0
-        var perAddress: [String: Int] = [:]
-    }
+    /// Journal bytes held across sessions, per uploading address and in all.
+    let journalLedger: JournalLedger
+    /// Where attachments' bytes are kept when not in memory (`ServerConfiguration.spoolDirectory`).
+    let spool: AttachmentSpool?
 
     private struct RefusalLogState {
         var lastLogged: LocalInstant
@@ -92,6 +91,7 @@ public final class SessionServer: Sendable {
                 throw SessionServerError.tls("cannot load \(tls.certificateChainPath) / \(tls.privateKeyPath): \(error)")
             }
         }
+        let spool = try configuration.spoolDirectory.map { root throws(SessionServerError) in try AttachmentSpool.open(root: root) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let holder = ServerHolder()
         let clock = SystemMonotonicClock()
@@ -106,8 +106,9 @@ public final class SessionServer: Sendable {
                     return channel.close()
                 }
                 let address = channel.remoteAddress?.ipAddress ?? "unknown"
-                // Over a bound on unauthenticated connections: closed at once, before TLS or any buffering.
-                guard let admission = server.admitUnauthenticated(from: address) else {
+                // Over a bound on connections: closed at once, before TLS or any buffering (or an idle
+                // unauthenticated connection gives way to this one, and is closed instead).
+                guard let admission = server.admit(channel, from: address) else {
                     return channel.close()
                 }
                 channel.closeFuture.whenComplete { _ in admission.release() }
@@ -146,6 +147,7 @@ public final class SessionServer: Sendable {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
             try? await group.shutdownGracefully()
+            spool?.removeAll()
             throw SessionServerError.bindFailed(host: host, port: port, detail: "\(error)")
         }
         let boundPort = listener.localAddress?.port ?? port
@@ -155,7 +157,7 @@ public final class SessionServer: Sendable {
             : nil
         let server = SessionServer(host: host, port: boundPort, tlsContext: sslContext, selfSigned: selfSigned,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
-                                   listener: listener, datagrams: datagrams, clock: clock, logger: logger)
+                                   listener: listener, datagrams: datagrams, spool: spool, clock: clock, logger: logger)
         holder.server.withLock { $0 = server }
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.port)", "tls": "\(tls != nil)"])
         return server
@@ -163,8 +165,11 @@ public final class SessionServer: Sendable {
 
     private init(host: String, port: Int, tlsContext: NIOSSLContext?, selfSigned: Bool, certificateSHA256: [UInt8]?,
                  configuration: ServerConfiguration, group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
-                 clock: any MonotonicClock, logger: Logger) {
+                 spool: AttachmentSpool?, clock: any MonotonicClock, logger: Logger) {
         self.datagrams = datagrams
+        self.spool = spool
+        self.journalLedger = JournalLedger(perAddress: configuration.maxJournalBytesPerAddress,
+                                           total: configuration.maxJournalBytes)
         self.host = host
         self.port = port
         self.usesTLS = tlsContext != nil
@@ -178,6 +183,10 @@ public final class SessionServer: Sendable {
         self.logger = logger
         self.sessions = Mutex([:])
         self.connections = Mutex([:])
+        self.admission = ConnectionAdmission(limits: .init(
+            unauthenticated: configuration.maxUnauthenticatedConnections,
+            unauthenticatedPerAddress: configuration.maxUnauthenticatedConnectionsPerAddress,
+            connectionsPerAddress: configuration.maxConnectionsPerAddress))
     }
 
     /// Creates a session and returns its invite. `advertisedHost` is the name clients should dial
@@ -214,7 +223,16 @@ public final class SessionServer: Sendable {
     public var liveConnectionObjects: Int { liveHandlers.load(ordering: .relaxed) }
 
     /// Connections that have not authenticated yet.
-    public var unauthenticatedConnectionCount: Int { unauthenticated.withLock { $0.total } }
+    public var unauthenticatedConnectionCount: Int { admission.unauthenticatedCount }
+
+    /// Connections (authenticated or not) open from `address`.
+    public func connectionCount(from address: String) -> Int { admission.openConnections(from: address) }
+
+    /// Connections refused at a bound, and unauthenticated ones closed to make room for a newer one.
+    public var admissionCounters: (refused: Int, evicted: Int) {
+        let counters = admission.counters
+        return (counters.refused, counters.evicted)
+    }
 
     /// Bytes queued for all connections beyond what their sockets took.
     public var queuedOutboundBytes: Int { queuedBytes.load(ordering: .relaxed) }
@@ -281,6 +299,7 @@ public final class SessionServer: Sendable {
         }
         for channel in open { try? await channel.closeFuture.get() }
         try? await group.shutdownGracefully()
+        spool?.removeAll()
         logger.info("server stopped", metadata: ["reason": "\(reason.message)"])
     }
 
@@ -290,19 +309,25 @@ public final class SessionServer: Sendable {
         sessions.withLock { $0[id] }
     }
 
+    /// Creates a session; `creator` is the address of a client that creates it remotely (bounded per address).
     @discardableResult
-    func createSession(id: String, key: SymmetricKey,
-                       activity: ActivityEnvelope? = nil) throws(SessionServerError) -> HostedSession {
+    func createSession(id: String, key: SymmetricKey, activity: ActivityEnvelope? = nil,
+                       creator: String? = nil) throws(SessionServerError) -> HostedSession {
         guard Invite.isValidSessionID(id) else { throw .invalidSessionID(id) }
         guard !stopped.withLock({ $0 }) else { throw .notRunning }
         let loop = nextEventLoop()
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
-                                    activity: activity, datagrams: datagrams, logger: logger) { [weak self] id in
+                                    activity: activity, datagrams: datagrams, creator: creator,
+                                    journal: .init(ledger: journalLedger, spool: spool?.session(id)),
+                                    logger: logger) { [weak self] id in
             self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
         let result: Result<Void, SessionServerError> = sessions.withLock { sessions in
             if sessions[id] != nil { return .failure(.sessionExists(id)) }
             if sessions.count >= configuration.maxSessions { return .failure(.serverFull(limit: configuration.maxSessions)) }
+            if let creator, sessions.values.lazy.filter({ $0.creator == creator }).count >= configuration.maxSessionsPerAddress {
+                return .failure(.tooManySessionsFromAddress(limit: configuration.maxSessionsPerAddress))
+            }
             sessions[id] = session
             return .success(())
         }
@@ -310,9 +335,16 @@ public final class SessionServer: Sendable {
         return session
     }
 
+    /// Journal bytes held in all sessions, and by uploads from `address`.
+    public var journalBytesHeld: Int64 { journalLedger.totalHeld }
+    public func journalBytesHeld(from address: String) -> Int64 { journalLedger.held(by: address) }
+
+    /// Bytes in the attachment spool's files (0 without a spool).
+    public var spooledBytes: Int64 { spool?.bytesOnDisk ?? 0 }
+
     /// A session created by a client that proved its key; it expires if nobody joins it in time.
     func createRemoteSession(id: String, key: SymmetricKey, address: String) throws(SessionServerError) -> HostedSession {
-        let session = try createSession(id: id, key: key)
+        let session = try createSession(id: id, key: key, creator: address)
         let now = clock.now
         creations.withLock { creations in
             if creations.count > 10_000 { creations = creations.filter { $0.value.contains { now - $0 < .seconds(60) } } }
@@ -345,27 +377,17 @@ public final class SessionServer: Sendable {
         }
     }
 
-    /// Takes a place among the unauthenticated connections, or nil when a bound is reached.
-    func admitUnauthenticated(from address: String) -> AdmissionSlot? {
-        let admitted = unauthenticated.withLock { count -> Bool in
-            guard count.total < configuration.maxUnauthenticatedConnections,
-                  count.perAddress[address, default: 0] < configuration.maxUnauthenticatedConnectionsPerAddress else {
-                return false
-            }
-            count.total += 1
-            count.perAddress[address, default: 0] += 1
-            return true
-        }
-        guard admitted else {
-            logRefusal(address: address, "too many unauthenticated connections")
+    /// Takes a place for `channel` among the connections of its address and the unauthenticated ones, or nil when
+    /// a bound is reached (logged). An idle unauthenticated connection may be closed to make room.
+    func admit(_ channel: any Channel, from address: String) -> ConnectionAdmission.Ticket? {
+        switch admission.admit(from: address, evict: { [weak self] in
+            self?.logRefusal(address: address, "closed an idle unauthenticated connection to make room for a newer one")
+            channel.close(promise: nil)
+        }) {
+        case .success(let ticket): return ticket
+        case .failure(let refusal):
+            logRefusal(address: address, refusal.description)
             return nil
-        }
-        return AdmissionSlot { [weak self] in
-            self?.unauthenticated.withLock { count in
-                count.total -= 1
-                let left = count.perAddress[address, default: 1] - 1
-                count.perAddress[address] = left > 0 ? left : nil
-            }
         }
     }
 
@@ -424,20 +446,6 @@ public final class SessionServer: Sendable {
         channel.closeFuture.whenComplete { [weak self] _ in
             self?.connections.withLock { _ = $0.removeValue(forKey: key) }
         }
-    }
-}
-
-/// A connection's place among the unauthenticated ones; given back once (at authentication or close).
-final class AdmissionSlot: Sendable {
-    private let released = Atomic<Bool>(false)
-    private let onRelease: @Sendable () -> Void
-
-    init(onRelease: @escaping @Sendable () -> Void) {
-        self.onRelease = onRelease
-    }
-
-    func release() {
-        if !released.exchange(true, ordering: .acquiringAndReleasing) { onRelease() }
     }
 }
 

@@ -36,6 +36,23 @@ struct ServeCommand: AsyncParsableCommand {
             help: "Connections from one address that have not authenticated yet; more are closed at once.")
     var maxUnauthenticatedPerAddress = 16
 
+    @Option(name: .customLong("max-connections-per-address"),
+            help: "Connections from one address, joined or not; more are closed at once.")
+    var maxConnectionsPerAddress = 64
+
+    @Option(name: .customLong("max-sessions-per-address"), help: "Live sessions one address may have created.")
+    var maxSessionsPerAddress = 4
+
+    @Option(name: .customLong("max-journal-bytes"), help: ArgumentHelp(
+        "Attachment bytes held in all sessions (default: an eighth of memory, 64 MiB to 4 GiB); 256 MiB per uploading address.",
+        valueName: "BYTES"))
+    var maxJournalBytes = ServerConfiguration.defaultJournalBudget
+
+    @Option(name: .customLong("spool-dir"), help: ArgumentHelp(
+        "Where attachments are kept instead of memory, in a private directory per server process (default: $TMPDIR/tandem-spool-UID).",
+        valueName: "DIR"))
+    var spoolDirectory = ServerConfiguration.defaultSpoolDirectory
+
     @Option(name: .customLong("create-token-file"),
             help: ArgumentHelp("A file whose content (trimmed) is a token hosts must present to create sessions (tandem host --server URL --create-token-file FILE).",
                                valueName: "FILE"))
@@ -60,6 +77,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxParticipants >= 2 else { throw ValidationError("--max-participants must be at least 2") }
         guard maxUnauthenticated >= 1 else { throw ValidationError("--max-unauthenticated must be at least 1") }
         guard maxUnauthenticatedPerAddress >= 1 else { throw ValidationError("--max-unauthenticated-per-address must be at least 1") }
+        guard maxConnectionsPerAddress >= 1 else { throw ValidationError("--max-connections-per-address must be at least 1") }
+        guard maxSessionsPerAddress >= 1 else { throw ValidationError("--max-sessions-per-address must be at least 1") }
+        guard maxJournalBytes >= 0 else { throw ValidationError("--max-journal-bytes cannot be negative") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256") }
         guard creationsPerMinute >= 1 else { throw ValidationError("--creations-per-minute must be at least 1") }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
@@ -80,6 +100,10 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.allowsRemoteSessionCreation = true
             configuration.maxUnauthenticatedConnections = maxUnauthenticated
             configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
+            configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+            configuration.maxSessionsPerAddress = maxSessionsPerAddress
+            configuration.maxJournalBytes = maxJournalBytes
+            configuration.spoolDirectory = spoolDirectory
             configuration.sessionCreationsPerMinute = creationsPerMinute
             configuration.web = listen.webConfiguration
             configuration.createToken = try createTokenFile.map(CreateToken.read)

@@ -16,7 +16,7 @@ struct WebMedia: Sendable {
     /// The file and key of a session that offers its media, or nil.
     let lookup: @Sendable (String) -> (path: String, key: SymmetricKey)?
     let streams: StreamCount
-    let admission: AdmissionSlot?
+    let admission: ConnectionAdmission.Ticket?
 
     /// How many responses stream at once, within a limit.
     final class StreamCount: Sendable {
@@ -88,7 +88,7 @@ struct WebMedia: Sendable {
         let presented = query.split(separator: "&").first { $0.hasPrefix("t=") }.map { Data($0.dropFirst(2).utf8) } ?? Data()
         guard presented.constantTimeEquals(Data(Self.token(key: key, session: session).utf8)) else { return false }
         proved()
-        admission?.release()
+        admission?.authenticated()
         let channel = context.channel
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
               let size = (attributes[.size] as? NSNumber)?.int64Value else {
