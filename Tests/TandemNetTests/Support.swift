@@ -190,6 +190,9 @@ final class RawPeer: ChannelInboundHandler, Sendable {
         _ = try await waitForFrame(.session)
     }
 
+    /// Every byte received so far.
+    var receivedBytes: ByteBuffer { buffer.withLockedValue { $0 } }
+
     /// App-message frames received so far.
     func appMessageCount() -> Int { count(of: .appMessage) }
 
