@@ -38,21 +38,21 @@ public final class SessionServer: Sendable {
     public var localHost: String { host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host }
 
     let group: MultiThreadedEventLoopGroup
-    private let listener: any Channel
-    private let sessions: Mutex<[String: HostedSession]>
+    let listener: any Channel
+    let sessions: Mutex<[String: HostedSession]>
     private let connections: Mutex<[ObjectIdentifier: any Channel]>
-    private let stopped = Mutex(false)
+    let stopped = Mutex(false)
     private let stopping = Mutex<Task<Void, Never>?>(nil)
     private let nextLoop = Mutex(0)
-    private let clock: any MonotonicClock
-    private let logger: Logger
+    let clock: any MonotonicClock
+    let logger: Logger
     /// Live `ServerConnectionHandler` objects (a leak shows as a count that does not return to 0).
     private let liveHandlers = Atomic<Int>(0)
     /// The bounds on connections per address and on unauthenticated ones, and who gives way when they are full.
     let admission: ConnectionAdmission
     /// Recent session creations per source address, for the per-minute quota.
-    private let creations = Mutex<[String: [LocalInstant]]>([:])
-    private let refusals = Mutex<[String: RefusalLogState]>([:])
+    let creations = Mutex<[String: [LocalInstant]]>([:])
+    let refusals = Mutex<[String: RefusalLogState]>([:])
     private let queuedBytes = Atomic<Int>(0)
     private let peakQueuedBytes = Atomic<Int>(0)
     private let droppedUnreliableCount = Atomic<Int>(0)
@@ -64,7 +64,7 @@ public final class SessionServer: Sendable {
     /// Where attachments' bytes are kept when not in memory (`ServerConfiguration.spoolDirectory`).
     let spool: AttachmentSpool?
 
-    private struct RefusalLogState {
+    struct RefusalLogState {
         var lastLogged: LocalInstant
         var suppressed: Int
     }
@@ -357,58 +357,6 @@ public final class SessionServer: Sendable {
             logger.info("session expired: nobody joined", metadata: ["session": "\(session.id)"])
         }
         return session
-    }
-
-    /// Why the server could not take one more session now (stopped, or at `maxSessions`), or nil when it could.
-    var whyNoRoomForSession: String? {
-        if stopped.withLock({ $0 }) || !listener.isActive { return "the server is not running" }
-        let count = sessions.withLock { $0.count }
-        if count >= configuration.maxSessions { return "the server is full (\(count) of \(configuration.maxSessions) sessions)" }
-        return nil
-    }
-
-    /// Whether `address` is within its session-creation quota (creations in the last minute).
-    func mayCreateSession(from address: String) -> Bool {
-        let now = clock.now
-        return creations.withLock { creations in
-            let recent = (creations[address] ?? []).filter { now - $0 < .seconds(60) }
-            creations[address] = recent.isEmpty ? nil : recent
-            return recent.count < configuration.sessionCreationsPerMinute
-        }
-    }
-
-    /// Takes a place for `channel` among the connections of its address and the unauthenticated ones, or nil when
-    /// a bound is reached (logged). An idle unauthenticated connection may be closed to make room.
-    func admit(_ channel: any Channel, from address: String) -> ConnectionAdmission.Ticket? {
-        switch admission.admit(from: address, evict: { [weak self] in
-            self?.logRefusal(address: address, "closed an idle unauthenticated connection to make room for a newer one")
-            channel.close(promise: nil)
-        }) {
-        case .success(let ticket): return ticket
-        case .failure(let refusal):
-            logRefusal(address: address, refusal.description)
-            return nil
-        }
-    }
-
-    /// Logs a refusal at info level, at most one line per address per second (later lines count the ones
-    /// left out). Never logs a secret, key or token.
-    func logRefusal(address: String, _ what: String) {
-        let now = clock.now
-        let suppressed: Int? = refusals.withLock { refusals in
-            if refusals.count > 4_096 { refusals.removeAll() }
-            if let state = refusals[address], now - state.lastLogged < .seconds(1) {
-                refusals[address]?.suppressed += 1
-                return nil
-            }
-            let skipped = refusals[address]?.suppressed ?? 0
-            refusals[address] = RefusalLogState(lastLogged: now, suppressed: 0)
-            return skipped
-        }
-        guard let suppressed else { return }
-        var metadata: Logger.Metadata = ["address": "\(address)", "reason": "\(what)"]
-        if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
-        logger.info("refused", metadata: metadata)
     }
 
     func connectionObjectCreated() { liveHandlers.add(1, ordering: .relaxed) }
