@@ -6,6 +6,8 @@
                                                            command latency)
     web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
                                                            then loads each item by itself)
+    web-peer-check.py --unplayable TANDEM MEDIA NOT_MEDIA  (the page is given files it cannot play: a damaged copy of
+                                                           MEDIA that fails mid-play, then NOT_MEDIA; then MEDIA)
 
 Starts the host on 127.0.0.1 (headless player, `--json`), opens the browser link of its `browser` event, picks the
 same file, and checks that the page joins, reports ready, follows the host's play / pause / seek, reports its
@@ -257,6 +259,112 @@ def queue_check(tandem, first, second, check):
         host.stop()
 
 
+def damaged_copy(media):
+    """MEDIA with every 20th byte after its first tenth inverted: the browser reads its header (metadata, ready),
+    plays a couple of seconds and then fails to decode it (Chromium: PIPELINE_ERROR_DECODE)."""
+    data = bytearray(open(media, "rb").read())
+    for i in range(len(data) // 10, len(data), 20):
+        data[i] ^= 0xFF
+    path = os.path.join(tempfile.mkdtemp(prefix="tandem-web-"), os.path.basename(media))
+    with open(path, "wb") as out:
+        out.write(data)
+    return path
+
+
+def unplayable_check(tandem, media, not_media, check):
+    """`--unplayable`: a page whose file the browser cannot play shows it (the failed state, the reason, what to do),
+    runs no clock, tells the group (which goes on without it instead of waiting), and plays again once given a file
+    it can play. Two failures: a damaged copy that loads (ready) and fails while playing with the group, and bytes
+    that are not media at all."""
+    from playwright.sync_api import sync_playwright
+    damaged = damaged_copy(media)
+    name = os.path.basename(media)
+    host = Host(tandem, media, extra=("--fallback-url", "https://example.org/" + name))
+
+    def page_failed(page, label, reason):
+        page.wait_for_function("document.getElementById('status').className === 'error' && tandem.failed", timeout=20000)
+        status, note = page.text_content("#status"), page.text_content("#mediaNote")
+        check(label + ": the page shows the failed state and the reason", status.startswith("Cannot play here: the "
+              "browser cannot play this file: ") and reason in status and "goes on without waiting for you" in status,
+              status)
+        check(label + ": ... and what to do (another copy, or the fallback URL)", note.startswith(
+              "What you can do: choose another copy of " + name) and "Play from the fallback URL" in note, note)
+        before = page.text_content("#clock")
+        time.sleep(2)
+        after = page.text_content("#clock")
+        check(label + ": its clock does not run", before == after == "–:– / –:–" and page.evaluate("video.paused"),
+              "%s, then %s" % (before, after))
+
+    def host_sees_failed(since):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for e in host.events("participants")[since:]:
+                for p in e.get("participants", []):
+                    if p.get("name") == "browser" and p.get("readiness", {}).get("state") == "failed":
+                        return p["readiness"].get("reason", "")
+            time.sleep(0.05)
+        return None
+
+    def group_plays():
+        """The host's group is playing (not waiting for the page) within 10 s."""
+        return host.wait_for_event("position", lambda e: e.get("time", 0) > time.time() - 0.5
+                                   and e.get("state") == "playing", 10) is not None
+
+    try:
+        link = host.browser_link()
+        check("the host gives a browser link", link is not None, "\n".join(host.lines[-5:]) if link is None else "")
+        if link is None:
+            return
+        with sync_playwright() as p:
+            browser = launch(p)
+            if browser is None:
+                return 77
+            page = browser.new_page(bypass_csp=True)
+            page.goto(link)
+            page.wait_for_function("window.tandem && tandem.joined === true && (tandem.people || []).length === 2"
+                                   " && tandem.wire.synchronised", timeout=10000)
+
+            # A damaged copy: ready, plays with the group, then fails to decode a couple of seconds in.
+            page.set_input_files("#file", damaged)
+            page.wait_for_function("tandem.ready === true", timeout=10000)
+            seen = len(host.events("participants"))
+            host.send("play")
+            page.wait_for_function("statusOf(tandem.timeline) === 'playing' && !video.paused", timeout=10000)
+            page_failed(page, "a copy that fails mid-play", "it does not decode")
+            reason = host_sees_failed(seen)
+            check("the group is told the page failed (its readiness), with the reason", reason is not None
+                  and "cannot play this file" in reason, str(reason))
+            check("the group plays on without the page", group_plays(), " | ".join(host.lines[-3:]))
+            told = host.wait_for(lambda l: "browser could not load the item" in l, 5)
+            check("the host sees a notice that the page could not play", told is not None)
+
+            # Bytes that are not media: failed before any metadata, while the group plays.
+            seen = len(host.events("participants"))
+            page.set_input_files("#file", not_media)
+            page_failed(page, "a file that is not media", "its format or codec is not supported here")
+            check("the group is told again", host_sees_failed(seen) is not None)
+            check("the group plays on without the page again", group_plays(), " | ".join(host.lines[-3:]))
+
+            # A copy it can play: the failure is gone and the page plays with the group.
+            page.set_input_files("#file", media)
+            page.wait_for_function("tandem.ready === true && statusOf(tandem.timeline) === 'playing' && !video.paused",
+                                   timeout=20000)
+            before = page.text_content("#clock")
+            time.sleep(1.5)
+            after = page.text_content("#clock")
+            status = page.text_content("#status")
+            check("given a file it can play, the page plays with the group again", status.startswith("Ready as")
+                  and page.get_attribute("#status", "class") != "error" and before != after,
+                  "%s; clock %s, then %s" % (status, before, after))
+            browser.close()
+    except Exception as error:
+        check("no step timed out", False, str(error).splitlines()[0])
+        print("  host said: " + " | ".join(host.lines[-8:]))
+    finally:
+        host.stop()
+        shutil.rmtree(os.path.dirname(damaged), ignore_errors=True)
+
+
 def main():
     if sys.argv[1] == "--bench":
         return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]))
@@ -279,6 +387,12 @@ def main():
             return 77
         passed = sum(1 for r in results if r)
         print("web peer queue: %d passed, %d failed" % (passed, len(results) - passed))
+        return 0 if results and passed == len(results) else 1
+    if sys.argv[1] == "--unplayable":
+        if unplayable_check(sys.argv[2], sys.argv[3], sys.argv[4], check) == 77:
+            return 77
+        passed = sum(1 for r in results if r)
+        print("web peer unplayable: %d passed, %d failed" % (passed, len(results) - passed))
         return 0 if results and passed == len(results) else 1
     tandem, media, screenshot = sys.argv[1:4]
 

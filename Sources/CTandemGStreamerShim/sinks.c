@@ -1,6 +1,6 @@
-// Sinks: whether a sink (or any base sink inside a bin) prerolled a buffer, and audio sink tuning that follows
-// the children autoaudiosink creates late (a "deep-element-added" signal handler). Walking a bin needs GValue
-// iteration and the GST_IS_* type-check macros.
+// Sinks: whether a sink (or any base sink inside a bin) prerolled a buffer, sinks made to wait on the clock,
+// and audio sink tuning that follows the children autoaudiosink creates late (a "deep-element-added" signal
+// handler). Walking a bin needs GValue iteration and the GST_IS_* type-check macros.
 #include "shim_internal.h"
 
 #include <gst/audio/audio.h>
@@ -60,4 +60,45 @@ void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint6
     gst_iterator_free(it);
     g_signal_connect_data(bin, "deep-element-added", G_CALLBACK(on_deep_element_added), tuning,
                           (GClosureNotify)(void (*)(void))g_free, 0);
+}
+
+/// Whether `element` renders against the clock when its boolean "sync" property says so: a base sink, or a sink
+/// bin that passes "sync" on to the sink it makes (autovideosink, glimagesink).
+static int syncs_by_property(GstElement *element) {
+    GParamSpec *spec = tdm_shim_find_property(element, "sync");
+    if (!spec || spec->value_type != G_TYPE_BOOLEAN || !(spec->flags & G_PARAM_WRITABLE)) return 0;
+    return GST_IS_BASE_SINK(element) || (GST_IS_BIN(element) && GST_OBJECT_FLAG_IS_SET(element, GST_ELEMENT_FLAG_SINK));
+}
+
+/// Sets sync=TRUE on `element` when it is a clock-synchronised sink told not to sync; appends its factory name
+/// to `changed` and returns 1 then.
+static int force_sync_one(GstElement *element, GString *changed) {
+    if (!syncs_by_property(element)) return 0;
+    gboolean sync = TRUE;
+    g_object_get(element, "sync", &sync, NULL);
+    if (sync) return 0;
+    g_object_set(element, "sync", TRUE, NULL);
+    GstElementFactory *factory = gst_element_get_factory(element);
+    const char *name = factory ? GST_OBJECT_NAME(factory) : GST_OBJECT_NAME(element);
+    if (changed->len) g_string_append(changed, "\n");
+    g_string_append(changed, name);
+    return 1;
+}
+
+int tdm_gst_sinks_force_sync(GstElement *sink, char **changed) {
+    GString *names = g_string_new(NULL);
+    int count = force_sync_one(sink, names);
+    if (GST_IS_BIN(sink)) {
+        GstIterator *it = gst_bin_iterate_recurse(GST_BIN(sink));
+        GValue item = G_VALUE_INIT;
+        while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+            count += force_sync_one(g_value_get_object(&item), names);
+            g_value_reset(&item);
+        }
+        g_value_unset(&item);
+        gst_iterator_free(it);
+    }
+    // g_string_free returns the characters when told to keep them, NULL otherwise.
+    *changed = g_string_free(names, count == 0);
+    return count;
 }

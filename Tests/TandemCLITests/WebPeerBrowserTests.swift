@@ -52,6 +52,24 @@ struct WebPeerBrowserTests {
         if code == nil { driver.stop() }
     }
 
+    @Test("a page given files it cannot play shows the failed state, the reason and what to do, runs no clock, and the group goes on without it",
+          .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
+          .timeLimit(.minutes(2)))
+    func pageThatCannotPlaySaysSo() async throws {
+        let driver = try TandemProcess([Self.repository.appendingPathComponent("scripts/web-peer-check.py").path, "--unplayable",
+                                        TandemBinary.path, TandemBinary.sample("short.webm"),
+                                        TandemBinary.sample("not-media.webm")],
+                                       executable: Self.python)
+        let code = await driver.exitCode(within: 110)
+        if code == 77 {
+            print("browser unplayable test skipped: \(driver.stdout.split(separator: "\n").last ?? "")")
+            return
+        }
+        #expect(code == 0, "\(driver.stdout)\n\(driver.stderr)")
+        #expect(driver.stdout.contains("web peer unplayable: 13 passed, 0 failed"), "\(driver.stdout)")
+        if code == nil { driver.stop() }
+    }
+
     @Test("bench browser: a short run with one page reports the render offset and the time to sync",
           .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
           .timeLimit(.minutes(2)))

@@ -88,6 +88,13 @@ int tdm_gst_wait_async_done(GstElement *pipeline, tdm_gst_error_trap *trap, int6
 /// Tells a real preroll from an item that reached its end before any data (a truncated file).
 int tdm_gst_sinks_prerolled(GstElement *sink);
 
+/// Makes every sink inside `sink` (the element itself, or any element of a bin, recursively) that was told not to
+/// wait for the clock (sync=FALSE: fakesink's default, or the user's choice) wait for it (sync=TRUE): a sink that
+/// renders as fast as data comes runs ahead of the clock, and the pipeline's position with it. Base sinks and sink
+/// bins that pass "sync" on (autovideosink) count. Returns how many it changed; when any, *changed holds their
+/// factory names, one per line (caller frees with g_free), otherwise NULL.
+int tdm_gst_sinks_force_sync(GstElement *sink, char **changed);
+
 /// Sets drift-tolerance (µs) and alignment-threshold (ns) on every GstAudioBaseSink inside `bin`, now and
 /// whenever one is added later (autoaudiosink creates its child late). Defaults are 40 ms — too loose.
 void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint64_t alignment_threshold_ns);

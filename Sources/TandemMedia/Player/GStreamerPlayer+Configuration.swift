@@ -7,7 +7,9 @@ extension GStreamerPlayer {
         case automatic
         /// `fakesink sync=true`: renders on time into nothing (tests, benchmarks, servers).
         case headless
-        /// Any gst-launch style bin description, e.g. `"pulsesink device=alsa_output.usb-…"`.
+        /// Any gst-launch style bin description, e.g. `"pulsesink device=alsa_output.usb-…"`. Sinks in it that
+        /// would not wait on the clock (fakesink's default, `sync=false`) are set to `sync=true`, and
+        /// `GStreamerPlayer.sinkNotices` says so.
         case description(String)
     }
 

@@ -24,6 +24,9 @@ public final class GStreamerPlayer: PlaybackEngine {
     /// True CLOCK_MONOTONIC → this peer's local time (identity unless a benchmark skews the peer's view).
     public let localTimeModel: ClockMapping
     public let configuration: Configuration
+    /// What the player changed in the sinks it was given, in words for the person (once): a sink that did not
+    /// wait on the clock now does (see `syncToClock`). Empty when nothing needed changing.
+    public let sinkNotices: [String]
 
     let handles: GstHandles
     let window: PlayerWindow
@@ -52,19 +55,24 @@ public final class GStreamerPlayer: PlaybackEngine {
         }
         let videoSink: UnsafeMutablePointer<GstElement>
         let audioSink: UnsafeMutablePointer<GstElement>
+        let videoDescription = Self.sinkDescription(configuration.videoSink, kind: .video)
+        let audioDescription = Self.sinkDescription(configuration.audioSink, kind: .audio)
         do {
-            videoSink = try Self.makeSink(configuration.videoSink, kind: .video)
+            videoSink = try Self.makeSink(videoDescription, kind: .video)
         } catch {
             gst_object_unref(playbin)
             throw error
         }
         do {
-            audioSink = try Self.makeSink(configuration.audioSink, kind: .audio)
+            audioSink = try Self.makeSink(audioDescription, kind: .audio)
         } catch {
             gst_object_unref(videoSink)
             gst_object_unref(playbin)
             throw error
         }
+        sinkNotices = [Self.syncToClock(videoSink, kind: .video, description: videoDescription),
+                       Self.syncToClock(audioSink, kind: .audio, description: audioDescription)].compactMap { $0 }
+        for notice in sinkNotices { logger.notice("\(notice)") }
         tdm_gst_tune_audio_sinks(audioSink, configuration.audioDriftTolerance.nanoseconds / 1000,
                                  UInt64(max(0, configuration.audioAlignmentThreshold.nanoseconds)))
         tdm_gst_set_object(playbin, "video-sink", videoSink)

@@ -10,6 +10,9 @@ extension WebPage {
     const CHAT_TYPE = "TandemPeer.ChatLine";
     let me = null, people = [], activity = null, hostMedia = null, requestID = 0, follower = null, objectURL = null;
     let reconnectToken = null, readyInfo = null;
+    /** Why the browser cannot play the chosen copy (null: it can, or nothing is chosen yet), and the listeners of the
+     *  latest load (each new load drops the previous one's, so a stale file never reports for the current one). */
+    let failure = null, loadWatch = null;
     /** Files picked together (several, or a folder): each item of the queue is found here by name and fingerprint. */
     let library = [];
     const MAX_LIBRARY = 5000, MAX_FINGERPRINTS = 200;
@@ -82,9 +85,11 @@ extension WebPage {
             addLine("notices", "Reconnected to the session.");
           } else status("Joined as " + me.name + " (" + me.id + "). Choose your copy of the file.");
           tandem.joined = true;
-          wire.sendMessage({ readiness: { _0: readyInfo ? { ready: { _0: readyInfo } } : { loading: {} } } });
+          wire.sendMessage({ readiness: { _0: readyInfo ? { ready: { _0: readyInfo } }
+            : failure ? { failed: { _0: failure } } : { loading: {} } } });
           if (snap.timeline) timelineChanged(snap.timeline);
           if (again) follower.reportPreparedAgain(); else offerHostMedia();
+          if (failure) showFailure();
           break; }
         case "timeline": timelineChanged(body._0); break;
         case "participants": people = body._0; renderPeople(); break;
@@ -107,7 +112,8 @@ extension WebPage {
         const kind = statusOf(t);
         $("play").textContent = kind === "paused" ? "Play" : "Pause";
         $("rate").value = String(t.rate);
-        if (kind === "waiting") {
+        if (failure) { /* the failure and what to do about it stay shown */ }
+        else if (kind === "waiting") {
           const who = t.status.waiting.for.filter((x, i) => i % 2 === 0).map(nameOf);
           show("mediaNote", who.length ? "Waiting for " + who.join(", ") : "Starting…");
         } else if (follower.loaded) show("mediaNote", kind === "playing" ? "Playing with the group" : "Paused");
@@ -120,7 +126,9 @@ extension WebPage {
         try { hostMedia = JSON.parse(fromUTF8.decode(unb64(envelope.payload))); } catch (e) { hostMedia = null; }
         if (moved) {
           // Another item of the queue: the file loaded so far is not it.
-          readyInfo = null; follower.setLoaded(false); video.pause(); video.removeAttribute("src"); video.load();
+          readyInfo = null; failure = null; tandem.failed = null; follower.setLoaded(false);
+          if (loadWatch) loadWatch.abort();
+          video.pause(); video.removeAttribute("src"); video.load();
           wire.sendMessage({ readiness: { _0: { loading: {} } } });
           if (library.length) loadFromLibrary();
           else show("mediaNote", "The group moved on: choose your copy of " + (meta.title || "the next item") + ".", "warn");
@@ -200,11 +208,15 @@ extension WebPage {
 
       /** Loads a file or URL; `file` (a File) is checked against the host's fingerprint first. */
       async function load(source, file, knownContentID) {
-        readyInfo = null; follower.setLoaded(false);
+        if (loadWatch) loadWatch.abort();
+        const watch = loadWatch = new AbortController();
+        readyInfo = null; failure = null; tandem.failed = null; follower.setLoaded(false);
         wire.sendMessage({ readiness: { _0: { loading: {} } } });
+        status("Opening " + (file ? file.name : "the stream") + "…");
         let contentID = knownContentID || null;
         if (file) {
           contentID = await fingerprint(file);
+          if (watch !== loadWatch) return;  // another file was chosen meanwhile
           const theirs = hostMedia && hostMedia.contentID;
           if (theirs && theirs !== contentID) {
             show("mediaNote", "Warning: your file's content differs from the host's (" + (hostMedia.fileName || "their file")
@@ -225,12 +237,35 @@ extension WebPage {
           tandem.ready = true;
           status("Ready as " + me.name + ": the group plays when it plays.");
           follower.setLoaded(true);
-        }, { once: true });
+        }, { once: true, signal: watch.signal });
+        // Before the metadata (not a media file, no codec for any stream) or after it (a frame that will not
+        // decode, even in the middle of playing).
         video.addEventListener("error", () => {
-          const why = "the browser cannot play this file (" + (video.error ? video.error.message || video.error.code : "?") + ")";
-          show("mediaNote", why, "error");
-          wire.sendMessage({ readiness: { _0: { failed: { _0: why } } } });
-        }, { once: true });
+          const e = video.error, kind = e && MEDIA_ERRORS[e.code];
+          cannotPlay("the browser cannot play this file: " + (kind || "error " + (e ? e.code : "?"))
+            + (e && e.message ? " (" + e.message + ")" : ""));
+        }, { once: true, signal: watch.signal });
+      }
+      const MEDIA_ERRORS = { 1: "loading was stopped", 2: "a network error interrupted it",
+        3: "it does not decode (a damaged file, or a codec this browser lacks)", 4: "its format or codec is not supported here" };
+      /** The chosen copy cannot play: stop following the group and tell it so (readiness `failed`: the group goes on
+       *  without this page, as for a native peer whose file will not load, rather than waiting for it), and tell
+       *  the person why and what they can do. The page stays in the session: chat, the people, another file. */
+      function cannotPlay(why) {
+        if (loadWatch) loadWatch.abort();
+        failure = why; readyInfo = null; tandem.ready = false; tandem.failed = why;
+        follower.halt(); video.removeAttribute("src"); video.load();
+        wire.sendMessage({ readiness: { _0: { failed: { _0: why } } } });
+        showFailure();
+      }
+      function showFailure() {
+        status("Cannot play here: " + failure + ". The group goes on without waiting for you.", "error");
+        const ways = ["choose another copy of " + ((hostMedia && hostMedia.fileName) || "the file")
+          + " in a format this browser plays (WebM or MP4, for instance)"];
+        if (!$("stream").hidden) ways.push("press “Stream the host's file”");
+        if (!$("fallback").hidden) ways.push("press “Play from the fallback URL”");
+        show("mediaNote", "What you can do: " + ways.join(", or ") + ".", "error");
+        showClock();
       }
       /** The picked file for the current item: the host's file name with the host's fingerprint, else the same
        *  content under another name (at most MAX_FINGERPRINTS files read), else the same name (with the warning). */
@@ -270,15 +305,19 @@ extension WebPage {
         wire.sendMessage({ timelineRequest: { _0: { requestID, command, basedOnGeneration: t.generation,
           requestedAtSessionTime: Math.round(wire.sessionTime() ?? 0) } } });
       }
+      /** Where the group is now (ns), by its line: what a page that plays nothing pauses at. */
+      function groupPosition(t) { return statusOf(t) === "playing" ? follower.expected(wire.sessionTime()) : t.anchorItemTime; }
       function togglePlay() {
         const t = tandem.timeline; if (!t) return;
         if (statusOf(t) === "paused") request({ play: {} });
-        else { video.pause(); request({ pause: { itemTime: follower.position() } }); }
+        else {
+          video.pause();
+          request({ pause: { itemTime: follower.loaded ? follower.position() : Math.max(0, Math.round(groupPosition(t))) } });
+        }
       }
       function seekBy(seconds) {
         const t = tandem.timeline; if (!t) return;
-        const now = statusOf(t) === "playing" ? follower.expected(wire.sessionTime()) : t.anchorItemTime;
-        request({ seek: { itemTime: Math.max(0, Math.round(now + seconds * 1e9)), play: statusOf(t) !== "paused" } });
+        request({ seek: { itemTime: Math.max(0, Math.round(groupPosition(t) + seconds * 1e9)), play: statusOf(t) !== "paused" } });
       }
       function setRate(rate) { request({ rate: { _0: rate } }); }
       tandem.controls = { togglePlay, seekBy, setRate, seekTo: (s) => { const t = tandem.timeline;
@@ -297,8 +336,12 @@ extension WebPage {
         else if (e.key === "[" && index > 0) setRate(rates[index - 1]);
         else if (e.key === "]" && index >= 0 && index < rates.length - 1) setRate(rates[index + 1]);
       });
+      /** The position in the chosen copy; after a failure nothing plays: no clock that looks as if something did. */
+      function showClock() {
+        $("clock").textContent = failure ? "–:– / –:–" : clockText(video.currentTime) + " / " + clockText(video.duration);
+      }
       setInterval(() => {
-        $("clock").textContent = clockText(video.currentTime) + " / " + clockText(video.duration);
+        showClock();
         if (document.activeElement !== $("seek")) $("seek").value = String(video.currentTime);
         show("sync", $("sync").textContent.replace(/ · offset.*$/, "") + syncText());
       }, 250);

@@ -15,7 +15,7 @@ extension WebPage {
         this.startLatency = 60e6; this.measuringStart = false;
         this.video.addEventListener("ended", () => {
           const t = this.timeline;
-          if (t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
+          if (this.loaded && t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
         });
         this.watchFrames();
       }
@@ -25,6 +25,8 @@ extension WebPage {
       position() { return Math.round(this.video.currentTime * 1e9); }
 
       setLoaded(loaded) { this.loaded = loaded; if (loaded) this.apply(this.timeline); }
+      /** Stops following at once (the media cannot play): nothing scheduled, nothing reported, the video paused. */
+      halt() { this.loaded = false; this.applied = false; this.token += 1; clearTimeout(this.timer); this.video.pause(); }
       clockReady() { if (this.loaded && !this.applied) this.apply(this.timeline); }
 
       apply(timeline) {

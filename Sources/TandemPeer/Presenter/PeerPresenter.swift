@@ -41,6 +41,8 @@ package final class PeerPresenter: Sendable {
         names.withLock { $0[peer.id] = peer.name }
         if let queue = peer.connection.welcome.queue { currentEntry.withLock { $0 = (true, queue.current?.id) } }
         peer.media.onWarning { [weak self] text in self?.warn(text) }
+        // What the player changed in the sinks it was given (a sink made to wait on the clock), said once.
+        for notice in peer.player.sinkNotices { warn(notice) }
     }
 
     /// The names of everyone, as the participant list last said.
