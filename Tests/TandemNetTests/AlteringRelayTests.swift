@@ -183,7 +183,7 @@ struct AlteringRelayTests {
 
         // Bob: ann's 1, 2, 4 and 6 once each and in order, carol's own line; not ann's 1 again, not 3 after 4, not
         // ann's 5 as carol's.
-        let shown = await first(6, of: bobNotes, within: 5)
+        let shown = await first(5, of: bobNotes, within: 5)
         let lines = shown.map { "\($0.1.source.rawValue): \($0.0.text)" }
         #expect(lines == ["\(annID): ann 1", "\(annID): ann 2", "\(annID): ann 4", "\(annID): ann 6",
                           "\(carolID): carol 1"], "\(lines)")
@@ -200,10 +200,10 @@ struct AlteringRelayTests {
         #expect(atCarol == (1...6).map { "ann \($0)" })
         #expect(carol.appDataDrops == AppMessageDrops())
 
-        // The session goes on: an honest message after all that still reaches bob.
-        let later = GroupSessionMessenger(link: bob).messages(of: SecretNote.self)
+        // The session goes on: an honest message after all that is the next thing bob sees (nothing of the relay's
+        // came in between).
         try await annMessenger.send(SecretNote(text: "ann 7"))
-        #expect(await first(1, of: later, within: 5).map(\.0.text) == ["ann 7"])
+        #expect(await first(1, of: bobNotes, within: 5).map(\.0.text) == ["ann 7"])
         #expect(bob.appDataDrops.missing == 2)
 
         await bob.close()

@@ -25,8 +25,11 @@ struct AppMessageSealTests {
         order.resumed()
         #expect(order.admit(sender: ann, lane: .everyone, sequence: 60, epoch: 1) == .admitted(missing: 0))
         #expect(order.admit(sender: ann, lane: .everyone, sequence: 62, epoch: 1) == .admitted(missing: 1))
-        // Far older than the window: a replay.
-        #expect(order.admit(sender: ann, lane: .everyone, sequence: 1, epoch: 0) == .replayed)
+        // Within the window, skipped: reordered; far older than the window: taken for a replay.
+        #expect(order.admit(sender: ann, lane: .everyone, sequence: 2, epoch: 0) == .reordered)
+        #expect(order.admit(sender: ann, lane: .everyone, sequence: 130, epoch: 2) == .admitted(missing: 0))
+        #expect(order.admit(sender: ann, lane: .everyone, sequence: 62, epoch: 1) == .replayed)
+        #expect(order.admit(sender: ann, lane: .everyone, sequence: 61, epoch: 1) == .replayed)
 
         // Lanes and senders are apart: gaps in `some` and `unreliable` are expected.
         #expect(order.admit(sender: ann, lane: .some, sequence: 1, epoch: 1) == .admitted(missing: 0))
