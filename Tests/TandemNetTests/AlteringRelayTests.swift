@@ -212,6 +212,52 @@ struct AlteringRelayTests {
         await server.shutdown()
     }
 
+    @Test("an attachment whose records were shuffled, cut short or moved from another attachment fails at its receivers")
+    func movedRecords() async throws {
+        let server = try await startTestServer(handshakeTimeout: 10_000_000_000)
+        let invite = try server.createSession(id: "moved-records")
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: clientOptions())
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: clientOptions())
+        let bobJournal = GroupSessionJournal(link: bob)
+        async let _ = bobJournal.run()
+        let cipher = try #require(ann.payloadCipher)
+        let owner = ann.localParticipantID
+        let data = Data((0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        // What a relay could put together from genuine records (it rewrites the size and digest the server checks).
+        func records(_ id: String) throws -> [Data] {
+            AppDataCipherTests.records(try cipher.sealRecords(data, pieceSize: 2_000, owner: owner, id: id))
+        }
+        let genuine = try records("a"), other = try records("b")
+        let forged: [(String, Data)] = [("shuffled", genuine[1] + genuine[0] + genuine[2]),
+                                        ("cut", genuine[0] + genuine[1]),
+                                        ("moved", other[0] + other[1] + other[2])]
+        for (id, stream) in forged {
+            try await ann.send(.journal(.begin(AttachmentInfo(id: id, owner: owner,
+                                                             name: try cipher.sealName(id, owner: owner, id: id),
+                                                             size: Int64(stream.count), sha256: SHA256Hex.digest(stream)))))
+            try await ann.send(.journal(.chunk(id: id, offset: 0, bytes: stream)))
+            try await ann.send(.journal(.commit(id: id)))
+        }
+        // And one whose name was sealed for another attachment; then an honest one, which arrives.
+        try await ann.send(.journal(.begin(AttachmentInfo(id: "renamed", owner: owner,
+                                                         name: try cipher.sealName("x", owner: owner, id: "a"),
+                                                         size: Int64(genuine.reduce(0) { $0 + $1.count }),
+                                                         sha256: SHA256Hex.digest(genuine.reduce(Data(), +))))))
+        try await ann.send(.journal(.chunk(id: "renamed", offset: 0, bytes: genuine.reduce(Data(), +))))
+        try await ann.send(.journal(.commit(id: "renamed")))
+        try await ann.uploadAttachment(data, name: "honest.bin", id: "honest")
+
+        #expect(await eventually(within: 10) { bobJournal.currentAttachments.count == 1 })
+        #expect(bobJournal.currentAttachments.map(\.info.name) == ["honest.bin"])
+        #expect(bobJournal.currentAttachments.first?.isLoaded == true)
+        let failures = bobJournal.failures
+        #expect(failures.count == 4, "\(failures)")
+        #expect(failures.allSatisfy { $0.contains("could not be opened") }, "\(failures)")
+        await bob.close()
+        await ann.close()
+        await server.shutdown()
+    }
+
     /// The notices that arrive on `stream` within `seconds`.
     func collectNotices(_ stream: AsyncStream<ServerMessage>, within seconds: Double) async -> [Notice] {
         let found = NIOLockedValueBox<[Notice]>([])

@@ -16,7 +16,7 @@ extension TandemClientConnection {
         if message.delivery == .unreliable {
             if isReconnecting { return }
             // As a datagram while the UDP path works; order in the unreliable lane matters to nobody.
-            if let link = shared.datagramLink,
+            if let link = shared.datagramLink, link.status.path == .udp,
                link.sendUnreliable(.appMessage(try seal.seal(message, from: sender, epoch: shared.sealingEpoch))) {
                 return
             }
