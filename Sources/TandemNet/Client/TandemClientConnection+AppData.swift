@@ -22,16 +22,17 @@ extension TandemClientConnection {
             }
         }
         try await shared.waitForChannel(limit: options.maxSendsWaitingForReconnect)
-        let channel = self.channel
+        let (channel, handler) = current.withLock { ($0.channel, $0.handler) }
         if message.delivery == .unreliable, !channel.isWritable { return }
         if !channel.isWritable {
-            let handler = self.handler
             try await channel.eventLoop.flatSubmit { handler.value.whenWritable() }.get()
         }
         let shared = self.shared
-        // Numbered and sealed on the channel's event loop right before the write: two senders cannot swap.
+        // Numbered and sealed on the channel's event loop right before the write, so two senders cannot swap, at
+        // the epoch of the channel it goes out on: what dies with a lost channel leaves a gap that the next
+        // message's higher epoch explains.
         try await channel.eventLoop.submit {
-            let sealed = try seal.seal(message, from: sender, epoch: shared.sealingEpoch)
+            let sealed = try seal.seal(message, from: sender, epoch: UInt32(truncatingIfNeeded: handler.value.epoch))
             let frame = try SessionCodec.encode(.appMessage(sealed), allocator: channel.allocator,
                                                 linkReportFrames: shared.linkReportFrames.load(ordering: .relaxed))
             channel.writeAndFlush(frame, promise: nil)
