@@ -133,7 +133,9 @@ struct AppDataCipherTests {
         }
         // Records of another attachment spliced in: refused too.
         let other = Self.records(try cipher.sealRecords(data, pieceSize: 4096, owner: ParticipantID("p1"), id: "other"))
-        #expect(throws: (any Error).self) { try cipher.openRecords(records[0] + other[1] + records[2], owner: ParticipantID("p1"), id: "poster") }
+        #expect(throws: (any Error).self) {
+            try cipher.openRecords(records[0] + other[1] + records[2], owner: ParticipantID("p1"), id: "poster")
+        }
         var altered = sealed
         altered[sealed.count / 2] ^= 0x80
         #expect(throws: (any Error).self) { try cipher.openRecords(altered, owner: ParticipantID("p1"), id: "poster") }
@@ -148,7 +150,9 @@ struct AppDataCipherTests {
         #expect(try cipher.openName(name, owner: ParticipantID("p1"), id: "poster") == "holiday photos.zip")
         #expect(throws: (any Error).self) { try cipher.openName(name, owner: ParticipantID("p1"), id: "other") }
         #expect(throws: (any Error).self) { try cipher.openName(name, owner: ParticipantID("p2"), id: "poster") }
-        #expect(throws: (any Error).self) { try AppDataCipher(secret: "x", session: "s1").openName(name, owner: ParticipantID("p1"), id: "poster") }
+        #expect(throws: (any Error).self) {
+            try AppDataCipher(secret: "x", session: "s1").openName(name, owner: ParticipantID("p1"), id: "poster")
+        }
     }
 
     /// The records of a sealed stream, each with its length prefix.
