@@ -6,6 +6,8 @@
                                                            command latency)
     web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
                                                            then loads each item by itself)
+    web-peer-check.py --vectors TANDEM MEDIA VECTORS        (the page's sealing against the known answers in VECTORS,
+                                                           Tests/Vectors/app-data-v2.json, which the Swift tests check too)
     web-peer-check.py --unplayable TANDEM MEDIA NOT_MEDIA  (the page is given files it cannot play: a damaged copy of
                                                            MEDIA that fails mid-play, then NOT_MEDIA; then MEDIA)
 
@@ -259,6 +261,59 @@ def queue_check(tandem, first, second, check):
         host.stop()
 
 
+VECTORS_SCRIPT = """async (vectors) => {
+  const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  const unhex = (t) => new Uint8Array(t.match(/../g) || []).map((_, i) => parseInt(t.substr(i * 2, 2), 16));
+  const key = await deriveAppKey(vectors.secret, vectors.session, true);
+  const out = { key: hex(new Uint8Array(await crypto.subtle.exportKey("raw", key))), boxes: [] };
+  for (const v of vectors.boxes) {
+    const place = Object.assign({}, v.place, v.place.kind === "message" ? { sequence: BigInt(v.place.sequence) } : {});
+    const aad = placeData(vectors.session, place);
+    const box = await seal(key, unhex(v.plaintext), aad, unhex(v.nonce));
+    let opened = null, elsewhere = null;
+    try { opened = hex(await open(key, unhex(v.box), aad)); } catch (e) { opened = "threw " + e; }
+    // The same box in another place (another sequence, index or id) must not open.
+    const moved = Object.assign({}, place, place.kind === "message" ? { sequence: place.sequence + 1n }
+                                           : place.kind === "record" ? { index: place.index + 1 } : { id: place.id + "x" });
+    try { await open(key, unhex(v.box), placeData(vectors.session, moved)); elsewhere = "opened"; } catch (e) { elsewhere = "refused"; }
+    out.boxes.push({ name: v.name, aad: hex(aad), box: hex(box), opened, elsewhere });
+  }
+  return out;
+}"""
+
+
+def vectors_check(tandem, media, path, check):
+    """`--vectors`: the page's key derivation, places and boxes against the shared known answers."""
+    from playwright.sync_api import sync_playwright
+    with open(path) as f:
+        vectors = json.load(f)
+    host = Host(tandem, media)
+    try:
+        link = host.browser_link()
+        check("the host gives a browser link", link is not None, "\n".join(host.lines[-5:]) if link is None else "")
+        if link is None:
+            return
+        with sync_playwright() as p:
+            browser = launch(p)
+            if browser is None:
+                return 77
+            page = browser.new_page()
+            page.goto(link)
+            page.wait_for_function("typeof placeData === 'function' && typeof deriveAppKey === 'function'", timeout=10000)
+            got = page.evaluate(VECTORS_SCRIPT, vectors)
+            check("the page derives the shared key", got["key"] == vectors["key"], got["key"])
+            for want, have in zip(vectors["boxes"], got["boxes"]):
+                ok = (have["aad"] == want["aad"] and have["box"] == want["box"] and have["opened"] == want["plaintext"]
+                      and have["elsewhere"] == "refused")
+                check("the page seals and opens " + want["name"] + " in its place", ok, "" if ok else json.dumps(have))
+            check("every known answer was checked", len(got["boxes"]) == len(vectors["boxes"]) >= 6)
+            browser.close()
+    except Exception as error:
+        check("no step timed out", False, str(error).splitlines()[0])
+    finally:
+        host.stop()
+
+
 def damaged_copy(media):
     """MEDIA with every 20th byte after its first tenth inverted: the browser reads its header (metadata, ready),
     plays a couple of seconds and then fails to decode it (Chromium: PIPELINE_ERROR_DECODE)."""
@@ -382,6 +437,12 @@ def main():
     if not os.access(CHROMIUM, os.X_OK):
         print("SKIP: no Chromium at " + CHROMIUM + "; run `make deps`")
         return 77
+    if sys.argv[1] == "--vectors":
+        if vectors_check(sys.argv[2], sys.argv[3], sys.argv[4], check) == 77:
+            return 77
+        passed = sum(1 for r in results if r)
+        print("web peer vectors: %d passed, %d failed" % (passed, len(results) - passed))
+        return 0 if results and passed == len(results) else 1
     if sys.argv[1] == "--queue":
         if queue_check(sys.argv[2], sys.argv[3], sys.argv[4], check) == 77:
             return 77
@@ -498,6 +559,17 @@ def main():
                                    timeout=10000)
             check("after reconnecting the page follows the host's pause", True,
                   "%.3f s" % page.evaluate("tandem.timeline.anchorItemTime / 1e9"))
+            # Chat goes on across the reconnect both ways, with nothing taken for the relay's doing.
+            page.fill("#chatText", "again from the browser")
+            page.click("#chatSend")
+            said = host.wait_for(lambda l: "again from the browser" in l, 5)
+            host.send("chat again from the terminal")
+            page.wait_for_function("tandem.chat.includes('again from the terminal')", timeout=5000)
+            drops = page.evaluate("tandem.wire.drops")
+            altered = [e for e in host.events("notice") if e.get("kind") == "appDataAltered"]
+            check("after reconnecting chat crosses both ways, and neither side drops or warns of anything",
+                  said is not None and not any(drops.values()) and page.evaluate("tandem.altered === undefined")
+                  and not altered, json.dumps(drops) + " " + json.dumps(altered))
 
             time.sleep(1)
             page.screenshot(path=screenshot)

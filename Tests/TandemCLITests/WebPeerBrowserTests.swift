@@ -70,6 +70,24 @@ struct WebPeerBrowserTests {
         if code == nil { driver.stop() }
     }
 
+    @Test("the page seals and opens in place exactly as the shared known answers say (Tests/Vectors/app-data-v2.json)",
+          .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
+          .timeLimit(.minutes(2)))
+    func pageMatchesKnownAnswers() async throws {
+        let vectors = Self.repository.appendingPathComponent("Tests/Vectors/app-data-v2.json").path
+        let driver = try TandemProcess([Self.repository.appendingPathComponent("scripts/web-peer-check.py").path, "--vectors",
+                                        TandemBinary.path, TandemBinary.sample("short.webm"), vectors],
+                                       executable: Self.python)
+        let code = await driver.exitCode(within: 90)
+        if code == 77 {
+            print("browser vectors test skipped: \(driver.stdout.split(separator: "\n").last ?? "")")
+            return
+        }
+        #expect(code == 0, "\(driver.stdout)\n\(driver.stderr)")
+        #expect(driver.stdout.contains("web peer vectors: 9 passed, 0 failed"), "\(driver.stdout)")
+        if code == nil { driver.stop() }
+    }
+
     @Test("bench browser: a short run with one page reports the render offset and the time to sync",
           .enabled(if: browserInstalled, "needs Chromium and Playwright: run `make deps` (skipped: the browser cannot start)"),
           .timeLimit(.minutes(2)))

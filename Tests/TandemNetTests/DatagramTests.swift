@@ -122,9 +122,9 @@ import Testing
         forged.writeBytes([UInt8](repeating: 1, count: 17))
         try await raw.send(forged, to: target)                                                     // forged hello for ann
         // A genuine datagram of ann's, captured and sent twice: it is relayed once, the copy is a replay.
-        let message = ClientMessage.appMessage(OutgoingAppMessage(
-            recipients: .all, delivery: .unreliable, sequence: ann.nextMessageSequence(),
-            payload: try ann.appDataCipher.seal(Data("captured".utf8))))
+        let message = ClientMessage.appMessage(try #require(ann.shared.appData).seal(OutgoingAppMessage(
+            recipients: .all, delivery: .unreliable, sequence: 0, payload: Data("captured".utf8)),
+            from: ann.localParticipantID, epoch: ann.shared.sealingEpoch))
         let captured = try #require(annLink.datagram(for: message))
         try await raw.send(captured, to: target)
         try await raw.send(captured, to: target)
@@ -319,13 +319,12 @@ import Testing
 func gatherAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within timeout: Double,
                        opening receiver: TandemClientConnection,
                        counting delivery: MessageDelivery? = nil) async -> [IncomingAppMessage] {
-    let cipher = receiver.payloadCipher
     let gathered = NIOLockedValueBox<[IncomingAppMessage]>([])
     await withTaskGroup(of: Void.self) { group in
         group.addTask {
             for await message in stream {
                 guard case .appMessage(var app) = message else { continue }
-                if let cipher, let opened = try? cipher.open(app.payload) { app.payload = opened }
+                if let opened = openedPayload(app, with: receiver) { app.payload = opened }
                 let counted = gathered.withLockedValue { all -> Int in
                     all.append(app)
                     return all.filter { delivery == nil || $0.delivery == delivery }.count

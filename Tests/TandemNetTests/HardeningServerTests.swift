@@ -326,9 +326,8 @@ struct HardeningServerTests {
         // The others still talk.
         let after = carol.serverMessages()
         try await sender.sendAppMessage(Data("after".utf8))
-        let cipher = carol.payloadCipher
         let got = await firstMessage(in: after, within: 5) { message in
-            if case .appMessage(let app) = message { return (try? cipher?.open(app.payload)) == Data("after".utf8) }
+            if case .appMessage(let app) = message { return openedPayload(app, with: carol) == Data("after".utf8) }
             return false
         }
         #expect(got != nil)

@@ -207,7 +207,7 @@ struct SessionServerTests {
         #expect(committed)
         // The stream is sealed; it opens to the attachment.
         #expect(assembled != data)
-        #expect(try late.payloadCipher?.openRecords(assembled) == data)
+        #expect(try late.payloadCipher?.openRecords(assembled, owner: owner.localParticipantID, id: "poster") == data)
 
         try await owner.removeAttachment(id: "poster")
         let removed = await firstMessage(in: stream, within: 3) { $0 == .journal(.remove(id: "poster")) }

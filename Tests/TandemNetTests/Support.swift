@@ -59,17 +59,25 @@ func firstMessage(in stream: AsyncStream<ServerMessage>, within timeout: Double,
     await firstElement(in: stream, within: timeout, where: predicate)
 }
 
+/// `app`'s payload opened in its place with `receiver`'s cipher, the header taken off (without the order checks
+/// `appMessages()` makes), or nil when it does not open.
+func openedPayload(_ app: IncomingAppMessage, with receiver: TandemClientConnection) -> Data? {
+    let place = SealedPlace.message(sender: app.source, delivery: app.delivery, sequence: app.sequence)
+    guard let plaintext = try? receiver.payloadCipher?.open(app.payload, at: place),
+          let (_, payload) = AppMessageHeader.split(plaintext) else { return nil }
+    return payload
+}
+
 /// Collects app messages from `stream` until `count` have arrived or `timeout` passes. With `receiver`, each
 /// payload is opened with its `payloadCipher` (one that does not open stays sealed).
 func collectAppMessages(_ stream: AsyncStream<ServerMessage>, count: Int, within timeout: Double,
                         opening receiver: TandemClientConnection? = nil) async -> [IncomingAppMessage] {
-    let cipher = receiver?.payloadCipher
-    return await withTaskGroup(of: [IncomingAppMessage]?.self) { group in
+    await withTaskGroup(of: [IncomingAppMessage]?.self) { group in
         group.addTask {
             var out: [IncomingAppMessage] = []
             for await message in stream {
                 if case .appMessage(var app) = message {
-                    if let cipher, let opened = try? cipher.open(app.payload) { app.payload = opened }
+                    if let receiver, let opened = openedPayload(app, with: receiver) { app.payload = opened }
                     out.append(app)
                     if out.count == count { break }
                 }

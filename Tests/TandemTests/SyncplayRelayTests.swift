@@ -109,8 +109,9 @@ struct SyncplayRelayTests {
         let keyed = try await TandemClient.connect(to: address, handshakeKey: key, name: "relay-side")
         #expect(keyed.welcome.participants.contains { $0.participant.name == "ann" })
         await #expect(throws: (any Error).self) { try await keyed.sendAppMessage(Data("hello".utf8)) }
-        let sealed = try #require(try ann.payloadCipher?.seal(Data("hello".utf8)))
-        #expect(throws: (any Error).self) { try keyed.payloadCipher?.open(sealed) }
+        let place = SealedPlace.message(sender: ann.localParticipantID, delivery: .reliable, sequence: 1)
+        let sealed = try #require(try ann.payloadCipher?.seal(Data("hello".utf8), at: place))
+        #expect(throws: (any Error).self) { try keyed.payloadCipher?.open(sealed, at: place) }
 
         await #expect(throws: TandemClientError.self) {
             var other = invite

@@ -7,7 +7,7 @@ extension GroupSessionJournal {
     /// The name to show for an attachment in a failure: the plaintext one when it opens.
     static func displayName(_ info: AttachmentInfo, cipher: (any PayloadCipher)?) -> String {
         guard let cipher else { return info.name }
-        return (try? cipher.openName(info.name)) ?? info.id
+        return (try? cipher.openName(info.name, owner: info.owner, id: info.id)) ?? info.id
     }
 
     /// Checks complete bytes and opens them when sealed: the plaintext info and bytes, or why they were dropped.
@@ -22,14 +22,15 @@ extension GroupSessionJournal {
         }
         guard let cipher else { return .success((done.info, done.data)) }
         do {
-            let plainName = try cipher.openName(done.info.name)
-            let data = try cipher.openRecords(done.data)
+            let plainName = try cipher.openName(done.info.name, owner: done.info.owner, id: done.info.id)
+            let data = try cipher.openRecords(done.data, owner: done.info.owner, id: done.info.id)
             let info = AttachmentInfo(id: done.info.id, owner: done.info.owner, name: plainName,
                                       size: Int64(data.count), sha256: hasher?(data) ?? "")
             return .success((info, data))
         } catch {
             return .failure(FailureText(text: "attachment '\(done.info.id)' could not be opened with this session's "
-                + "key (altered, or sealed with another key) and was dropped"))
+                + "key in its place (altered, cut, reordered or moved from another attachment on the way, or sealed "
+                + "with another key) and was dropped"))
         }
     }
 
@@ -39,7 +40,7 @@ extension GroupSessionJournal {
     func announced(_ info: AttachmentInfo) -> AttachmentInfo {
         guard let cipher else { return info }
         var shown = info
-        shown.name = (try? cipher.openName(info.name)) ?? info.id
+        shown.name = (try? cipher.openName(info.name, owner: info.owner, id: info.id)) ?? info.id
         shown.sha256 = ""
         return shown
     }
@@ -199,9 +200,10 @@ extension GroupSessionJournal {
         let wire: Data
         let announced: AttachmentInfo
         if let cipher {
-            wire = try cipher.sealRecords(data, pieceSize: chunkSize)
+            wire = try cipher.sealRecords(data, pieceSize: chunkSize, owner: info.owner, id: id)
             guard wire.count <= maxSize else { throw JournalError.tooLarge(size: wire.count, limit: maxSize) }
-            announced = AttachmentInfo(id: id, owner: info.owner, name: try cipher.sealName(name),
+            announced = AttachmentInfo(id: id, owner: info.owner,
+                                       name: try cipher.sealName(name, owner: info.owner, id: id),
                                        size: Int64(wire.count), sha256: hasher?(wire) ?? "")
         } else {
             wire = data

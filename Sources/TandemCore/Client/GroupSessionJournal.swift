@@ -14,7 +14,8 @@ import Synchronization
 /// sends and checks what it receives; without one it trusts the transport, which verifies checksums itself.
 ///
 /// When the link has a `payloadCipher`, an attachment travels sealed: its bytes as records of `chunkSize`-byte
-/// plaintext pieces (`PayloadCipher.sealRecords`), its name as a sealed box in base64, and `begin` announces the
+/// plaintext pieces (`PayloadCipher.sealRecords`, each bound to the attachment's owner and id, its index and whether
+/// it is the last), its name as a sealed box in base64 (bound to owner and id), and `begin` announces the
 /// size and SHA-256 of the sealed stream, which is what the transport checks. Receivers open it after checking the
 /// digest; `Attachment.info` then holds the plaintext name and size and the SHA-256 of the plaintext. An attachment
 /// that does not open is dropped on that receiver, with a line in `failures`.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Sends app messages to the other participants and receives theirs, like SharePlay's messenger.
 ///
@@ -9,9 +8,10 @@ import Synchronization
 /// enforced here, before anything is sent, and the messages numbered (the link passes them on as they are); the
 /// authority enforces its own limits again.
 ///
-/// When the link has a `payloadCipher`, every payload is sealed before it leaves and opened on arrival, so the
-/// authority relays bytes it cannot read. A message that does not open (altered on the way, or sealed with another
-/// key) is dropped and counted in `undecryptableMessages`; the session goes on.
+/// The link seals what it sends and opens what it delivers (`SessionLink.sendAppMessage`, `appMessages()`): on a
+/// link that seals app data the authority relays bytes it cannot read, and a message that does not open in its
+/// place, or comes twice or out of order, never reaches a subscriber (the link counts it: see
+/// `TandemClientConnection.appDataDrops`); the session goes on.
 public final class GroupSessionMessenger: Sendable {
     /// Why a message was not sent; each says what to do instead.
     public enum MessengerError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -72,16 +72,6 @@ public final class GroupSessionMessenger: Sendable {
     public let limits: Limits
     /// Where this messenger's sends are checked against `limits` and numbered; the link trusts it.
     private let gate: AppMessageGate
-    private let undecryptable = Undecryptable()
-
-    /// Shared with the subscriptions, which must not capture the messenger.
-    private final class Undecryptable: Sendable {
-        let count = Mutex(0)
-    }
-
-    /// Incoming messages dropped because they did not open with the session's key (each subscription counts the
-    /// messages it drops).
-    public var undecryptableMessages: Int { undecryptable.count.withLock { $0 } }
 
     /// A messenger over `link`. `clock` paces the rate limit.
     public init(link: any SessionLink, deliveryMode: MessageDelivery = .reliable, limits: Limits = .init(),
@@ -130,17 +120,9 @@ public final class GroupSessionMessenger: Sendable {
             case .rateLimited(let retryAfter): throw MessengerError.rateLimited(retryAfter: retryAfter)
             }
         }
-        let sealed: Data
-        if let cipher = link.payloadCipher {
-            do { sealed = try cipher.seal(payload) } catch {
-                throw MessengerError.encodingFailed("sealing failed: \(error)")
-            }
-        } else {
-            sealed = payload
-        }
         do {
-            try await link.send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: deliveryMode,
-                                                                sequence: sequence, payload: sealed)))
+            try await link.sendAppMessage(OutgoingAppMessage(recipients: recipients, delivery: deliveryMode,
+                                                             sequence: sequence, payload: payload))
         } catch let reason as InvalidationReason {
             throw MessengerError.sessionInvalidated(reason)
         }
@@ -168,21 +150,9 @@ public final class GroupSessionMessenger: Sendable {
 
     private func incoming<Value: Sendable>(_ decode: @escaping @Sendable (Data) -> Value?)
         -> AsyncStream<(Value, MessageContext)> {
-        let upstream = link.serverMessages()
-        let cipher = link.payloadCipher
-        let undecryptable = self.undecryptable
         // Pulled by the subscriber, in its own task: nothing runs while it does not listen, or after it stops.
-        return AsyncStream.pulling(upstream) { message -> (Value, MessageContext)? in
-            guard case .appMessage(let m) = message else { return nil }
-            var payload = m.payload
-            if let cipher {
-                guard let opened = try? cipher.open(payload) else {
-                    undecryptable.count.withLock { $0 += 1 }
-                    return nil
-                }
-                payload = opened
-            }
-            guard let value = decode(payload) else { return nil }
+        AsyncStream.pulling(link.appMessages()) { m -> (Value, MessageContext)? in
+            guard let value = decode(m.payload) else { return nil }
             return (value, MessageContext(source: m.source, delivery: m.delivery))
         }
     }

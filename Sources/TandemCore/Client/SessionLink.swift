@@ -27,22 +27,37 @@ public protocol SessionLink: AnyObject, Sendable {
     /// Seals app data (messenger payloads, journal attachments) end to end, so the authority routes bytes it
     /// cannot read; nil sends them as they are (in-memory links in tests).
     var payloadCipher: (any PayloadCipher)? { get }
+    /// Sends an app message from this participant. A link that seals app data numbers it in its lane and seals it
+    /// in its place (`AppMessageSeal`), in the order messages go on the wire; `message.sequence` is then its own.
+    func sendAppMessage(_ message: OutgoingAppMessage) async throws
+    /// A new subscription to the others' app messages from now on, as they are shown: a link that seals app data
+    /// delivers only those that opened in their place and came in order (payloads opened), and drops the rest.
+    func appMessages() -> AsyncStream<IncomingAppMessage>
 }
 
 extension SessionLink {
     public var attachmentHasher: (@Sendable (Data) -> String)? { nil }
     public var payloadCipher: (any PayloadCipher)? { nil }
+    /// Sends it as it is.
+    public func sendAppMessage(_ message: OutgoingAppMessage) async throws { try await send(.appMessage(message)) }
+    /// The app messages among `serverMessages()`, as they come.
+    public func appMessages() -> AsyncStream<IncomingAppMessage> {
+        AsyncStream.pulling(serverMessages()) { message in
+            if case .appMessage(let app) = message { app } else { nil }
+        }
+    }
 }
 
 /// End-to-end sealing of app data with a key every participant derives from the invite's secret (the server never
-/// has it). TandemNet implements it with AES-256-GCM; see docs/SECURITY.md.
+/// has it), each box bound to its place (`SealedPlace`) by associated data. TandemNet implements it with
+/// AES-256-GCM; see docs/SECURITY.md.
 public protocol PayloadCipher: Sendable {
     /// Bytes `seal` adds to every sealed box (nonce and tag).
     var overhead: Int { get }
-    /// Seals `plaintext`; every call uses a fresh nonce.
-    func seal(_ plaintext: Data) throws -> Data
-    /// Opens a box made by `seal` with the same key; throws when it was not, or was altered.
-    func open(_ box: Data) throws -> Data
+    /// Seals `plaintext` for `place`; every call uses a fresh nonce.
+    func seal(_ plaintext: Data, at place: SealedPlace) throws -> Data
+    /// Opens a box made by `seal` with the same key for the same place; throws when it was not, or was altered.
+    func open(_ box: Data, at place: SealedPlace) throws -> Data
 }
 
 /// How far a sealed app message may exceed the plaintext limit: the authority accepts payloads up to
@@ -53,67 +68,73 @@ public enum PayloadSealing {
 
 /// Why sealed app data could not be opened.
 public enum PayloadCipherError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A sealed attachment's record framing is broken (a length runs past the end).
+    /// A sealed attachment's record framing is broken (a length runs past the end, or there is no record).
     case malformedRecords
     /// A sealed name is not base64.
     case malformedName
 
     public var description: String {
         switch self {
-        case .malformedRecords: return "the sealed attachment's records are malformed"
+        case .malformedRecords: return "the sealed attachment's records are malformed or cut short"
         case .malformedName: return "the sealed attachment name is not base64"
         }
     }
 }
 
 extension PayloadCipher {
-    /// Seals an attachment as a sequence of self-delimiting records, one per `pieceSize` bytes of plaintext:
-    /// each record is `length u32 BE ‖ box`, `box` being `seal(piece)`. An empty attachment has no records.
-    /// The records do not depend on how the stream is later cut into chunks.
-    public func sealRecords(_ plaintext: Data, pieceSize: Int) throws -> Data {
+    /// Seals attachment `id` of `owner` as a sequence of self-delimiting records, one per `pieceSize` bytes of
+    /// plaintext: each record is `length u32 BE ‖ box`, record `i`'s box sealed at `.attachmentRecord(owner, id, i,
+    /// final)`, `final` on the last. An empty attachment is one empty final record, so a stream cut to nothing is
+    /// told from it. The records do not depend on how the stream is later cut into chunks.
+    public func sealRecords(_ plaintext: Data, pieceSize: Int, owner: ParticipantID, id: String) throws -> Data {
         let pieceSize = max(1, pieceSize)
         var out = Data()
-        let pieces = (plaintext.count + pieceSize - 1) / pieceSize
+        let pieces = max(1, (plaintext.count + pieceSize - 1) / pieceSize)
         out.reserveCapacity(plaintext.count + pieces * (4 + overhead))
-        var offset = plaintext.startIndex
-        while offset < plaintext.endIndex {
-            let end = min(plaintext.endIndex, offset + pieceSize)
-            let box = try seal(plaintext.subdata(in: offset..<end))
+        for index in 0..<pieces {
+            let start = plaintext.startIndex + index * pieceSize
+            let end = min(plaintext.endIndex, start + pieceSize)
+            let place = SealedPlace.attachmentRecord(owner: owner, id: id, index: UInt64(index), final: index == pieces - 1)
+            let box = try seal(plaintext.subdata(in: start..<end), at: place)
             let length = UInt32(box.count)
             out.append(contentsOf: [UInt8(length >> 24), UInt8((length >> 16) & 0xff),
                                     UInt8((length >> 8) & 0xff), UInt8(length & 0xff)])
             out.append(box)
-            offset = end
         }
         return out
     }
 
-    /// Opens every record made by `sealRecords` and joins the plaintext pieces; throws when a record is cut
-    /// short or a box does not open.
-    public func openRecords(_ sealed: Data) throws -> Data {
+    /// Opens every record made by `sealRecords` for the same attachment and joins the plaintext pieces; throws when
+    /// a record is cut short, out of its place (moved, shuffled, from another attachment), or the last is missing.
+    public func openRecords(_ sealed: Data, owner: ParticipantID, id: String) throws -> Data {
         var out = Data()
         var index = sealed.startIndex
+        var number: UInt64 = 0
+        guard !sealed.isEmpty else { throw PayloadCipherError.malformedRecords }
         while index < sealed.endIndex {
             guard sealed.endIndex - index >= 4 else { throw PayloadCipherError.malformedRecords }
             let length = sealed[index..<index + 4].reduce(0) { ($0 << 8) | Int($1) }
             index += 4
             guard length <= sealed.endIndex - index else { throw PayloadCipherError.malformedRecords }
-            out.append(try open(sealed.subdata(in: index..<index + length)))
+            let place = SealedPlace.attachmentRecord(owner: owner, id: id, index: number,
+                                                     final: index + length == sealed.endIndex)
+            out.append(try open(sealed.subdata(in: index..<index + length), at: place))
             index += length
+            number += 1
         }
         return out
     }
 
-    /// Seals an attachment's name: base64 of `seal(UTF-8 of the name)`.
-    public func sealName(_ name: String) throws -> String {
+    /// Seals the name of attachment `id` of `owner`: base64 of its box at `.attachmentName(owner, id)`.
+    public func sealName(_ name: String, owner: ParticipantID, id: String) throws -> String {
         // Bounded before sealing: the authority would truncate a longer sealed name, which then could not open.
         let bounded = TextBounds.truncated(name, maxBytes: TextBounds.maxPlainAttachmentNameBytes)
-        return try seal(Data(bounded.utf8)).base64EncodedString()
+        return try seal(Data(bounded.utf8), at: .attachmentName(owner: owner, id: id)).base64EncodedString()
     }
 
-    /// Opens a name sealed by `sealName`.
-    public func openName(_ sealed: String) throws -> String {
+    /// Opens a name sealed by `sealName` for the same attachment.
+    public func openName(_ sealed: String, owner: ParticipantID, id: String) throws -> String {
         guard let box = Data(base64Encoded: sealed) else { throw PayloadCipherError.malformedName }
-        return String(decoding: try open(box), as: UTF8.self)
+        return String(decoding: try open(box, at: .attachmentName(owner: owner, id: id)), as: UTF8.self)
     }
 }

@@ -207,6 +207,9 @@ public struct Notice: Hashable, Sendable, Codable {
         case differentMedia, waitingTimedOut, limitExceeded, info
         /// Posted by an app (`GroupSession.showNotice`); `participant` is who posted it.
         case app
+        /// Raised by the participant's own link, never sent: app data arrived altered (replayed, reordered, credited
+        /// to another sender, or with messages left out) and was dropped. Said once per connection.
+        case appDataAltered
     }
     public var kind: Kind
     public var participant: ParticipantID?

@@ -48,7 +48,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
     /// Attachments arriving: their running SHA-256 and the one announced.
     var incoming: [String: (hasher: SHA256, sha256: String)] = [:]
     /// Which of the connection's successive channels this is (a reconnect opens the next one).
-    private let epoch: Int
+    /// Which of the connection's channels this is (0, then one more for every reconnect attempt).
+    let epoch: Int
     /// This channel takes the place of a lost one: its welcome must keep the participant's identity.
     private let resuming: Bool
     /// Whether this channel got its welcome; only then does losing it concern the connection.

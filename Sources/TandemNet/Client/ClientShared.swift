@@ -57,6 +57,23 @@ final class ClientShared: Sendable {
     private let closed = Mutex<InvalidationReason?>(nil)
     /// Receives app messages instead of the subscribers, when set (load generators).
     let appTap = Mutex<AppMessageTap?>(nil)
+    /// Opens and orders the others' app messages, and seals this participant's; nil for a connection without the
+    /// app-data key (it shows none).
+    let appData: AppMessageSeal?
+    /// The app messages `appData` admitted, payloads opened (`appMessages()`).
+    let opened = FanOut<IncomingAppMessage>()
+    /// Whether the person has been told that the relay altered app data (once per connection).
+    private let toldAltered = Atomic<Bool>(false)
+    private let localClock: any MonotonicClock
+
+    /// The words a person reads, once, when the relay altered app data.
+    static let alteredText = "a message from the relay was altered and dropped: the relay may be replaying, "
+        + "reordering, re-attributing or withholding messages"
+
+    init(appData: AppMessageSeal? = nil, clock: any MonotonicClock = SystemMonotonicClock()) {
+        self.appData = appData
+        localClock = clock
+    }
     /// Every clock exchange (`clockSamples()`); a subscriber that does not read keeps the newest 64.
     let samples = FanOut<ClockSample>(buffering: .newest(64))
     /// The current channel's UDP side, or why there is none.
@@ -97,6 +114,9 @@ final class ClientShared: Sendable {
 
     func makeCurrent(epoch: Int) { self.epoch.withLock { $0 = epoch } }
 
+    /// The epoch app messages are sealed at (`AppMessageHeader.epoch`): it rises with every reconnect.
+    var sealingEpoch: UInt32 { UInt32(truncatingIfNeeded: epoch.withLock { $0 }) }
+
     /// From now on sends wait for `endGap()` (or the end).
     func beginGap() { gap.withLock { $0.open = true } }
 
@@ -127,7 +147,29 @@ final class ClientShared: Sendable {
 
     func deliver(_ event: ConnectionEvent) { connectionEvents.send(event) }
 
-    func deliver(_ message: ServerMessage) { messages.send(message) }
+    func deliver(_ message: ServerMessage) {
+        messages.send(message)
+        if case .appMessage(let app) = message { open(app) }
+    }
+
+    /// Hands an app message to `appMessages()` subscribers when it opens in its place and comes in order; tells the
+    /// person once when one did not.
+    private func open(_ app: IncomingAppMessage) {
+        guard let appData else { return }  // No key: nothing can be shown.
+        switch appData.open(app) {
+        case .admitted(let message, let missingBefore):
+            if missingBefore > 0 { tellAltered() }
+            opened.send(message)
+        case .dropped(let drop):
+            if drop.isTold { tellAltered() }
+        }
+    }
+
+    private func tellAltered() {
+        guard toldAltered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        let now = clock.withLock { $0.mapping }?.sessionTime(atLocal: localClock.now) ?? .zero
+        messages.send(.notice(Notice(kind: .appDataAltered, participant: nil, text: Self.alteredText, sessionTime: now)))
+    }
 
     /// Marks the link closed; tells every subscriber why (unless the server already did) and ends the streams.
     func finish(_ reason: InvalidationReason, announce: Bool) {
@@ -139,6 +181,7 @@ final class ClientShared: Sendable {
         guard first else { return }
         samples.finish()
         connectionEvents.finish()
+        opened.finish()
         let waiters = gap.withLock { gap -> [CheckedContinuation<Void, any Error>] in
             gap.closed = reason
             defer { gap.waiters.removeAll() }

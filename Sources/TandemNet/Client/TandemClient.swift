@@ -163,13 +163,15 @@ public final class TandemClientConnection: SessionLink {
         self.localParticipantID = welcome.localParticipant.id
         self.shared = shared
         self.options = options
-        self.appDataCipher = options.handshakeKey == nil ? AppDataCipher(invite: invite) : NoAppDataKey()
+        self.appDataCipher = shared.appData?.cipher ?? NoAppDataKey()
         appMessageGate = AppMessageGate(maxSize: options.maxMessageSize, messagesPerSecond: options.maxMessagesPerSecond,
                                         burst: options.maxMessagesPerSecond, clock: options.clock)
     }
 
     static func open(invite: Invite, name: String, options: TandemClient.Options) async throws -> TandemClientConnection {
-        let shared = ClientShared()
+        // Without the secret (a relay's Syncplay clients hold the handshake key alone) there is no app-data key.
+        let seal = options.handshakeKey == nil ? AppMessageSeal(cipher: AppDataCipher(invite: invite)) : nil
+        let shared = ClientShared(appData: seal, clock: options.clock)
         let (channel, bound, welcome) = try await establish(invite: invite, name: name, options: options, shared: shared)
         let connection = TandemClientConnection(invite: invite, name: name, welcome: welcome, channel: channel,
                                                 handler: bound, shared: shared, options: options)
@@ -351,47 +353,6 @@ public final class TandemClientConnection: SessionLink {
         else { return false }
         channel.writeAndFlush(frame, promise: nil)
         return true
-    }
-
-    /// Sends an app message, checked against `Options.maxMessageSize` and `maxMessagesPerSecond` and numbered here,
-    /// sealed like a messenger's: receivers open it with
-    /// `payloadCipher`. Raw bytes, without the messenger's type tag.
-    public func sendAppMessage(_ payload: Data, to recipients: Recipients = .all,
-                               delivery: MessageDelivery = .reliable) async throws {
-        if delivery == .unreliable, payload.count > MessageDelivery.maxUnreliableSize {
-            throw TandemClientError.unreliableMessageTooLarge(size: payload.count, limit: MessageDelivery.maxUnreliableSize)
-        }
-        let sequence: UInt64
-        do { sequence = try appMessageGate.admit(size: payload.count) } catch {
-            switch error {
-            case .tooLarge(let size, let limit): throw TandemClientError.messageTooLarge(size: size, limit: limit)
-            case .rateLimited: throw TandemClientError.rateLimited(limit: options.maxMessagesPerSecond)
-            }
-        }
-        try await send(.appMessage(OutgoingAppMessage(recipients: recipients, delivery: delivery, sequence: sequence,
-                                                      payload: try appDataCipher.seal(payload))))
-    }
-
-    /// Uploads a journal attachment sealed as a `GroupSessionJournal` seals it (records of `attachmentChunkSize`
-    /// plaintext bytes, the name sealed), in chunks with the sealed stream's SHA-256; returns what others will see
-    /// on the wire (the sealed name, size and digest).
-    @discardableResult
-    public func uploadAttachment(_ data: Data, name: String, id: String = UUID().uuidString) async throws -> AttachmentInfo {
-        let limit: Int64 = 100 * 1024 * 1024
-        guard Int64(data.count) <= limit else { throw TandemClientError.attachmentTooLarge(size: data.count, limit: limit) }
-        let sealed = try appDataCipher.sealRecords(data, pieceSize: options.attachmentChunkSize)
-        let digest = SHA256Hex.digest(sealed)
-        let info = AttachmentInfo(id: id, owner: localParticipantID, name: try appDataCipher.sealName(name),
-                                  size: Int64(sealed.count), sha256: digest)
-        try await send(.journal(.begin(info)))
-        var offset = 0
-        while offset < sealed.count {
-            let end = min(offset + options.attachmentChunkSize, sealed.count)
-            try await send(.journal(.chunk(id: id, offset: Int64(offset), bytes: sealed.subdata(in: offset..<end))))
-            offset = end
-        }
-        try await send(.journal(.commit(id: id)))
-        return info
     }
 
     /// Removes an attachment this peer owns, for everyone.

@@ -117,6 +117,8 @@ extension TandemClientConnection {
         guard let silentSince else { return false }
         current.withLock { $0 = CurrentChannel(channel: channel, handler: handler, welcome: welcome) }
         shared.makeCurrent(epoch: epoch)
+        // What was sent while this link was away never reached it: the next gap of every sender is explained.
+        shared.appData?.resumed()
         // The fresh snapshot first: the coordinator and the session resynchronise from it, then re-report what
         // the server forgot with the old channel (readiness, suspensions).
         shared.deliver(.welcome(welcome))

@@ -56,6 +56,7 @@ extension WebPage {
           if (follower) follower.clockReady();
         },
         app(source, plaintext) { onApp(source, plaintext); },
+        altered(text) { tandem.altered = text; addLine("notices", "⚠ " + text, "warn"); },
         journalChunk(id, offset, bytes) {
           if (!preview || preview.id !== id) return;
           if (offset !== preview.got || preview.got + bytes.length > preview.size) { previewFailed("its chunks do not add up"); return; }
@@ -75,7 +76,7 @@ extension WebPage {
         case "welcome": {
           const snap = body._0, again = tandem.joined === true, before = me;
           me = tandem.me = snap.localParticipant; people = snap.participants; reconnectToken = snap.reconnectToken || null;
-          wire.rejoined();
+          wire.rejoined(me.id);
           if (snap.activity) showActivity(snap.activity);
           renderPeople(); setControls(true);
           if (again) {
@@ -161,11 +162,13 @@ extension WebPage {
           const info = body._0;
           if (preview || previewTried.has(info.id) || (me && info.owner === me.id)) return;
           let name = null;
-          try { name = fromUTF8.decode(await open(wire.appKey, unb64(info.name))); } catch (e) { return; }
+          try {
+            name = fromUTF8.decode(await open(wire.appKey, unb64(info.name), placeData(session, { kind: "name", owner: info.owner, id: info.id })));
+          } catch (e) { return; }
           if (name !== PREVIEW_NAME || preview || previewTried.has(info.id)) return;
           previewTried.add(info.id);
           if (info.size > MAX_PREVIEW_BYTES) { addLine("notices", "Ignored a preview image of " + info.size + " bytes (the limit is " + MAX_PREVIEW_BYTES + ")", "warn"); return; }
-          preview = { id: info.id, size: info.size, sha256: info.sha256, got: 0, buffer: new Uint8Array(info.size) };
+          preview = { id: info.id, owner: info.owner, size: info.size, sha256: info.sha256, got: 0, buffer: new Uint8Array(info.size) };
           wire.sendMessage({ journal: { _0: { fetch: { id: info.id } } } });
         } else if (kind === "failed" && preview && body.id === preview.id) previewFailed(body.reason);
         else if (kind === "commit" && preview && body.id === preview.id) {
@@ -174,7 +177,7 @@ extension WebPage {
           const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", done.buffer));
           if (Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("") !== done.sha256) return previewFailed("its checksum differs");
           try {
-            const value = JSON.parse(fromUTF8.decode(await openRecords(wire.appKey, done.buffer)));
+            const value = JSON.parse(fromUTF8.decode(await openRecords(wire.appKey, session, done.owner, done.id, done.buffer)));
             const bytes = unb64(value.bytes), format = imageFormat(bytes);
             if (!format || format !== value.format || bytes.length > 256 * 1024) return previewFailed("it is not a PNG, JPEG, GIF or WebP image");
             $("preview").src = URL.createObjectURL(new Blob([bytes], { type: "image/" + format }));

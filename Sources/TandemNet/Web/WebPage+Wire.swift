@@ -33,7 +33,10 @@ extension WebPage {
     class TandemWire {
       constructor(session, secret, handlers) {
         this.session = session; this.secret = secret; this.handlers = handlers;
-        this.pending = new Uint8Array(0); this.state = "connecting"; this.sequence = 0; this.appSequence = 0;
+        this.pending = new Uint8Array(0); this.state = "connecting"; this.sequence = 0; this.appSequence = 0n;
+        // App messages are sealed and opened one at a time, so their numbers follow the wire's order.
+        this.sending = Promise.resolve(); this.opening = Promise.resolve(); this.order = new MessageOrder();
+        this.drops = { altered: 0, replayed: 0, reordered: 0, missing: 0, late: 0, malformed: 0 };
         this.samples = []; this.offset = null; this.roundTrip = null; this.lastHeard = performance.now();
         this.lostAt = null; this.attempts = 0; this.connections = 0;
       }
@@ -182,27 +185,54 @@ extension WebPage {
       localTime(session) { return session - this.offset; }
       get synchronised() { return this.samples.length >= 4; }
 
-      /** A reliable app message to everyone: delivery u8, sequence u64, count u16 (0xFFFF: all), sealed payload. */
-      async sendApp(plaintext) {
-        const sealed = await seal(this.appKey, plaintext);
-        const head = new Uint8Array(11), view = new DataView(head.buffer);
-        this.appSequence += 1;
-        view.setUint8(0, 0); view.setBigUint64(1, BigInt(this.appSequence)); view.setUint16(9, 0xFFFF);
-        this.send(Kind.appMessage, concat(head, sealed));
+      /** A reliable app message to everyone: delivery u8, sequence u64, count u16 (0xFFFF: all), sealed payload.
+       *  Numbered in the lane "everyone" and sealed in its place: header (audience 0, epoch u32) ‖ plaintext. */
+      sendApp(plaintext) {
+        this.sending = this.sending.then(async () => {
+          if (!this.me) return;
+          this.appSequence += 1n;
+          const sequence = this.appSequence, header = new Uint8Array(5);
+          new DataView(header.buffer).setUint32(1, this.connections);
+          const place = { kind: "message", sender: this.me, delivery: 0, sequence };
+          const sealed = await seal(this.appKey, concat(header, plaintext), placeData(this.session, place));
+          const head = new Uint8Array(11), view = new DataView(head.buffer);
+          view.setUint8(0, 0); view.setBigUint64(1, sequence); view.setUint16(9, 0xFFFF);
+          this.send(Kind.appMessage, concat(head, sealed));
+        }).catch(() => {});
       }
 
-      async appMessage(body) {
+      /** An app message from the others: opened in its place (the source the server stamped, its delivery and
+       *  number) and shown only when it comes in order; what does not is dropped, counted, and told once. */
+      appMessage(body) {
         const view = new DataView(body.buffer, body.byteOffset);
-        const sourceLength = view.getUint16(9);
-        const source = fromUTF8.decode(body.slice(11, 11 + sourceLength));
-        try {
-          const plaintext = await open(this.appKey, body.slice(11 + sourceLength));
-          this.handlers.app(source, plaintext);
-        } catch (e) { /* sealed with another key, or altered: dropped */ }
+        if (body.length < 11) return;
+        const delivery = view.getUint8(0), sequence = view.getBigUint64(1), sourceLength = view.getUint16(9);
+        const source = fromUTF8.decode(body.slice(11, 11 + sourceLength)), box = body.slice(11 + sourceLength);
+        this.opening = this.opening.then(async () => {
+          let plaintext;
+          try {
+            plaintext = await open(this.appKey, box, placeData(this.session, { kind: "message", sender: source, delivery, sequence }));
+          } catch (e) { return this.dropped("altered"); }
+          if (plaintext.length < 5 || plaintext[0] > 1) return this.dropped("malformed");
+          const epoch = new DataView(plaintext.buffer, plaintext.byteOffset).getUint32(1);
+          const lane = delivery === 1 ? "unreliable" : plaintext[0] === 0 ? "everyone" : "some";
+          const verdict = this.order.admit(source, lane, sequence, epoch);
+          if (verdict !== "admitted") return this.dropped(verdict);
+          if (this.order.missing > 0n) { this.drops.missing += Number(this.order.missing); this.order.missing = 0n; this.tell(); }
+          this.handlers.app(source, plaintext.slice(5));
+        }).catch(() => {});
       }
 
-      /** Back in the session (a welcome after a reconnect): the next loss gets a fresh 60 s. */
-      rejoined() { this.lostAt = null; this.attempts = 0; }
+      dropped(reason) { this.drops[reason] += 1; if (reason !== "late") this.tell(); }
+      tell() {
+        if (this.toldAltered) return;
+        this.toldAltered = true;
+        if (this.handlers.altered) this.handlers.altered("a message from the relay was altered and dropped: the relay may be replaying, reordering, re-attributing or withholding messages");
+      }
+
+      /** In the session (a welcome, first or after a reconnect) as `me`: the next loss gets a fresh 60 s, and what
+       *  was sent while away explains the next gap of every sender. */
+      rejoined(me) { this.lostAt = null; this.attempts = 0; this.me = me; this.order.resumed(); }
 
       leave() {
         this.sendMessage({ leave: {} });
@@ -219,33 +249,74 @@ extension WebPage {
       }
     }
 
-    /** HKDF-SHA256(ikm: secret, salt: session, info: "tandem app data v1") → AES-256-GCM key. */
-    async function deriveAppKey(secret, session) {
+    /** HKDF-SHA256(ikm: secret, salt: session, info: "tandem app data v2") → AES-256-GCM key. */
+    async function deriveAppKey(secret, session, extractable = false) {
       const ikm = await crypto.subtle.importKey("raw", utf8.encode(secret), "HKDF", false, ["deriveKey"]);
       return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: utf8.encode(session),
-                                       info: utf8.encode("tandem app data v1") },
-                                     ikm, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+                                       info: utf8.encode("tandem app data v2") },
+                                     ikm, { name: "AES-GCM", length: 256 }, extractable, ["encrypt", "decrypt"]);
     }
-    /** box = nonce (12) ‖ ciphertext ‖ tag (16), no associated data. */
-    async function seal(key, plaintext) {
-      const nonce = crypto.getRandomValues(new Uint8Array(12));
-      return concat(nonce, new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, plaintext)));
+    /** A box's associated data, its place (docs/PROTOCOL.md, "Sealing app data"; str = length u32 ‖ UTF-8):
+     *  message 1 ‖ session ‖ sender ‖ delivery u8 ‖ sequence u64; name 2 ‖ session ‖ owner ‖ id;
+     *  record 3 ‖ session ‖ owner ‖ id ‖ index u64 ‖ final u8. */
+    function placeData(session, place) {
+      const str = (text) => { const bytes = utf8.encode(text), out = new Uint8Array(4 + bytes.length);
+        new DataView(out.buffer).setUint32(0, bytes.length); out.set(bytes, 4); return out; };
+      const u64 = (value) => { const out = new Uint8Array(8); new DataView(out.buffer).setBigUint64(0, BigInt(value)); return out; };
+      switch (place.kind) {
+      case "message": return concat(new Uint8Array([1]), str(session), str(place.sender), new Uint8Array([place.delivery]), u64(place.sequence));
+      case "name": return concat(new Uint8Array([2]), str(session), str(place.owner), str(place.id));
+      case "record": return concat(new Uint8Array([3]), str(session), str(place.owner), str(place.id), u64(place.index),
+                                   new Uint8Array([place.final ? 1 : 0]));
+      default: throw new Error("no such place: " + place.kind);
+      }
     }
-    async function open(key, box) {
+    /** box = nonce (12) ‖ ciphertext ‖ tag (16), the place as associated data (a nonce is given only by tests). */
+    async function seal(key, plaintext, aad, nonce = crypto.getRandomValues(new Uint8Array(12))) {
+      return concat(nonce, new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce, additionalData: aad }, key, plaintext)));
+    }
+    async function open(key, box, aad) {
       if (box.length < 28) throw new Error("short box");
-      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: box.slice(0, 12) }, key, box.slice(12)));
+      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: box.slice(0, 12), additionalData: aad }, key, box.slice(12)));
     }
 
-    /** Opens an attachment's records (`length u32 BE ‖ box` each) and joins the plaintext. */
-    async function openRecords(key, sealed) {
-      const parts = []; let at = 0;
+    /** Opens an attachment's records (`length u32 BE ‖ box` each, record i bound to its owner, id, index and whether
+     *  it is the last) and joins the plaintext; cut, shuffled, moved or truncated records throw. */
+    async function openRecords(key, session, owner, id, sealed) {
+      const parts = []; let at = 0, index = 0;
+      if (sealed.length === 0) throw new Error("no records");
       while (at < sealed.length) {
         if (sealed.length - at < 4) throw new Error("cut records");
         const length = new DataView(sealed.buffer, sealed.byteOffset + at).getUint32(0); at += 4;
         if (length > sealed.length - at) throw new Error("cut records");
-        parts.push(await open(key, sealed.slice(at, at + length))); at += length;
+        const place = { kind: "record", owner, id, index, final: at + length === sealed.length };
+        parts.push(await open(key, sealed.slice(at, at + length), placeData(session, place))); at += length; index += 1;
       }
       return concat(...parts);
+    }
+
+    /** Where each sender's app messages stand, lane by lane, as native peers keep it (AppMessageOrder): the first
+     *  is the baseline; a number at or below the highest is a replay (seen, or older than 64 back), reordered
+     *  (reliable) or late (unreliable); a jump in the lane "everyone" leaves `missing` messages unless the sender's
+     *  epoch rose or this page reconnected since. */
+    class MessageOrder {
+      constructor() { this.tracks = new Map(); this.resumes = 0; this.missing = 0n; }
+      resumed() { this.resumes += 1; }
+      admit(sender, lane, sequence, epoch) {
+        const key = sender + "\u0000" + lane, t = this.tracks.get(key);
+        if (!t) { this.tracks.set(key, { highest: sequence, seen: 1n, epoch, resumes: this.resumes }); return "admitted"; }
+        if (sequence > t.highest) {
+          const step = sequence - t.highest;
+          const explained = lane !== "everyone" || epoch > t.epoch || this.resumes !== t.resumes;
+          if (!explained) this.missing += step - 1n;
+          t.seen = step >= 64n ? 1n : ((t.seen << step) | 1n) & 0xFFFFFFFFFFFFFFFFn;
+          t.highest = sequence; t.epoch = Math.max(t.epoch, epoch); t.resumes = this.resumes;
+          return "admitted";
+        }
+        const back = t.highest - sequence;
+        if (back >= 64n || (t.seen >> back) & 1n) return "replayed";
+        return lane === "unreliable" ? "late" : "reordered";
+      }
     }
 
     /** The token for the host's media (`--web-media`): hex HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session). */

@@ -221,7 +221,8 @@ package final class PeerPresenter: Sendable {
         case .timelineChanged(let timeline):
             emit(TimelineEvent(timeline))
         case .notice(let notice):
-            let text = notice.kind == .differentMedia ? "⚠ \(notice.text)" : notice.text
+            let warning = notice.kind == .differentMedia || notice.kind == .appDataAltered
+            let text = warning ? "⚠ \(notice.text)" : notice.text
             say(text)
             display(text)
             emit(NoticeEvent(notice))

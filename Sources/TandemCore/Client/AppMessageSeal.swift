@@ -1,0 +1,98 @@
+import Foundation
+import Synchronization
+
+/// Seals a participant's app messages in their place and opens the others' in theirs: the one place a link that
+/// seals app data (`SessionLink.payloadCipher`) numbers, seals, opens and orders messages. Keep one for the life of
+/// the session object (a reconnect keeps the participant's id, so its numbering goes on).
+///
+/// Sending: each message is numbered in its lane (`AppMessageLane`, from 1), the number goes on the wire as its
+/// `sequence`, and the box is `seal(header ‖ payload)` at `.message(sender, delivery, sequence)`. Seal in the order
+/// messages go on the wire.
+///
+/// Receiving: a box is opened at `.message(source, delivery, sequence)` — `source` as the server stamped it — so a
+/// box credited to someone else, or given another number or delivery, does not open; then `AppMessageOrder` admits
+/// it or not. Every drop is counted (`drops`).
+public final class AppMessageSeal: Sendable {
+    /// What became of a received message.
+    public enum Opened: Sendable, Hashable {
+        /// Admitted: the message with its payload opened (the header taken off).
+        case admitted(IncomingAppMessage, missingBefore: UInt64)
+        /// Dropped, for the reason counted in `drops`.
+        case dropped(Drop)
+    }
+
+    public enum Drop: Sendable, Hashable {
+        case altered, replayed, reordered, late, malformed
+
+        /// Whether a person should hear of it: everything but unreliable messages the network delivered late.
+        public var isTold: Bool { self != .late }
+    }
+
+    private struct State {
+        var next: [AppMessageLane: UInt64] = [:]
+        var order = AppMessageOrder()
+        var drops = AppMessageDrops()
+    }
+
+    public let cipher: any PayloadCipher
+    private let state = Mutex(State())
+
+    public init(cipher: any PayloadCipher) {
+        self.cipher = cipher
+    }
+
+    /// `message` from `sender`, numbered in its lane and sealed; `epoch` counts the sender's link's reconnects.
+    public func seal(_ message: OutgoingAppMessage, from sender: ParticipantID, epoch: UInt32) throws -> OutgoingAppMessage {
+        let lane = AppMessageLane(delivery: message.delivery, recipients: message.recipients)
+        let sequence = state.withLock { s -> UInt64 in
+            let next = s.next[lane, default: 1]
+            s.next[lane] = next + 1
+            return next
+        }
+        let header = AppMessageHeader(toEveryone: message.recipients == .all, epoch: epoch)
+        var sealed = message
+        sealed.sequence = sequence
+        sealed.payload = try cipher.seal(header.bytes + message.payload,
+                                         at: .message(sender: sender, delivery: message.delivery, sequence: sequence))
+        return sealed
+    }
+
+    /// Opens `message` in its place and decides whether it is shown.
+    public func open(_ message: IncomingAppMessage) -> Opened {
+        let place = SealedPlace.message(sender: message.source, delivery: message.delivery, sequence: message.sequence)
+        guard let plaintext = try? cipher.open(message.payload, at: place) else { return count(.altered) }
+        guard let (header, payload) = AppMessageHeader.split(plaintext) else { return count(.malformed) }
+        let lane: AppMessageLane = message.delivery == .unreliable ? .unreliable : header.toEveryone ? .everyone : .some
+        return state.withLock { s -> Opened in
+            switch s.order.admit(sender: message.source, lane: lane, sequence: message.sequence, epoch: header.epoch) {
+            case .admitted(let missing):
+                s.drops.missing += missing
+                var opened = message
+                opened.payload = payload
+                return .admitted(opened, missingBefore: missing)
+            case .replayed: s.drops.replayed += 1; return .dropped(.replayed)
+            case .reordered: s.drops.reordered += 1; return .dropped(.reordered)
+            case .late: s.drops.late += 1; return .dropped(.late)
+            }
+        }
+    }
+
+    /// The receiving link came back after a loss (`AppMessageOrder.resumed()`).
+    public func resumed() { state.withLock { $0.order.resumed() } }
+
+    /// What was dropped or found missing so far.
+    public var drops: AppMessageDrops { state.withLock { $0.drops } }
+
+    private func count(_ drop: Drop) -> Opened {
+        state.withLock { s in
+            switch drop {
+            case .altered: s.drops.altered += 1
+            case .malformed: s.drops.malformed += 1
+            case .replayed: s.drops.replayed += 1
+            case .reordered: s.drops.reordered += 1
+            case .late: s.drops.late += 1
+            }
+        }
+        return .dropped(drop)
+    }
+}
