@@ -201,6 +201,20 @@ extension SessionAuthority {
         }
     }
 
+    /// Bytes of attachment `id` received so far (nil: the journal does not hold it).
+    public func receivedBytes(ofAttachment id: String) -> Int64? { attachments[id]?.received }
+
+    /// Whether `owner` is sending attachment `id` (announced and accepted, not yet committed).
+    public func isReceivingAttachment(_ id: String, from owner: ParticipantID) -> Bool {
+        guard let stored = attachments[id] else { return false }
+        return stored.info.owner == owner && !stored.isCommitted
+    }
+
+    /// Committed journal attachments, in the order they were announced.
+    public var committedAttachments: [AttachmentInfo] {
+        attachmentOrder.compactMap { attachments[$0] }.filter(\.isCommitted).map(\.info)
+    }
+
     /// Participants that receive attachments as they are sent (not lazily), except `excluded`.
     func eagerIDs(except excluded: ParticipantID? = nil) -> [ParticipantID] {
         connectedIDs.filter { $0 != excluded && members[$0]?.lazyJournal != true }

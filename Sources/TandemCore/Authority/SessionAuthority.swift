@@ -109,22 +109,6 @@ public struct SessionAuthority: Sendable {
         presentIDs.compactMap { members[$0]?.state }
     }
 
-    /// The ids of the attachments the journal holds (in progress and committed), in the order they were announced.
-    public var attachmentIDs: [String] { attachmentOrder }
-
-    /// Bytes of attachment `id` received so far (nil: the journal does not hold it).
-    public func receivedBytes(ofAttachment id: String) -> Int64? { attachments[id]?.received }
-
-    /// Whether `owner` is sending attachment `id` (announced and accepted, not yet committed).
-    public func isReceivingAttachment(_ id: String, from owner: ParticipantID) -> Bool {
-        guard let stored = attachments[id] else { return false }
-        return stored.info.owner == owner && !stored.isCommitted
-    }
-
-    /// Committed journal attachments, in the order they were announced.
-    public var committedAttachments: [AttachmentInfo] {
-        attachmentOrder.compactMap { attachments[$0] }.filter(\.isCommitted).map(\.info)
-    }
 
     /// Admits a participant, or takes back one reconnecting with its token (same id and role, fresh snapshot).
     ///
