@@ -168,7 +168,8 @@ struct HostCommand: AsyncParsableCommand {
             let header = items.header(invite: hosted.invite, paths: paths, web: listen.web) + hosted.syncplayHeader
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                hosted.participant, header: header, invite: hosted.invite, web: listen.web, server: hosted.server,
+                hosted.participant, header: header, invite: hosted.invite, web: listen.web, syncplay: hosted.syncplayEvent,
+                server: hosted.server,
                 tracks: TrackSharing(share: shareTracks, options: peer))
             await hosted.syncplay?.close()
         }
