@@ -51,7 +51,9 @@ package struct SyncplayAddress: Sendable, Equatable {
 /// `fastForwardThreshold` behind it (Syncplay's defaults, 4 s and 5 s). Session → room: a timeline change made by
 /// a participant of the session (not by the bridge) is sent as Syncplay's state change. Room users joining and
 /// leaving are notices; chat crosses both ways; the room's shared playlist and the session's queue are kept the same
-/// both ways (`SyncplayBridge+Playlist.swift`). The bridge is always prepared: it has no player of its own.
+/// both ways (`SyncplayBridge+Playlist.swift`). Until the session's players have loaded the room's item, the room is
+/// only repeated and then the session moved to it (`SyncplayBridge+Arrival.swift`). The bridge is always prepared:
+/// it has no player of its own.
 package final class SyncplayBridge: Sendable {
     package static let rewindThreshold = 4.0
     package static let fastForwardThreshold = 5.0

@@ -138,14 +138,14 @@ struct HostCommand: AsyncParsableCommand {
             throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
         }
         if webMedia, !listen.web || server != nil {
-            throw ValidationError("--web-media goes with --web on the embedded server (not with --server)")
+            throw ValidationError("--web-media goes with --web on the embedded server (not with --server, --server-file or $TANDEM_SERVER)")
         }
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if server != nil, listen.tls != nil {
-            throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
+            throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server (--server-file, $TANDEM_SERVER) the standalone server has its own")
         }
     }
 
