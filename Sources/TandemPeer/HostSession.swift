@@ -103,6 +103,14 @@ package struct HostSession: Sendable {
         return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay)
     }
 
+    /// How Syncplay users join, for `--json`: the same as `syncplayHeader` (nil on an embedded server without
+    /// `--syncplay-port`).
+    package var syncplayEvent: SyncplayJoinEvent? {
+        if let syncplay { return SyncplayGuests.event(host: invite.host, port: syncplay.listener.port, invite: invite) }
+        guard server == nil else { return nil }
+        return SyncplayGuests.event(host: invite.host, port: nil, invite: invite)
+    }
+
     /// How Syncplay users join: through this host's listener (`--syncplay-port`), or, on a relay, through the relay's
     /// own (`tandem serve --syncplay-port`), with the same room and password.
     package var syncplayHeader: [String] {

@@ -39,23 +39,24 @@ package enum InviteSource: Equatable, Sendable {
             + "input, or the TANDEM_INVITE environment variable")
     }
 
-    /// The invite's text (a file's or standard input's first line).
-    package func read() throws(PeerFailure) -> String {
+    /// The invite's text (a file's or standard input's first line); `what` names it in errors (the same sources carry
+    /// other secrets: `host`'s server, a Syncplay room's password).
+    package func read(_ what: String = "invite") throws(PeerFailure) -> String {
         switch self {
         case .argument(let text), .environment(let text):
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw PeerFailure(.badInvite, "cannot read the invite file \(path) — check the path and its permissions")
+                throw PeerFailure(.badInvite, "cannot read the \(what) file \(path) — check the path and its permissions")
             }
             let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             let text = line.trimmingCharacters(in: .whitespaces)
-            guard !text.isEmpty else { throw PeerFailure(.badInvite, "the invite file \(path) is empty") }
+            guard !text.isEmpty else { throw PeerFailure(.badInvite, "the \(what) file \(path) is empty") }
             return text
         case .standardInput:
             // Read through the same buffered stdin as the scripted commands that follow it.
             guard let line = readLine(strippingNewline: true), !line.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw PeerFailure(.badInvite, "no invite on the first line of standard input")
+                throw PeerFailure(.badInvite, "no \(what) on the first line of standard input")
             }
             return line.trimmingCharacters(in: .whitespaces)
         }

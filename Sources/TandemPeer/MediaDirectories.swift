@@ -1,9 +1,11 @@
 import Foundation
 
 /// Where a Syncplay room's playlist entries are found here, as Syncplay's own clients find them in their media
-/// directories: a file name is looked up in each directory in turn; an http(s) URL is played from the URL. Entries
-/// come from the network: anything that is not a plain file name (a path, `..`, control characters) is refused, so
-/// no entry ever names a file outside these directories.
+/// directories: a file name is looked up in each directory in turn; an http(s) URL is played from the URL. An entry
+/// that is a path (Syncplay 1.6 puts the file given on its command line in the playlist as it was given, e.g.
+/// `/home/bob/movie.webm` or `C:\Films\movie.webm`) is looked up by its file name, as Syncplay's GUI lists it.
+/// Entries come from the network: only that last name is ever used (and refused when it is not a plain file name:
+/// `..`, control characters), so no entry ever names a file outside these directories.
 package struct MediaDirectories: Sendable, Equatable {
     /// The most directories searched, and the longest file name accepted (bytes, as Linux allows).
     package static let maxDirectories = 16
@@ -45,6 +47,13 @@ package struct MediaDirectories: Sendable, Equatable {
     /// Whether `entry` names an http(s) URL rather than a file.
     package static func isURL(_ entry: String) -> Bool { entry.contains("://") }
 
+    /// The file name an entry names: its last path component (after `/` or `\`), or the entry itself when it is a
+    /// plain name. A path that ends in a separator names no file (empty).
+    package static func fileName(of entry: String) -> String {
+        guard !isURL(entry), let separator = entry.lastIndex(where: { $0 == "/" || $0 == "\\" }) else { return entry }
+        return String(entry[entry.index(after: separator)...])
+    }
+
     /// Why `name` is not a plain file name, or nil when it is one.
     package static func problem(with name: String) -> String? {
         if name.isEmpty { return "an empty name" }
@@ -64,9 +73,10 @@ package struct MediaDirectories: Sendable, Equatable {
             }
             return .url(entry)
         }
-        if let problem = Self.problem(with: entry) { return .refused(problem) }
+        let name = Self.fileName(of: entry)
+        if let problem = Self.problem(with: name) { return .refused(problem) }
         for directory in paths {
-            let candidate = URL(fileURLWithPath: directory, isDirectory: true).appendingPathComponent(entry).standardizedFileURL.path
+            let candidate = URL(fileURLWithPath: directory, isDirectory: true).appendingPathComponent(name).standardizedFileURL.path
             // A plain name cannot leave the directory; checked again so that nothing else ever can.
             guard candidate.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/") else { continue }
             var isDirectory: ObjCBool = false

@@ -86,8 +86,8 @@ extension QueueMedia {
         case .url(let url):
             return url
         case .missing:
-            warn("\(media.fileName) is not in \(directories.described) — put a copy in one of them (or add a directory "
-                + "with --media-dir); nothing plays here for this item")
+            warn("\(MediaDirectories.fileName(of: media.fileName)) is not in \(directories.described) — put a copy in one of "
+                + "them (or add a directory with --media-dir); nothing plays here for this item")
             return ""
         case .refused(let why):
             warn("the Syncplay room's entry \"\(media.fileName)\" is not played: \(why)")

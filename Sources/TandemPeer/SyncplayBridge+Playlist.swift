@@ -15,6 +15,9 @@ struct PlaylistFollowing: Sendable {
     /// Whether the bridge is bringing the queue to the room's playlist, and whether a request of it is on its way.
     var following = false
     var inFlight = false
+    /// Whether one of those requests selects another entry, until the session's new activity arrives: that item is
+    /// the room's, arrived at again once loaded (`SyncplayArrival.itemChanged`).
+    var selecting = false
     var steps = 0
     /// The room's entries last reported missing here (so that the notice is not repeated for the same ones).
     var missing: [String] = []
@@ -103,6 +106,7 @@ extension SyncplayBridge {
         do {
             switch step {
             case .select(let index):
+                playlist.withLock { $0.selecting = true }
                 try await session.transition(to: .entry(id: queue.entries[index].id), startingAt: .zero, play: nil)
             case .add(let names, let index):
                 let entries = try names.map { name in
@@ -116,7 +120,7 @@ extension SyncplayBridge {
                 try await session.moveInQueue(entryID: queue.entries[from].id, to: to)
             }
         } catch {
-            playlist.withLock { $0.following = false; $0.inFlight = false }
+            playlist.withLock { $0.following = false; $0.inFlight = false; $0.selecting = false }
             try? await session.showNotice("the queue could not follow the Syncplay room's playlist: \(error)")
         }
     }
@@ -124,7 +128,7 @@ extension SyncplayBridge {
     /// The authority refused a request: when it was one of the bridge's queue steps, following stops, saying why.
     func refused(_ reason: String) async {
         let wasFollowing = playlist.withLock { state in
-            defer { state.following = false; state.inFlight = false }
+            defer { state.following = false; state.inFlight = false; state.selecting = false }
             return state.following && state.inFlight
         }
         if wasFollowing { try? await session.showNotice("the queue could not follow the Syncplay room's playlist: \(reason)") }
@@ -133,6 +137,8 @@ extension SyncplayBridge {
     /// The session moved to another item: the bridge is ready for it at once (it has no player), and the room is
     /// told the file this player now plays, as a Syncplay client announces a file it opens.
     func loaded(_ envelope: ActivityEnvelope) async {
+        let byRoom = playlist.withLock { state in defer { state.selecting = false }; return state.selecting }
+        arrival.withLock { $0.itemChanged(byRoom: byRoom) }
         let media = MediaActivity(envelope)
         var probe: MediaProbe?
         if let media, case .file(let path) = directories.resolve(media.fileName) { probe = try? await MediaProbe.probe(path) }
@@ -143,7 +149,9 @@ extension SyncplayBridge {
         guard let media else { return }
         let size = probe.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.location)[.size] as? Int } ?? 0
         let duration = (probe?.duration ?? media.duration)?.seconds ?? 0
-        room.set(.file(SyncplayFile(name: media.fileName, duration: duration, size: .number(Double(size)))))
+        // A path from the room's playlist is announced by its file name, as the Syncplay client that plays it does.
+        room.set(.file(SyncplayFile(name: MediaDirectories.fileName(of: media.fileName), duration: duration,
+                                    size: .number(Double(size)))))
     }
 }
 

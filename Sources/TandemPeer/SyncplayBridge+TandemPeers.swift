@@ -9,18 +9,6 @@ import TandemSyncplay
 /// the others stay in the room as quiet members (their heartbeats repeat the room's state, their readiness is the
 /// offering bridge's, which counts them), so Syncplay users still see everyone.
 extension SyncplayBridge {
-    /// The room's state as last heard, moved on while it plays: what a quiet member reports.
-    struct RoomMirror: Sendable {
-        var paused: Bool
-        var position: Double
-        var heard: LocalInstant
-
-        func playstate(at now: LocalInstant) -> SyncplayLocalPlaystate {
-            let elapsed = paused ? 0 : max(0, Double(now.nanoseconds - heard.nanoseconds) / 1e9)
-            return SyncplayLocalPlaystate(position: position + elapsed, paused: paused)
-        }
-    }
-
     /// The Tandem session another member of the room offers, if any: the first by name (so that everyone who looks
     /// picks the same) whose offer is an invite; this peer's own entry is skipped.
     package static func offeredSession(in members: [String: SyncplayListedUser],
@@ -44,13 +32,11 @@ extension SyncplayBridge {
     /// `member`'s. Nothing else is passed on — `member`'s bridge already shows the room to the session. The bridge's
     /// own session is left. Runs until the room connection ends or the task is cancelled; then closes it.
     func runFollowing(_ member: String, ready: Bool?) async {
-        mirror.withLock { $0 = $0 ?? RoomMirror(paused: true, position: 0, heard: clock.now) }
+        arrival.withLock { $0.quiet() }
         await link.close()
         if let ready { room.setReady(ready) }
         for await event in room.events {
             switch event {
-            case .roomState(let paused, let position, _, _):
-                mirror.withLock { $0 = RoomMirror(paused: paused, position: position, heard: clock.now) }
             case .ready(let name, let isReady) where name == member:
                 room.setReady(isReady)
             default:

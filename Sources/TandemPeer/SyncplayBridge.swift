@@ -51,7 +51,9 @@ package struct SyncplayAddress: Sendable, Equatable {
 /// `fastForwardThreshold` behind it (Syncplay's defaults, 4 s and 5 s). Session → room: a timeline change made by
 /// a participant of the session (not by the bridge) is sent as Syncplay's state change. Room users joining and
 /// leaving are notices; chat crosses both ways; the room's shared playlist and the session's queue are kept the same
-/// both ways (`SyncplayBridge+Playlist.swift`). The bridge is always prepared: it has no player of its own.
+/// both ways (`SyncplayBridge+Playlist.swift`). Until the session's players have loaded the room's item, the room is
+/// only repeated and then the session moved to it (`SyncplayBridge+Arrival.swift`). The bridge is always prepared:
+/// it has no player of its own.
 package final class SyncplayBridge: Sendable {
     package static let rewindThreshold = 4.0
     package static let fastForwardThreshold = 5.0
@@ -75,9 +77,11 @@ package final class SyncplayBridge: Sendable {
     let directories: MediaDirectories
     /// The file this peer told the room about (offering a Tandem session re-sends it with the invite).
     let file: SyncplayFile
-    /// While this peer follows another Tandem peer's session instead of bridging its own: the room's last state,
-    /// which its heartbeat reports (`runFollowing`).
-    let mirror: Locked<RoomMirror?>
+    /// Whether the heartbeat reports the session or repeats the room: the room's last state, and whether the
+    /// session's players have arrived at it (`SyncplayBridge+Arrival.swift`); a quiet member never reports its own.
+    let arrival: Locked<SyncplayArrival>
+    /// The request that moves the session to the room on arriving, while it is on its way.
+    let arrivalRequest = Mutex<UInt64?>(nil)
 
     /// Connects to the local session at `invite` as `syncplay` and to the room as `name`, announcing `probe`'s file.
     /// With `address.tls`, the server's certificate is checked against `trustRoots` (PEM; default: the system's).
@@ -92,21 +96,23 @@ package final class SyncplayBridge: Sendable {
         let size = (try? FileManager.default.attributesOfItem(atPath: probe.location)[.size] as? Int) ?? 0
         let file = SyncplayFile(name: fileName, duration: probe.duration?.seconds ?? 0, size: .number(Double(size)))
         let latest = Locked<Timeline?>(nil)
-        let mirror = Locked<RoomMirror?>(nil)
+        let arrival = Locked(SyncplayArrival())
         let clock = SystemMonotonicClock()
         let room: SyncplayConnection
         do {
             room = try await SyncplayConnection.connect(
                 host: address.host, port: address.port, tls: address.tls ? SyncplayTLS(trustRootsPath: trustRoots) : nil,
                 configuration: .init(username: name, room: address.room, passwordMD5: passwordMD5, file: file)) {
-                    if let following = mirror.value { return following.playstate(at: clock.now) }
+                    // Nothing of its own to report before its players have arrived where the room is: the heartbeat
+                    // repeats the room's state.
+                    guard arrival.value.reportsOwnPosition else { return nil }
                     return Self.playstate(latest.value, mapping: link.clockMapping(), now: clock.now)
                 }
         } catch {
             await link.close()
             throw error
         }
-        let bridge = SyncplayBridge(room: room, link: link, latest: latest, mirror: mirror, file: file, directories: directories)
+        let bridge = SyncplayBridge(room: room, link: link, latest: latest, arrival: arrival, file: file, directories: directories)
         bridge.playlist.withLock { $0.duration = probe.duration }
         let info = MediaInfo(duration: probe.duration, isSeekable: probe.isSeekable, hasVideo: probe.hasVideo,
                              hasAudio: probe.hasAudio, contentID: probe.contentID, title: probe.title)
@@ -119,12 +125,12 @@ package final class SyncplayBridge: Sendable {
     }
 
     private init(room: SyncplayConnection, link: TandemClientConnection, latest: Locked<Timeline?>,
-                 mirror: Locked<RoomMirror?>, file: SyncplayFile, directories: MediaDirectories) {
+                 arrival: Locked<SyncplayArrival>, file: SyncplayFile, directories: MediaDirectories) {
         self.room = room
         self.link = link
         self.directories = directories
         self.file = file
-        self.mirror = mirror
+        self.arrival = arrival
         self.timeline = latest
         self.messages = link.serverMessages()
         // The timeline at connecting came in the welcome; later ones arrive as messages.
@@ -173,20 +179,26 @@ package final class SyncplayBridge: Sendable {
                 scheduleEndReport()
                 // No player here: prepared at once, so the group never waits for the bridge. What the room asked
                 // for (the bridge's own requests) is not sent back to it.
-                guard let change = await settled.take(new, link: link), let origin = change.origin,
-                      origin != link.localParticipantID, change.isNews else { continue }
-                room.localChange(SyncplayLocalPlaystate(position: new.anchorItemTime.seconds, paused: !new.isPlaying),
-                                 seek: change.seeks)
+                let change = await settled.take(new, link: link)
+                await advanceArrival()
+                guard let change, let origin = change.origin, origin != link.localParticipantID, change.isNews else { continue }
+                let told = SyncplayLocalPlaystate(position: new.anchorItemTime.seconds, paused: !new.isPlaying)
+                room.localChange(arrival.value.reported(told, seeks: change.seeks, now: clock.now), seek: change.seeks)
             case .participants(let states):
                 let others = states.filter { $0.participant.id != link.localParticipantID && $0.hasJoined }
                 let ready = !others.isEmpty && others.allSatisfy { if case .ready = $0.readiness { true } else { false } }
                 let changed = readyToldRoom.withLock { told in defer { told = ready }; return told != ready }
                 if changed { room.setReady(ready) }
+                arrival.withLock { $0.players(loaded: ready) }
+                await advanceArrival()
             case .queue(let queue):
                 await perform(sessionQueueChanged(queue))
                 await followPlaylist()
+                await advanceArrival()
             case .activity(let envelope):
                 await loaded(envelope)
+            case .rejected(let requestID, _):
+                arrivalRefused(requestID)
             case .refused(let reason):
                 await refused(reason)
             default:
@@ -201,6 +213,16 @@ package final class SyncplayBridge: Sendable {
         for await event in room.events {
             switch event {
             case .roomState(let paused, let position, let doSeek, let setBy):
+                // Before the session's players have arrived, the room's changes are only noted: arriving moves the
+                // session to the room's latest state.
+                let holds = arrival.withLock { state in
+                    state.heard(paused: paused, position: position, now: clock.now)
+                    return state.holdsRoomChanges
+                }
+                if holds {
+                    await advanceArrival()
+                    continue
+                }
                 // Our own changes come back from the server set by us: the session made them already.
                 guard setBy != room.username else { continue }
                 await follow(paused: paused, position: position, seek: doSeek)
@@ -243,7 +265,14 @@ package final class SyncplayBridge: Sendable {
             command = .seek(itemTime: .seconds(max(0, position)), play: true)
         }
         guard let command else { return }
+        await request(command, basedOn: current, at: now)
+    }
+
+    /// Asks the session's authority for `command`; `noting` learns the request's id before it is sent.
+    func request(_ command: TimelineRequest.Command, basedOn current: Timeline, at now: SessionInstant,
+                 noting: (UInt64) -> Void = { _ in }) async {
         let id = nextRequest.withLock { n in defer { n += 1 }; return n }
+        noting(id)
         try? await link.send(.timelineRequest(TimelineRequest(requestID: id, command: command,
                                                               basedOnGeneration: current.generation,
                                                               requestedAtSessionTime: now)))

@@ -128,13 +128,21 @@ extension SyncplayGuests {
     /// How a Syncplay user joins a session on this relay (the session id and password come from its host).
     package func relayHeader(advertising host: String) -> [String] {
         ["Syncplay users join sessions here with: syncplay --host \(Self.bracketed(host)):\(listener.port) "
-            + "--room SESSION --password=PASSWORD FILE (tandem host prints both)"]
+            + "--room=SESSION --password=PASSWORD FILE (tandem host prints both)"]
     }
 
-    /// `syncplay --host HOST:PORT --room SESSION --password=PASSWORD FILE` for `invite`'s session.
-    static func command(host: String, port: String, invite: Invite) -> String {
-        "syncplay --host \(bracketed(host)):\(port) --room \(invite.session) "
+    /// `syncplay --host HOST:PORT --room=SESSION --password=PASSWORD FILE` for `invite`'s session. The values are
+    /// attached with `=`: a session id may start with `-`, which Syncplay's argument parser would take for an option.
+    package static func command(host: String, port: String, invite: Invite) -> String {
+        "syncplay --host \(bracketed(host)):\(port) --room=\(invite.session) "
             + "--password=\(SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)) FILE"
+    }
+
+    /// The `syncplay` event: where Syncplay users join `invite`'s session (`port` nil: the relay's own
+    /// `--syncplay-port`, which this host does not know).
+    package static func event(host: String, port: Int?, invite: Invite) -> SyncplayJoinEvent {
+        SyncplayJoinEvent(host: host, port: port, room: invite.session,
+                          password: SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes))
     }
 
     private static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }

@@ -99,9 +99,10 @@ public struct SyncplayClientState: Sendable {
                                            room: configuration.room, realVersion: "1.7.3", features: features)))]
     }
 
-    /// The commands of one line from the server. `local` is where this peer's player is now (for the heartbeat).
+    /// The commands of one line from the server. `local` is where this peer's player is now (for the heartbeat); nil
+    /// while it has no position of its own (nothing loaded yet), when the answer repeats the room's state.
     public mutating func receive(_ commands: [SyncplayCommand], now: LocalInstant,
-                                 local: SyncplayLocalPlaystate) -> [Action] {
+                                 local: SyncplayLocalPlaystate?) -> [Action] {
         lastHeard = now
         var actions: [Action] = []
         for command in commands {
@@ -182,7 +183,7 @@ public struct SyncplayClientState: Sendable {
         }
     }
 
-    private mutating func heartbeat(_ state: SyncplayState, now: LocalInstant, local: SyncplayLocalPlaystate) -> [Action] {
+    private mutating func heartbeat(_ state: SyncplayState, now: LocalInstant, local: SyncplayLocalPlaystate?) -> [Action] {
         var actions: [Action] = []
         if let server = state.ignoringServer {
             serverIgnoring = server
@@ -198,18 +199,24 @@ public struct SyncplayClientState: Sendable {
         // The player follows the room at once (the owner of this connection applies `roomState`), so the answer
         // already says what it will be doing: answering with the state from before would read to the server as
         // this peer pausing or playing, and two peers would toggle each other for ever.
+        // A peer with no position of its own repeats the room's (Syncplay's own client sends none before it has heard
+        // the room, then starts where the room is): a position it has not played would move everyone there.
         var answer = local
         if let playstate = state.playstate, let paused = playstate.paused, clientIgnoring == 0 {
             let position = paused ? playstate.position : playstate.position + forwardDelay
             actions.append(.event(.roomState(paused: paused, position: position, doSeek: playstate.doSeek,
                                              setBy: playstate.setBy)))
-            answer.paused = paused
-            if playstate.doSeek || paused != local.paused { answer.position = position }
+            if let local {
+                answer?.paused = paused
+                if playstate.doSeek || paused != local.paused { answer?.position = position }
+            } else {
+                answer = SyncplayLocalPlaystate(position: position, paused: paused)
+            }
         }
-        // The answer: where this player is, unless a change of ours is still unconfirmed.
+        // The answer: where this player is, unless a change of ours is still unconfirmed (or it has nothing to say).
         var reply = SyncplayState(ping: SyncplayPing(latencyCalculation: echo, clientLatencyCalculation: now.seconds,
                                                      clientRtt: lastRTT))
-        if clientIgnoring == 0 || serverIgnoring != 0 {
+        if let answer, clientIgnoring == 0 || serverIgnoring != 0 {
             reply.playstate = SyncplayPlaystate(position: answer.position, paused: answer.paused)
         }
         if serverIgnoring != 0 {

@@ -56,13 +56,14 @@ public struct SyncplayTLS: Sendable {
 }
 
 /// One connection to a Syncplay server, driven by `SyncplayClientState`: lines in, commands decoded, heartbeats
-/// answered at once, events out. `local` says where this peer's player is, for the heartbeat.
+/// answered at once, events out. `local` says where this peer's player is, for the heartbeat (nil: nowhere of its own
+/// yet, and the heartbeat repeats the room's state).
 public final class SyncplayConnection: Sendable {
     public let events: AsyncStream<SyncplayClientState.Event>
     private let continuation: AsyncStream<SyncplayClientState.Event>.Continuation
     private let state: Mutex<SyncplayClientState>
     private let channel: any Channel
-    private let local: @Sendable () -> SyncplayLocalPlaystate
+    private let local: @Sendable () -> SyncplayLocalPlaystate?
     private let clock: any MonotonicClock
     private let ended = Mutex<String?>(nil)
     /// The room's members as the server's latest `List` named them (nil before the first).
@@ -83,7 +84,7 @@ public final class SyncplayConnection: Sendable {
                                configuration: SyncplayClientState.Configuration,
                                clock: any MonotonicClock = SystemMonotonicClock(),
                                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-                               local: @escaping @Sendable () -> SyncplayLocalPlaystate) async throws(SyncplayConnectionError) -> SyncplayConnection {
+                               local: @escaping @Sendable () -> SyncplayLocalPlaystate?) async throws(SyncplayConnectionError) -> SyncplayConnection {
         let holder = Mutex<SyncplayConnection?>(nil)
         let channel: any Channel
         do {
@@ -117,7 +118,7 @@ public final class SyncplayConnection: Sendable {
     }
 
     private init(channel: any Channel, configuration: SyncplayClientState.Configuration, clock: any MonotonicClock,
-                 local: @escaping @Sendable () -> SyncplayLocalPlaystate) {
+                 local: @escaping @Sendable () -> SyncplayLocalPlaystate?) {
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         self.state = Mutex(SyncplayClientState(configuration: configuration))
         self.channel = channel

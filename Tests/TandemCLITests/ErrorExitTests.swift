@@ -10,8 +10,9 @@ struct ErrorExitTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
     /// Runs `tandem` to completion and returns (exit code, stderr).
-    static func run(_ arguments: [String], timeout: Double = 30) async throws -> (Int32?, String) {
-        let process = try TandemProcess(arguments)
+    static func run(_ arguments: [String], environment: [String: String] = [:],
+                    timeout: Double = 30) async throws -> (Int32?, String) {
+        let process = try TandemProcess(arguments, environment: environment)
         let code = await process.exitCode(within: timeout)
         return (code, process.stderr)
     }
@@ -48,7 +49,8 @@ struct ErrorExitTests {
     }
 
     @Test("an unreachable server: 4") func unreachable() async throws {
-        let (code, stderr) = try await Self.run(["join", "tandem://127.0.0.1:1/movie#secret", Self.sample, "--headless"])
+        let (code, stderr) = try await Self.run(["join", Self.sample, "--headless"],
+                                                environment: ["TANDEM_INVITE": "tandem://127.0.0.1:1/movie#secret"])
         #expect(code == 4)
         Self.expectOneClearLine(stderr, mentioning: ["cannot reach", "127.0.0.1:1"])
     }
@@ -59,7 +61,8 @@ struct ErrorExitTests {
         defer { host.stop() }
         let invite = try await SessionProcessTests.invite(of: host)
         let hash = try #require(invite.firstIndex(of: "#"))
-        let (code, stderr) = try await Self.run(["join", String(invite[..<hash]) + "#not-the-secret", Self.sample, "--headless"])
+        let (code, stderr) = try await Self.run(["join", Self.sample, "--headless"],
+                                                environment: ["TANDEM_INVITE": String(invite[..<hash]) + "#not-the-secret"])
         #expect(code == 5)
         Self.expectOneClearLine(stderr, mentioning: ["secret", "fresh invite"])
 
@@ -71,7 +74,7 @@ struct ErrorExitTests {
         host.send("leave")
         #expect(await host.exitCode(within: 10) == 0)
         // The host's server is gone with it: the invite now reaches nobody.
-        let (code4, _) = try await Self.run(["join", invite, Self.sample, "--headless"])
+        let (code4, _) = try await Self.run(["join", Self.sample, "--headless"], environment: ["TANDEM_INVITE": invite])
         #expect(code4 == 4)
     }
 
@@ -87,7 +90,7 @@ struct ErrorExitTests {
         let invite = try await SessionProcessTests.invite(of: host)
         host.send("end")
         #expect(await host.exitCode(within: 10) == 0)
-        let (code, stderr) = try await Self.run(["join", invite, Self.sample, "--headless"])
+        let (code, stderr) = try await Self.run(["join", Self.sample, "--headless"], environment: ["TANDEM_INVITE": invite])
         #expect(code == 5)
         Self.expectOneClearLine(stderr, mentioning: ["invite"])
     }

@@ -90,6 +90,8 @@ struct InviteInputTests {
             let commandLine = Self.commandLine(of: joiner.pid)
             #expect(commandLine.contains("join"), "no command line read for \(joiner.arguments)")
             #expect(!commandLine.contains(secret), "the secret is on the command line: \(commandLine)")
+            // …and nothing warns about it.
+            CommandLineSecretTests.expectSilent(joiner)
         }
         // Lines after the invite on stdin are commands.
         dave.send("leave")

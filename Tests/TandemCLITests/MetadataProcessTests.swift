@@ -24,8 +24,8 @@ struct MetadataProcessTests {
         // A person's view: the header names the type and where to get the media, and where the preview went.
         let bobDir = dir.appendingPathComponent("bob")
         try FileManager.default.createDirectory(at: bobDir, withIntermediateDirectories: true)
-        let bob = try TandemProcess(["join", invite, SessionProcessTests.sample, "--headless", "--name", "bob",
-                                     "--preview-dir", bobDir.path])
+        let bob = try TandemProcess(["join", SessionProcessTests.sample, "--headless", "--name", "bob",
+                                     "--preview-dir", bobDir.path], environment: ["TANDEM_INVITE": invite])
         defer { bob.stop() }
         #expect(await bob.wait(for: 30) { $0.stdout.contains("Preview image: ") }, "bob: \(bob.stdout) \(bob.stderr)")
         #expect(bob.stdout.contains("Type: watchTogether · get it from https://example.org/countdown.webm"))
@@ -36,8 +36,8 @@ struct MetadataProcessTests {
         // A script's view: the full metadata and the preview as events.
         let carolDir = dir.appendingPathComponent("carol")
         try FileManager.default.createDirectory(at: carolDir, withIntermediateDirectories: true)
-        let carol = try TandemProcess(["join", invite, SessionProcessTests.sample, "--headless", "--json",
-                                       "--name", "carol", "--preview-dir", carolDir.path])
+        let carol = try TandemProcess(["join", SessionProcessTests.sample, "--headless", "--json",
+                                       "--name", "carol", "--preview-dir", carolDir.path], environment: ["TANDEM_INVITE": invite])
         defer { carol.stop() }
         let activity = await carol.event("activity", within: 30)
         #expect(activity?["fallbackURL"]?.string == "https://example.org/countdown.webm")

@@ -25,8 +25,8 @@ struct QueueProcessTests {
             let invite = try await SessionProcessTests.invite(of: host)
             let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-queue-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
-            let bob = try TandemProcess(["join", invite, "--media-dir", TandemBinary.samples.path, "--headless", "--json",
-                                         "--name", "bob"], currentDirectory: elsewhere)
+            let bob = try TandemProcess(["join", "--media-dir", TandemBinary.samples.path, "--headless", "--json",
+                                         "--name", "bob"], environment: ["TANDEM_INVITE": invite], currentDirectory: elsewhere)
             return (host, bob, elsewhere)
         } catch {
             host.stop()

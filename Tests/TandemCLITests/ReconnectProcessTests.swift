@@ -105,8 +105,8 @@ struct ReconnectProcessTests {
         let host = try P.host()
         defer { host.stop() }
         let invite = try await P.invite(of: host)
-        let bob = try TandemProcess(["join", invite, P.sample, "--headless", "--json", "--name", "bob",
-                                     "--reconnect-grace", "2"])
+        let bob = try TandemProcess(["join", P.sample, "--headless", "--json", "--name", "bob",
+                                     "--reconnect-grace", "2"], environment: ["TANDEM_INVITE": invite])
         defer { bob.stop() }
         #expect(await bob.wait(for: 30) { P.seesReady($0, ["ann"]) }, "bob stderr: \(bob.stderr)")
         host.signal(SIGKILL)

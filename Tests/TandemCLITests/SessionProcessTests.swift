@@ -9,12 +9,13 @@ import Glibc
 struct SessionProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    static func host(_ extra: [String] = [], name: String = "ann") throws -> TandemProcess {
-        try TandemProcess(["host", sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0", "--name", name] + extra)
+    static func host(_ extra: [String] = [], name: String = "ann", environment: [String: String] = [:]) throws -> TandemProcess {
+        try TandemProcess(["host", sample, "--headless", "--json", "--bind", "127.0.0.1", "--port", "0", "--name", name] + extra,
+                          environment: environment)
     }
 
     static func join(_ invite: String, name: String, file: String = sample) throws -> TandemProcess {
-        try TandemProcess(["join", invite, file, "--headless", "--json", "--name", name])
+        try TandemProcess(["join", file, "--headless", "--json", "--name", name], environment: ["TANDEM_INVITE": invite])
     }
 
     static func invite(of host: TandemProcess) async throws -> String {
@@ -154,7 +155,7 @@ struct SessionProcessTests {
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }
-        let process = try TandemProcess(["join", invite, "--headless"], currentDirectory: empty)
+        let process = try TandemProcess(["join", "--headless"], environment: ["TANDEM_INVITE": invite], currentDirectory: empty)
         let code = await process.exitCode(within: 20)
         let text = process.stderr
         #expect(code == 3)

@@ -2,6 +2,7 @@ import Foundation
 import Tandem
 import TandemBench
 import TandemCore
+import TandemSyncplay
 import Testing
 
 /// `tandem host --syncplay-port`: a real Syncplay client with mpv joins a Tandem session and they follow each other.
@@ -29,6 +30,12 @@ struct SyncplayGuestProcessTests {
         defer { host.stop() }
         let invite = try Invite(parsing: try #require(await host.event("invite", within: 30)?["invite"]?.string, "\(host.stderr)"))
         let (session, secret) = (invite.session, invite.secret)
+        // With --json the header's Syncplay line is an event: where Syncplay users join, and with what.
+        let announced = await host.event("syncplay", within: 5)
+        #expect(announced?["host"]?.string == invite.host && announced?["port"]?.number == Double(port)
+                && announced?["room"]?.string == session
+                && announced?["password"]?.string == SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes),
+                "\(host.events.prefix(4))")
 
         // A wrong password is refused with Syncplay's error, shown by the client.
         let intruder = try SyncplayClientProcess(port: port, room: session, password: "guess", name: "eve", file: Self.sample,

@@ -8,7 +8,7 @@ import TandemPeer
 @Suite("Track choices shared by the host", .serialized)
 struct TrackSharingProcessTests {
     static func join(_ invite: String, name: String, file: String, _ extra: [String] = []) throws -> TandemProcess {
-        try TandemProcess(["join", invite, file, "--headless", "--json", "--name", name] + extra)
+        try TandemProcess(["join", file, "--headless", "--json", "--name", name] + extra, environment: ["TANDEM_INVITE": invite])
     }
 
     @Test("the host's --audio-track 2 (fra) plays at bob's, at dave's as his track 1 (fra), not at carol's (--audio-track 1); a later `audio 1` follows")

@@ -4,8 +4,8 @@ import Tandem
 import Testing
 import TandemPeer
 
-/// How a Syncplay room's playlist entries are found here: plain file names in the media directories, http(s) URLs as
-/// URLs, and nothing outside the directories, whatever the room sends.
+/// How a Syncplay room's playlist entries are found here: file names (and paths, by their file name) in the media
+/// directories, http(s) URLs as URLs, and nothing outside the directories, whatever the room sends.
 @Suite("Media directories for a Syncplay room's playlist", .serialized)
 struct MediaDirectoriesTests {
     /// Two directories under a temporary one, with `outside.webm` beside them (where no entry may reach).
@@ -39,19 +39,41 @@ struct MediaDirectoriesTests {
         #expect(besides.paths == [first.path, second.path])
     }
 
+    @Test("a path in the room's playlist (Syncplay 1.6 lists its command line's file as given) is found by its file name in the directories")
+    func paths() throws {
+        let (root, first, second) = try Self.layout()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directories = MediaDirectories([first.path, second.path])
+        #expect(directories.resolve("/home/bob/Videos/a.webm") == .file(first.appendingPathComponent("a.webm").path))
+        #expect(directories.resolve("C:\\Users\\bob\\b.webm") == .file(second.appendingPathComponent("b.webm").path))
+        #expect(directories.resolve("films/b.webm") == .file(second.appendingPathComponent("b.webm").path))
+        #expect(directories.resolve("/home/bob/Videos/c.webm") == .missing)
+        #expect(directories.resolve("/home/bob/Videos/") == .refused("an empty name"))
+        #expect(MediaDirectories.fileName(of: "/home/bob/a.webm") == "a.webm")
+        #expect(MediaDirectories.fileName(of: "D:\\a.webm") == "a.webm")
+        #expect(MediaDirectories.fileName(of: "a.webm") == "a.webm")
+        #expect(MediaDirectories.fileName(of: "https://example.com/films/a.webm") == "https://example.com/films/a.webm")
+    }
+
     @Test("hostile entries never name a file outside the directories: traversal, absolute paths, control characters, other schemes")
     func hostileNames() throws {
         let (root, first, second) = try Self.layout()
         defer { try? FileManager.default.removeItem(at: root) }
         let directories = MediaDirectories([first.path, second.path])
+        // Paths are looked up by their last name, in the directories only: outside.webm, beside them, is never found.
         let hostile = ["../outside.webm", "../../etc/passwd", "/etc/passwd", root.appendingPathComponent("outside.webm").path,
                        "..", ".", "", "sub.webm/../../outside.webm", "..\\outside.webm", "a.webm\u{0}", "a\u{1b}[2J.webm",
-                       String(repeating: "x", count: 300), "file:///etc/passwd", "file://" + root.path + "/outside.webm",
-                       "smb://host/share/a.webm", "http://"]
+                       "/films/..", "films/.", "C:\\..", String(repeating: "x", count: 300), "file:///etc/passwd",
+                       "file://" + root.path + "/outside.webm", "smb://host/share/a.webm", "http://"]
         for entry in hostile {
-            let resolution = directories.resolve(entry)
-            guard case .refused = resolution else {
-                Issue.record("\(entry.debugDescription) resolved to \(resolution)")
+            switch directories.resolve(entry) {
+            case .refused, .missing: continue
+            case let resolution: Issue.record("\(entry.debugDescription) resolved to \(resolution)")
+            }
+        }
+        for entry in ["..", ".", "", "/films/..", "C:\\..", "a\u{1b}[2J.webm", "file:///etc/passwd", "http://"] {
+            guard case .refused = directories.resolve(entry) else {
+                Issue.record("\(entry.debugDescription) is not refused")
                 continue
             }
         }
@@ -74,7 +96,12 @@ struct MediaDirectoriesTests {
         #expect(warnings.withLock { $0 }.last?.contains("missing.webm is not in \(first.path) or \(second.path) — put a copy") == true,
                 "\(warnings.withLock { $0 })")
         #expect(await media.location(for: try envelope("../outside.webm")) == "")
-        #expect(warnings.withLock { $0 }.last?.contains("is not played: a path, not a file name") == true)
+        #expect(warnings.withLock { $0 }.last?.contains("outside.webm is not in \(first.path) or \(second.path)") == true,
+                "\(warnings.withLock { $0 })")
+        #expect(await media.location(for: try envelope("/films/..")) == "")
+        #expect(warnings.withLock { $0 }.last?.contains("is not played: not a file name") == true, "\(warnings.withLock { $0 })")
+        // A path the room lists is played from the directories, by its name.
+        #expect(await media.location(for: try envelope("/home/bob/a.webm")) == first.appendingPathComponent("a.webm").path)
         // A copy put there later is found: a missing entry is not remembered as missing.
         try FileManager.default.copyItem(atPath: second.appendingPathComponent("b.webm").path,
                                          toPath: second.appendingPathComponent("missing.webm").path)

@@ -108,6 +108,22 @@ struct SyncplayProtocolTests {
         }
     }
 
+    @Test("with no position of its own (nothing loaded), the answer repeats the room's state, or carries none when the heartbeat has none")
+    func noPositionOfItsOwn() {
+        var client = Self.welcomed()
+        let paused = client.receive([.state(SyncplayState(playstate: SyncplayPlaystate(position: 22, paused: true, setBy: "bob"),
+                                                          ping: SyncplayPing(latencyCalculation: 500, serverRtt: 0)))],
+                                    now: Self.at(1), local: nil)
+        #expect(Self.events(paused) == [.roomState(paused: true, position: 22, doSeek: false, setBy: "bob")])
+        guard case .state(let reply)? = Self.sent(paused).first else { Issue.record("no reply"); return }
+        #expect(reply.playstate == SyncplayPlaystate(position: 22, paused: true), "a position it has not played would move the room")
+        #expect(reply.ping?.latencyCalculation == 500)
+        // A heartbeat without a play state: nothing to repeat, so the answer carries none (as Syncplay's own client).
+        let bare = client.receive([.state(SyncplayState(ping: SyncplayPing(latencyCalculation: 501, serverRtt: 0)))],
+                                  now: Self.at(2), local: nil)
+        if case .state(let reply)? = Self.sent(bare).first { #expect(reply.playstate == nil) } else { Issue.record("no reply") }
+    }
+
     @Test("after a local change, heartbeats already on their way are ignored until the server confirms it")
     func ignoringOnTheFly() {
         var client = Self.welcomed()

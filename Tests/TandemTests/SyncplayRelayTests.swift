@@ -81,7 +81,12 @@ struct SyncplayRelayTests {
         let guests = try await SyncplayGuests.start(host: "127.0.0.1", port: 0, invite: invite, dial: invite)
         let password = SyncplayPassword.derive(handshakeKey: invite.handshakeKey.bytes)
         #expect(guests.header(invite: invite) == ["Syncplay users join with: syncplay --host 127.0.0.1:\(guests.listener.port) "
-            + "--room \(invite.session) --password=\(password) FILE"])
+            + "--room=\(invite.session) --password=\(password) FILE"])
+        // A session id may start with `-` (about 1 in 64): attached with `=`, Syncplay's parser takes it as the room.
+        let dashed = try Invite(parsing: "tandem://127.0.0.1:7420/-ma3zJtX#\(invite.secret)")
+        #expect(SyncplayGuests.command(host: "127.0.0.1", port: "8999", invite: dashed).contains(" --room=-ma3zJtX --password="))
+        #expect(SyncplayGuests.event(host: "127.0.0.1", port: 8999, invite: dashed)
+            == SyncplayJoinEvent(host: "127.0.0.1", port: 8999, room: "-ma3zJtX", password: password))
         for (name, room, given, admitted) in [("bob", invite.session, password, true), ("carl", invite.session, invite.secret, true),
                                               ("eve", invite.session, "guess", false), ("mallory", "elsewhere", password, false)] {
             let client = try RawSyncplaySocket(port: guests.listener.port)

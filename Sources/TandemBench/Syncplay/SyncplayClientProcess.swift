@@ -35,7 +35,8 @@ package final class SyncplayClientProcess: Sendable {
         }
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = ["--no-gui", "--no-store", "--host", "127.0.0.1:\(port)", "--name", name, "--room", room,
+        // Values attached with `=`: a room (a session id) may start with `-`.
+        process.arguments = ["--no-gui", "--no-store", "--host", "127.0.0.1:\(port)", "--name=\(name)", "--room=\(room)",
                              "--password=\(password)", "--player-path", Self.mpv, file, "--"] + mpvArguments
             // A tag that finds this client's mpv again, even once Syncplay has left it behind.
             + ["--title=\(tag)"]

@@ -9,8 +9,9 @@ package final class SyncplayServerProcess: Sendable {
     package let port: Int
     private let process: Process
 
-    /// With `tls`, a directory holding cert.pem, privkey.pem and chain.pem: the server offers STARTTLS.
-    package init(tls: String? = nil) async throws(BenchError) {
+    /// With `tls`, a directory holding cert.pem, privkey.pem and chain.pem: the server offers STARTTLS. With
+    /// `password`, clients must give it.
+    package init(tls: String? = nil, password: String? = nil) async throws(BenchError) {
         let path = "/usr/bin/syncplay-server"
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw BenchError("syncplay-server is not installed — `make deps` installs Debian's syncplay-server")
@@ -20,7 +21,7 @@ package final class SyncplayServerProcess: Sendable {
             let port = Int.random(in: 20_000..<40_000)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["--port", "\(port)"] + (tls.map { ["--tls", $0] } ?? [])
+            process.arguments = ["--port", "\(port)"] + (tls.map { ["--tls", $0] } ?? []) + (password.map { ["--password=\($0)"] } ?? [])
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             do { try process.run() } catch { throw BenchError("cannot run syncplay-server: \(error)") }

@@ -65,9 +65,11 @@ package final class PeerPresenter: Sendable {
     /// Runs until the session ends for this participant, with `server` (an embedded one, ended with "the host left"
     /// when the peer stops) in the same `ServiceGroup`, which turns SIGINT and SIGTERM into leaving the session. The
     /// group traps them before anything is said (`invite`, then `header`): a person (or a script) may press Ctrl-C
-    /// as soon as they see the invite. `start` runs after the header (a terminal enters raw mode there); `beside`
-    /// run until the peer stops (input, the status line). Returns why the run ended.
-    package func run(header: [String], invite: Invite? = nil, web: Bool = false, server: SessionServer? = nil,
+    /// as soon as they see the invite (and, with `syncplay`, how Syncplay users join). `start` runs after the header (a
+    /// terminal enters raw mode there); `beside` run until the peer stops (input, the status line). Returns why the run
+    /// ended.
+    package func run(header: [String], invite: Invite? = nil, web: Bool = false, syncplay: SyncplayJoinEvent? = nil,
+                     server: SessionServer? = nil,
                      start: @escaping @Sendable () -> Void = {},
                      beside: [@Sendable () async -> Void] = []) async -> PeerEnding {
         // Subscribed before the peer runs, so that its first events are seen.
@@ -79,6 +81,7 @@ package final class PeerPresenter: Sendable {
                 self.emit(InviteEvent(invite: invite.description))
                 if web { self.emit(BrowserEvent(invite: invite)) }
             }
+            if let syncplay { self.emit(syncplay) }
             await self.interact(header: header, events: events, connectionEvents: connectionEvents,
                                 serverMessages: serverMessages, start: start, beside: beside)
         }, willLeave: { self.ending.withLock { $0 = $0 ?? .left } })

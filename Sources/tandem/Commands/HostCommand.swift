@@ -71,9 +71,14 @@ struct HostCommand: AsyncParsableCommand {
                                valueName: "HOST"))
     var advertise: String?
 
-    @Option(help: ArgumentHelp("Host on a standalone server (`tandem serve`) instead: its address tandem://HOST:PORT, or a full invite to reuse.",
+    @Option(help: ArgumentHelp("Host on a standalone server (`tandem serve`) instead: its address tandem://HOST:PORT, or a full invite to reuse (its secret is then visible to other users of this machine: use --server-file or $TANDEM_SERVER).",
                                valueName: "INVITE-OR-URL"))
     var server: String?
+
+    @Option(name: .customLong("server-file"), help: ArgumentHelp(
+        "Read --server's value from FILE (its first line), off the command line; without either, $TANDEM_SERVER is used.",
+        valueName: "FILE"))
+    var serverFile: String?
 
     @Option(name: .customLong("invite-file"), help: ArgumentHelp(
         "Also write the invite to FILE, readable by you alone (mode 0600), to hand on without a command line.",
@@ -105,7 +110,15 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup(title: "Participant")
     var peer: PeerOptions
 
+    /// Where the standalone server's address comes from: --server, --server-file or $TANDEM_SERVER (nil: embedded).
+    func serverSource() throws(PeerFailure) -> InviteSource? {
+        try InviteSource.option("--server", argument: server, fileOption: "--server-file", file: serverFile,
+                                environment: ProcessInfo.processInfo.environment[CommandLineSecrets.serverVariable])
+    }
+
     func validate() throws {
+        let server: InviteSource?
+        do { server = try serverSource() } catch { throw ValidationError(error.description) }
         if files.isEmpty, playlist == nil {
             throw ValidationError("Missing expected argument '<file>' — give the media to share: one or more files, "
                 + "or --playlist FILE")
@@ -119,26 +132,29 @@ struct HostCommand: AsyncParsableCommand {
             }
         }
         if createTokenFile != nil, server == nil {
-            throw ValidationError("--create-token-file goes with --server (an embedded server needs no token)")
+            throw ValidationError("--create-token-file goes with --server (or --server-file, $TANDEM_SERVER: an embedded server needs no token)")
         }
         if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
             throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
         }
         if webMedia, !listen.web || server != nil {
-            throw ValidationError("--web-media goes with --web on the embedded server (not with --server)")
+            throw ValidationError("--web-media goes with --web on the embedded server (not with --server, --server-file or $TANDEM_SERVER)")
         }
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if server != nil, listen.tls != nil {
-            throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server the standalone server has its own")
+            throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server (--server-file, $TANDEM_SERVER) the standalone server has its own")
         }
     }
 
     func run() async throws {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
+            let serverSource = try serverSource()
+            let exposed = CommandLineSecrets.warnings(server: serverSource)
+            warnAboutCommandLine(exposed)
             var previewImage: PreviewImage?
             if let preview {
                 do { previewImage = try PreviewImage.read(path: preview) } catch {
@@ -156,7 +172,9 @@ struct HostCommand: AsyncParsableCommand {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
             let player = try peer.makePeerPlayer(title: items.activity.metadata.title ?? items.activity.fileName)
-            let place: HostServer = try server.map { .standalone(address: $0, createToken: try createTokenFile.map(CreateToken.read)) }
+            let place: HostServer = try serverSource.map {
+                .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read))
+            }
                 ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration,
                              advertise: advertise, streamsFirstFile: webMedia)
             let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.displayName,
@@ -168,7 +186,8 @@ struct HostCommand: AsyncParsableCommand {
             let header = items.header(invite: hosted.invite, paths: paths, web: listen.web) + hosted.syncplayHeader
             // The embedded server runs beside the peer and ends with it ("the host left").
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                hosted.participant, header: header, invite: hosted.invite, web: listen.web, server: hosted.server,
+                hosted.participant, header: header, invite: hosted.invite, web: listen.web, syncplay: hosted.syncplayEvent,
+                server: hosted.server, warnings: peer.json ? exposed : [],
                 tracks: TrackSharing(share: shareTracks, options: peer))
             await hosted.syncplay?.close()
         }

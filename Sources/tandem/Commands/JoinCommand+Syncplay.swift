@@ -8,17 +8,25 @@ extension JoinCommand {
     func joinSyncplay(_ text: String) async throws {
         let address = try SyncplayAddress(parsing: text)
         guard let file else { throw PeerFailure(.usage, "give your copy of the media: tandem join \(text) FILE") }
+        let passwordSource = try InviteSource.option(
+            "--room-password", argument: roomPassword, fileOption: "--room-password-file", file: roomPasswordFile,
+            environment: ProcessInfo.processInfo.environment[CommandLineSecrets.roomPasswordVariable])
+        let exposed = CommandLineSecrets.warnings(roomPassword: passwordSource)
+        warnAboutCommandLine(exposed)
+        let password: String?
+        do { password = try passwordSource?.read("room password") } catch { throw PeerFailure(.usage, error.description) }
         let probe = try await probeMedia(file)
         do {
             // Should the session found in the room end, the room is looked at again (`RoomSession.stay`).
             try await SyncplayBridge.RoomSession.stay {
-                try await SyncplayBridge.joinRoom(address, password: roomPassword, name: peer.displayName, file: file,
+                try await SyncplayBridge.joinRoom(address, password: password, name: peer.displayName, file: file,
                                                   probe: probe, player: try peer.makePeerPlayer(),
                                                   options: peer.applying(to: TandemClient.Options()), mediaDirectories: mediaDir,
                                                   trustRoots: trustRoots, findTandemPeers: !syncplayOnly)
             } console: { room in
                 try await PeerConsole(mode: PeerConsole.mode(json: peer.json))
-                    .run(room.peer, header: room.header(address, as: peer.displayName, file: file), server: room.server)
+                    .run(room.peer, header: room.header(address, as: peer.displayName, file: file), server: room.server,
+                         warnings: peer.json ? exposed : [])
             }
         } catch let error as SyncplayConnectionError {
             if case .tls = error { throw PeerFailure(.unreachable, "\(error)") }

@@ -27,7 +27,8 @@ struct JoinCommand: AsyncParsableCommand {
             `tandem join --invite-file invite.txt movie.webm`.
 
             `tandem join syncplay://HOST[:PORT]/ROOM FILE` joins a Syncplay room instead (port 8999 by default; \
-            --room-password for a server with a password; syncplays:// insists on TLS, checked against --trust-roots or \
+            --room-password-file FILE or TANDEM_ROOM_PASSWORD for a server with a password; syncplays:// insists \
+            on TLS, checked against --trust-roots or \
             the system's certificates): the room's pauses, plays and seeks apply here, and yours \
             reach the room; its users' arrivals and chat appear as notices and chat lines. The room's shared playlist \
             becomes the queue (its entries found by name in FILE's directory and each --media-dir), and your queue \
@@ -69,8 +70,14 @@ struct JoinCommand: AsyncParsableCommand {
     var previewDir: String?
 
     @Option(name: .customLong("room-password"), help: ArgumentHelp(
-        "With syncplay://HOST/ROOM: the Syncplay server's password, when it has one.", valueName: "PASSWORD"))
+        "With syncplay://HOST/ROOM: the Syncplay server's password, when it has one (visible to other users of this machine: prefer --room-password-file or $TANDEM_ROOM_PASSWORD).",
+        valueName: "PASSWORD"))
     var roomPassword: String?
+
+    @Option(name: .customLong("room-password-file"), help: ArgumentHelp(
+        "With syncplay://HOST/ROOM: read the Syncplay server's password from FILE (its first line); without it or --room-password, $TANDEM_ROOM_PASSWORD is used.",
+        valueName: "FILE"))
+    var roomPasswordFile: String?
 
     @Flag(name: .customLong("syncplay-only"), help: "With syncplay://: follow the room by Syncplay's rules alone — neither offer this session to the room's other Tandem peers nor join one they offer (nothing listens beyond 127.0.0.1).")
     var syncplayOnly = false
@@ -86,6 +93,8 @@ struct JoinCommand: AsyncParsableCommand {
             let mediaDir = mediaDir.first
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
                                                        environment: ProcessInfo.processInfo.environment["TANDEM_INVITE"])
+            let exposed = CommandLineSecrets.warnings(invite: source)
+            warnAboutCommandLine(exposed)
             let text = try source.read()
             let parsed: Invite
             do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw PeerFailure(error) }
@@ -113,7 +122,7 @@ struct JoinCommand: AsyncParsableCommand {
             let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.temporaryDirectory
             try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: joining.header,
-                                                  warnings: joining.warnings(for: media.probe),
+                                                  warnings: (peer.json ? exposed : []) + joining.warnings(for: media.probe),
                                                   tracks: TrackSharing(options: peer), proposals: proposals)
         }
     }

@@ -18,3 +18,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         throw failure.exit.code
     }
 }
+
+/// Says on standard error, one line each, which secrets were given on the command line (`CommandLineSecrets`); with
+/// `--json` the console repeats them as `warning` events.
+func warnAboutCommandLine(_ warnings: [String]) {
+    for warning in warnings { printError("tandem: warning: \(warning)") }
+}
