@@ -6,10 +6,14 @@
 /// - A sequence at or below the highest admitted is never shown again: one seen already (a 64-wide window, or older
 ///   than it) is `replayed`, one skipped earlier is `reordered` — or `late` in the unreliable lane, where the
 ///   network reorders on its own.
-/// - A jump ahead is admitted. In the `everyone` lane the messages it skips are `missing`, unless the sender's link
-///   reconnected meanwhile (its epoch rose: what its dead connection had not written is lost) or this receiver's did
-///   (`resumed()`: what was sent while it was away never reached it). In the `some` lane messages to others leave
-///   gaps, and in the unreliable lane anything may be lost, so gaps there are expected.
+/// - A jump ahead is admitted. In the `everyone` lane the messages it skips are `missing`, unless this receiver's
+///   link came back meanwhile (`resumed()`: what was sent while it was away never reached it). In the `some` lane
+///   messages to others leave gaps, and in the unreliable lane anything may be lost, so gaps there are expected.
+/// - A message of another epoch than the sender's current one means the sender's link was established anew (a
+///   reconnect, or a new connection object taking its identity back with its token): that epoch starts a new
+///   baseline, whatever its numbers (what the dead connection had not written is lost, and a new object counts
+///   from 1 again). An epoch the sender has left behind never comes back: its messages are `replayed` (`late` in
+///   the unreliable lane).
 public struct AppMessageOrder: Sendable {
     /// What becomes of one message.
     public enum Verdict: Sendable, Hashable {
@@ -42,6 +46,9 @@ public struct AppMessageOrder: Sendable {
 
     private var tracks: [Key: Track] = [:]
     private var resumes = 0
+    /// The epochs each sender has left behind, newest last (at most `retiredEpochs`).
+    private var retired: [ParticipantID: [UInt32]] = [:]
+    static let retiredEpochs = 16
 
     public init() {}
 
@@ -53,16 +60,20 @@ public struct AppMessageOrder: Sendable {
     public mutating func admit(sender: ParticipantID, lane: AppMessageLane, sequence: UInt64,
                                epoch: UInt32) -> Verdict {
         let key = Key(sender: sender, lane: lane)
-        guard var track = tracks[key] else {
+        guard var track = tracks[key], track.epoch == epoch else {
+            if retired[sender]?.contains(epoch) == true { return lane == .unreliable ? .late : .replayed }
+            if let left = tracks[key]?.epoch, retired[sender]?.contains(left) != true {
+                retired[sender, default: []].append(left)
+                if retired[sender]!.count > Self.retiredEpochs { retired[sender]!.removeFirst() }
+            }
             tracks[key] = Track(highest: sequence, seen: 1, epoch: epoch, resumes: resumes)
             return .admitted(missing: 0)
         }
         if sequence > track.highest {
             let step = sequence - track.highest
-            let explained = lane != .everyone || epoch > track.epoch || resumes != track.resumes
+            let explained = lane != .everyone || resumes != track.resumes
             track.seen = step >= Self.window ? 1 : (track.seen << step) | 1
             track.highest = sequence
-            track.epoch = max(track.epoch, epoch)
             track.resumes = resumes
             tracks[key] = track
             return .admitted(missing: explained ? 0 : step - 1)

@@ -37,11 +37,16 @@ public final class AppMessageSeal: Sendable {
     public let cipher: any PayloadCipher
     private let state = Mutex(State())
 
+    /// Where this object's epochs start: random, so that a new object taking a participant's identity back (with
+    /// its reconnect token) seals in epochs no earlier object of that participant used.
+    private let firstEpoch = UInt32.random(in: .min ... .max)
+
     public init(cipher: any PayloadCipher) {
         self.cipher = cipher
     }
 
-    /// `message` from `sender`, numbered in its lane and sealed; `epoch` counts the sender's link's reconnects.
+    /// `message` from `sender`, numbered in its lane and sealed; `epoch` counts the sender's link's reconnects (the
+    /// header carries it offset by this object's random start).
     public func seal(_ message: OutgoingAppMessage, from sender: ParticipantID, epoch: UInt32) throws -> OutgoingAppMessage {
         let lane = AppMessageLane(delivery: message.delivery, recipients: message.recipients)
         let sequence = state.withLock { s -> UInt64 in
@@ -49,7 +54,7 @@ public final class AppMessageSeal: Sendable {
             s.next[lane] = next + 1
             return next
         }
-        let header = AppMessageHeader(toEveryone: message.recipients == .all, epoch: epoch)
+        let header = AppMessageHeader(toEveryone: message.recipients == .all, epoch: firstEpoch &+ epoch)
         var sealed = message
         sealed.sequence = sequence
         sealed.payload = try cipher.seal(header.bytes + message.payload,

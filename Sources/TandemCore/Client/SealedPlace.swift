@@ -75,8 +75,8 @@ public enum AppMessageLane: UInt8, Sendable, Hashable, CaseIterable {
 }
 
 /// What a sealed app message carries in front of the messenger's payload, inside the box (so the relay can neither
-/// read nor change it): `audience u8` (0 everyone, 1 some) ‖ `epoch u32 BE` (how many times the sender's link has
-/// reconnected, so receivers can tell a gap its reconnect explains).
+/// read nor change it): `audience u8` (0 everyone, 1 some) ‖ `epoch u32 BE` (new whenever the sender's link is
+/// established anew, so that receivers start a new baseline for it and never go back to an old one).
 public struct AppMessageHeader: Sendable, Hashable {
     public static let size = 5
     /// Whether the message went to everyone (`Recipients.all`).

@@ -39,6 +39,8 @@ extension WebPage {
         this.drops = { altered: 0, replayed: 0, reordered: 0, missing: 0, late: 0, malformed: 0 };
         this.samples = []; this.offset = null; this.roundTrip = null; this.lastHeard = performance.now();
         this.lostAt = null; this.attempts = 0; this.connections = 0;
+        // Epochs start at random, so that a reloaded page taking its identity back never reuses an earlier one's.
+        this.firstEpoch = crypto.getRandomValues(new Uint32Array(1))[0];
       }
 
       async open() {
@@ -192,7 +194,7 @@ extension WebPage {
           if (!this.me) return;
           this.appSequence += 1n;
           const sequence = this.appSequence, header = new Uint8Array(5);
-          new DataView(header.buffer).setUint32(1, this.connections);
+          new DataView(header.buffer).setUint32(1, (this.firstEpoch + this.connections) >>> 0);
           const place = { kind: "message", sender: this.me, delivery: 0, sequence };
           const sealed = await seal(this.appKey, concat(header, plaintext), placeData(this.session, place));
           const head = new Uint8Array(11), view = new DataView(head.buffer);
@@ -297,20 +299,28 @@ extension WebPage {
 
     /** Where each sender's app messages stand, lane by lane, as native peers keep it (AppMessageOrder): the first
      *  is the baseline; a number at or below the highest is a replay (seen, or older than 64 back), reordered
-     *  (reliable) or late (unreliable); a jump in the lane "everyone" leaves `missing` messages unless the sender's
-     *  epoch rose or this page reconnected since. */
+     *  (reliable) or late (unreliable); a jump in the lane "everyone" leaves `missing` messages unless this page
+     *  reconnected since; another epoch than the sender's current one starts a new baseline, and an epoch the sender
+     *  has left behind never comes back (replayed, or late when unreliable). */
     class MessageOrder {
-      constructor() { this.tracks = new Map(); this.resumes = 0; this.missing = 0n; }
+      constructor() { this.tracks = new Map(); this.resumes = 0; this.missing = 0n; this.retired = new Map(); }
       resumed() { this.resumes += 1; }
       admit(sender, lane, sequence, epoch) {
         const key = sender + "\u0000" + lane, t = this.tracks.get(key);
-        if (!t) { this.tracks.set(key, { highest: sequence, seen: 1n, epoch, resumes: this.resumes }); return "admitted"; }
+        if (!t || t.epoch !== epoch) {
+          const retired = this.retired.get(sender) || [];
+          if (retired.includes(epoch)) return lane === "unreliable" ? "late" : "replayed";
+          if (t && !retired.includes(t.epoch)) { retired.push(t.epoch); if (retired.length > 16) retired.shift(); }
+          this.retired.set(sender, retired);
+          this.tracks.set(key, { highest: sequence, seen: 1n, epoch, resumes: this.resumes });
+          return "admitted";
+        }
         if (sequence > t.highest) {
           const step = sequence - t.highest;
-          const explained = lane !== "everyone" || epoch > t.epoch || this.resumes !== t.resumes;
+          const explained = lane !== "everyone" || this.resumes !== t.resumes;
           if (!explained) this.missing += step - 1n;
           t.seen = step >= 64n ? 1n : ((t.seen << step) | 1n) & 0xFFFFFFFFFFFFFFFFn;
-          t.highest = sequence; t.epoch = Math.max(t.epoch, epoch); t.resumes = this.resumes;
+          t.highest = sequence; t.resumes = this.resumes;
           return "admitted";
         }
         const back = t.highest - sequence;
