@@ -128,7 +128,7 @@ struct ReconnectProcessTests {
         }
         let join = try JoinCommand.parse(["tandem://127.0.0.1:7420/s#x", "--reconnect-grace", "5"])
         #expect(join.peer.reconnectGrace == 5)
-        #expect(join.peer.applying(to: .init()).reconnectGracePeriod == 5_000_000_000)
+        #expect(join.peer.choices.clientOptions.reconnectGracePeriod == 5_000_000_000)
         #expect(try JoinCommand.parse(["tandem://127.0.0.1:7420/s#x"]).peer.reconnectGrace == 30)
         #expect(throws: (any Error).self) { _ = try JoinCommand.parse(["tandem://h/s#x", "--reconnect-grace", "-1"]) }
     }

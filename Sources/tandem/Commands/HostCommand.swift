@@ -171,14 +171,14 @@ struct HostCommand: AsyncParsableCommand {
             } catch let error as PeerFailure { throw error } catch {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
-            let player = try peer.makePeerPlayer(title: items.activity.metadata.title ?? items.activity.fileName)
+            let player = try peer.choices.makePlayer(title: items.activity.metadata.title ?? items.activity.fileName)
             let place: HostServer = try serverSource.map {
                 .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read))
             }
                 ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration,
                              advertise: advertise, streamsFirstFile: webMedia)
-            let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.displayName,
-                                                     player: player, options: peer.applying(to: TandemClient.Options()),
+            let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.choices.displayName,
+                                                     player: player, options: peer.choices.clientOptions,
                                                      preview: previewImage, inviteFile: inviteFile,
                                                      syncplayPort: syncplayPort, syncplayBind: listen.bind) {
                 printError("tandem: warning: \($0)")
@@ -188,7 +188,7 @@ struct HostCommand: AsyncParsableCommand {
             try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
                 hosted.participant, header: header, invite: hosted.invite, web: listen.web, syncplay: hosted.syncplayEvent,
                 server: hosted.server, warnings: peer.json ? exposed : [],
-                tracks: TrackSharing(share: shareTracks, options: peer))
+                tracks: peer.choices.trackSharing(share: shareTracks))
             await hosted.syncplay?.close()
         }
     }

@@ -19,13 +19,13 @@ extension JoinCommand {
         do {
             // Should the session found in the room end, the room is looked at again (`RoomSession.stay`).
             try await SyncplayBridge.RoomSession.stay {
-                try await SyncplayBridge.joinRoom(address, password: password, name: peer.displayName, file: file,
-                                                  probe: probe, player: try peer.makePeerPlayer(),
-                                                  options: peer.applying(to: TandemClient.Options()), mediaDirectories: mediaDir,
+                try await SyncplayBridge.joinRoom(address, password: password, name: peer.choices.displayName, file: file,
+                                                  probe: probe, player: try peer.choices.makePlayer(),
+                                                  options: peer.choices.clientOptions, mediaDirectories: mediaDir,
                                                   trustRoots: trustRoots, findTandemPeers: !syncplayOnly)
             } console: { room in
                 try await PeerConsole(mode: PeerConsole.mode(json: peer.json))
-                    .run(room.peer, header: room.header(address, as: peer.displayName, file: file), server: room.server,
+                    .run(room.peer, header: room.header(address, as: peer.choices.displayName, file: file), server: room.server,
                          warnings: peer.json ? exposed : [])
             }
         } catch let error as SyncplayConnectionError {

@@ -98,12 +98,12 @@ struct JoinCommand: AsyncParsableCommand {
             let text = try source.read()
             let parsed: Invite
             do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw PeerFailure(error) }
-            var options = peer.applying(to: TandemClient.Options())
+            var options = peer.choices.clientOptions
             options.trustRootsPath = trustRoots
             // Enter without taking part: the header shows the activity and who is there; the file is checked; then
             // the peer joins and the timeline, notices and journal start to flow.
             let joining: JoiningPeer
-            do { joining = try await .enter(invite: parsed, name: peer.displayName, options: options) } catch {
+            do { joining = try await .enter(invite: parsed, name: peer.choices.displayName, options: options) } catch {
                 throw PeerFailure(error)
             }
             let mode = PeerConsole.mode(json: peer.json)
@@ -113,17 +113,17 @@ struct JoinCommand: AsyncParsableCommand {
                 throw error
             }
             let player: GStreamerPlayer
-            do { player = try peer.makePeerPlayer(title: joining.title) } catch {
+            do { player = try peer.choices.makePlayer(title: joining.title) } catch {
                 await joining.connection.close()
                 throw error
             }
-            let (participant, proposals) = try await joining.takePart(name: peer.displayName, player: player,
+            let (participant, proposals) = try await joining.takePart(name: peer.choices.displayName, player: player,
                                                                       path: media.path, mediaDirectory: mediaDir)
             let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.temporaryDirectory
             try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: joining.header,
                                                   warnings: (peer.json ? exposed : []) + joining.warnings(for: media.probe),
-                                                  tracks: TrackSharing(options: peer), proposals: proposals)
+                                                  tracks: peer.choices.trackSharing(), proposals: proposals)
         }
     }
 

@@ -23,35 +23,35 @@ struct ServeCommand: AsyncParsableCommand {
     var listen: ListenOptions
 
     @Option(name: .customLong("max-sessions"), help: "Sessions hosted at once.")
-    var maxSessions = 100
+    var maxSessions = RelayLimits().sessions
 
     @Option(name: .customLong("max-participants"), help: "Participants per session.")
-    var maxParticipants = 32
+    var maxParticipants = RelayLimits().participants
 
     @Option(name: .customLong("max-unauthenticated"),
             help: "Connections that have not authenticated yet, in all; more are closed at once.")
-    var maxUnauthenticated = 512
+    var maxUnauthenticated = RelayLimits().unauthenticated
 
     @Option(name: .customLong("max-unauthenticated-per-address"),
             help: "Connections from one address that have not authenticated yet; more are closed at once.")
-    var maxUnauthenticatedPerAddress = 16
+    var maxUnauthenticatedPerAddress = RelayLimits().unauthenticatedPerAddress
 
     @Option(name: .customLong("max-connections-per-address"),
             help: "Connections from one address, joined or not; more are closed at once.")
-    var maxConnectionsPerAddress = 64
+    var maxConnectionsPerAddress = RelayLimits().connectionsPerAddress
 
     @Option(name: .customLong("max-sessions-per-address"), help: "Live sessions one address may have created.")
-    var maxSessionsPerAddress = 4
+    var maxSessionsPerAddress = RelayLimits().sessionsPerAddress
 
     @Option(name: .customLong("max-journal-bytes"), help: ArgumentHelp(
         "Attachment bytes held in all sessions (default: an eighth of memory, 64 MiB to 4 GiB); 256 MiB per uploading address.",
         valueName: "BYTES"))
-    var maxJournalBytes = ServerConfiguration.defaultJournalBudget
+    var maxJournalBytes = RelayLimits().journalBytes
 
     @Option(name: .customLong("spool-dir"), help: ArgumentHelp(
         "Where attachments are kept instead of memory, in a private directory per server process (default: $TMPDIR/tandem-spool-UID).",
         valueName: "DIR"))
-    var spoolDirectory = ServerConfiguration.defaultSpoolDirectory
+    var spoolDirectory = RelayLimits().spoolDirectory
 
     @Option(name: .customLong("create-token-file"),
             help: ArgumentHelp("A file whose content (trimmed) is a token hosts must present to create sessions (tandem host --server URL --create-token-file FILE).",
@@ -59,10 +59,10 @@ struct ServeCommand: AsyncParsableCommand {
     var createTokenFile: String?
 
     @Option(name: .customLong("creations-per-minute"), help: "Sessions one address may create per minute.")
-    var creationsPerMinute = 10
+    var creationsPerMinute = RelayLimits().creationsPerMinute
 
     @Option(help: "Event-loop threads; sessions are spread over them, each living on one (default: one per core).")
-    var threads = ProcessInfo.processInfo.activeProcessorCount
+    var threads = RelayLimits().threads
 
     @Option(name: .customLong("syncplay-port"), help: ArgumentHelp(
         "Also let Syncplay clients (e.g. syncplay with mpv) join this relay's sessions on PORT, with the session id as the room and the Syncplay password tandem host prints; chat does not cross (0 picks a free port).",
@@ -72,16 +72,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
+    /// The bounds these options set.
+    var limits: RelayLimits {
+        var limits = RelayLimits()
+        (limits.sessions, limits.participants, limits.threads) = (maxSessions, maxParticipants, threads)
+        (limits.unauthenticated, limits.unauthenticatedPerAddress) = (maxUnauthenticated, maxUnauthenticatedPerAddress)
+        (limits.connectionsPerAddress, limits.sessionsPerAddress) = (maxConnectionsPerAddress, maxSessionsPerAddress)
+        (limits.creationsPerMinute, limits.journalBytes, limits.spoolDirectory) = (creationsPerMinute, maxJournalBytes, spoolDirectory)
+        return limits
+    }
+
     func validate() throws {
-        guard maxSessions >= 1 else { throw ValidationError("--max-sessions must be at least 1") }
-        guard maxParticipants >= 2 else { throw ValidationError("--max-participants must be at least 2") }
-        guard maxUnauthenticated >= 1 else { throw ValidationError("--max-unauthenticated must be at least 1") }
-        guard maxUnauthenticatedPerAddress >= 1 else { throw ValidationError("--max-unauthenticated-per-address must be at least 1") }
-        guard maxConnectionsPerAddress >= 1 else { throw ValidationError("--max-connections-per-address must be at least 1") }
-        guard maxSessionsPerAddress >= 1 else { throw ValidationError("--max-sessions-per-address must be at least 1") }
-        guard maxJournalBytes >= 0 else { throw ValidationError("--max-journal-bytes cannot be negative") }
-        guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256") }
-        guard creationsPerMinute >= 1 else { throw ValidationError("--creations-per-minute must be at least 1") }
+        if let problem = limits.problem { throw ValidationError(problem) }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
             throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
@@ -92,19 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: verbose, defaultLevel: .info)
         let logger = Logger(label: "tandem.serve")
         try await reportingErrors {
-            var authority = AuthorityConfiguration()
-            authority.maxParticipants = maxParticipants
-            var configuration = ServerConfiguration(authority: authority)
-            configuration.maxSessions = maxSessions
-            configuration.threads = threads
-            configuration.allowsRemoteSessionCreation = true
-            configuration.maxUnauthenticatedConnections = maxUnauthenticated
-            configuration.maxUnauthenticatedConnectionsPerAddress = maxUnauthenticatedPerAddress
-            configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
-            configuration.maxSessionsPerAddress = maxSessionsPerAddress
-            configuration.maxJournalBytes = maxJournalBytes
-            configuration.spoolDirectory = spoolDirectory
-            configuration.sessionCreationsPerMinute = creationsPerMinute
+            var configuration = limits.serverConfiguration
             configuration.web = listen.webConfiguration
             configuration.createToken = try createTokenFile.map(CreateToken.read)
             let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,

@@ -10,12 +10,3 @@ func probeMedia(_ location: String) async throws(PeerFailure) -> MediaProbe {
         throw PeerFailure(error)
     }
 }
-
-/// Builds a player, turning failures (a sink that does not exist, GStreamer missing) into one-line errors.
-func makePlayer(_ configuration: GStreamerPlayer.Configuration, localTimeModel: ClockMapping = .identity) throws(PeerFailure) -> GStreamerPlayer {
-    do {
-        return try GStreamerPlayer(configuration: configuration, localTimeModel: localTimeModel)
-    } catch {
-        throw PeerFailure(error)
-    }
-}

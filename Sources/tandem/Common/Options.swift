@@ -75,43 +75,16 @@ struct PeerOptions: ParsableArguments {
         }
     }
 
-    /// The name shown to others.
-    var displayName: String {
-        if let name { return name.trimmingCharacters(in: .whitespaces) }
-        let user = ProcessInfo.processInfo.environment["USER"] ?? ""
-        return user.isEmpty || user == "root" ? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "guest" : user
-    }
-
-    /// `options` with this participant's reconnect grace period.
-    func applying(to options: TandemClient.Options) -> TandemClient.Options {
-        var options = options
-        options.reconnectGracePeriod = .seconds(reconnectGrace)
-        return options
-    }
-
-    /// The player these options describe, with the personal offset applied; its video window is titled `title`.
-    func makePeerPlayer(title: String? = nil) throws(PeerFailure) -> GStreamerPlayer {
-        var configuration = playerConfiguration
-        configuration.windowTitle = title
-        let player = try makePlayer(configuration)
-        if let offset { player.setOutputOffset(.milliseconds(offset)) }
-        return player
-    }
-
-    var playerConfiguration: GStreamerPlayer.Configuration {
-        var configuration = GStreamerPlayer.Configuration()
-        if headless {
-            configuration.videoSink = .headless
-            configuration.audioSink = .headless
-        } else {
-            configuration.videoSink = videoSink.map { .description($0) } ?? .automatic
-            configuration.audioSink = audioSink.map { .description($0) } ?? .automatic
-        }
-        configuration.overlay = !noOSD
-        configuration.subtitleFile = subtitleFile
-        configuration.preferredAudioTrack = audioTrack.map { $0 - 1 }
-        configuration.preferredSubtitleTrack = subtitleTrack.map { $0 - 1 }
-        return configuration
+    /// What these options choose, for TandemPeer.
+    var choices: PlayerChoices {
+        var choices = PlayerChoices()
+        choices.name = name
+        choices.headless = headless
+        (choices.videoSink, choices.audioSink, choices.overlay) = (videoSink, audioSink, !noOSD)
+        (choices.subtitleFile, choices.audioTrack, choices.subtitleTrack) = (subtitleFile, audioTrack, subtitleTrack)
+        choices.offsetMilliseconds = offset
+        choices.reconnectGrace = .seconds(reconnectGrace)
+        return choices
     }
 }
 
@@ -152,15 +125,5 @@ struct ListenOptions: ParsableArguments {
     var tls: ServerTLSFiles? {
         guard let tlsCert, let tlsKey else { return nil }
         return ServerTLSFiles(certificateChainPath: tlsCert, privateKeyPath: tlsKey)
-    }
-}
-
-extension TrackSharing {
-    /// What a participant's options chose: a sharing host proposes the kinds it chose; a joiner keeps them.
-    init(share: Bool = false, options: PeerOptions) {
-        var chosen = Set<TrackProposal.Kind>()
-        if options.audioTrack != nil { chosen.insert(.audio) }
-        if options.subtitleTrack != nil || (!share && options.subtitleFile != nil) { chosen.insert(.subtitle) }
-        self.init(share: share, chosen: chosen)
     }
 }
