@@ -17,10 +17,34 @@ public struct PlayerChoices: Sendable {
     public var subtitleTrack: Int?
     /// A personal output offset in milliseconds (positive: later).
     public var offsetMilliseconds: Double?
-    /// How long to keep reconnecting after a lost link.
-    public var reconnectGrace: TimeSpan = .seconds(30)
+    /// How long to keep reconnecting after a lost link, in seconds (0 to 3600).
+    public var reconnectGraceSeconds: Double = 30
 
     public init() {}
+
+    /// What is wrong with these choices, in the words of the options that set them; nil when nothing is.
+    package var problem: String? {
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty || name.count > 40 {
+            return "--name must be 1 to 40 characters"
+        }
+        if let offset = offsetMilliseconds, !(offset.isFinite && abs(offset) <= 2_000) {
+            return "--offset must be -2000 to 2000 milliseconds"
+        }
+        if let track = audioTrack, track < 1 { return "--audio-track counts from 1" }
+        if let track = subtitleTrack, track < 1 { return "--sub-track counts from 1" }
+        if let subtitleFile {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: subtitleFile, isDirectory: &isDirectory), !isDirectory.boolValue
+            else { return "--sub: no such file: \(subtitleFile) — check the path" }
+        }
+        if !(reconnectGraceSeconds.isFinite && (0...3600).contains(reconnectGraceSeconds)) {
+            return "--reconnect-grace must be 0 to 3600 seconds (0 disables reconnecting)"
+        }
+        if headless, videoSink != nil || audioSink != nil {
+            return "--headless renders into nothing; leave out --video-sink and --audio-sink, or drop --headless"
+        }
+        return nil
+    }
 
     /// The name shown to others: the chosen one, else the user's name, else the machine's.
     public var displayName: String {
@@ -33,7 +57,7 @@ public struct PlayerChoices: Sendable {
     /// The connection options with this participant's reconnect grace period.
     public var clientOptions: TandemClient.Options {
         var options = TandemClient.Options()
-        options.reconnectGracePeriod = reconnectGrace
+        options.reconnectGracePeriod = .seconds(min(max(reconnectGraceSeconds, 0), 3600))
         return options
     }
 
@@ -68,6 +92,13 @@ public struct PlayerChoices: Sendable {
         if audioTrack != nil { chosen.insert(.audio) }
         if subtitleTrack != nil || (!share && subtitleFile != nil) { chosen.insert(.subtitle) }
         return TrackSharing(share: share, chosen: chosen)
+    }
+}
+
+extension MediaProbe {
+    /// Probes `location`, a failure in the CLI's one-line words.
+    package static func probeForPeer(_ location: String) async throws(PeerFailure) -> MediaProbe {
+        try await PeerFailure.making { try await MediaProbe.probe(location) }
     }
 }
 

@@ -4,8 +4,8 @@ import Tandem
 /// A host's playlist file: one media path or URL a line.
 package enum Playlist {
     /// The paths `path` names, relative to the playlist's directory; blank lines and `#` comments skipped; at most
-    /// `limit` (the session queue's bound) and the first MiB read.
-    package static func read(_ path: String, limit: Int) throws(PeerFailure) -> [String] {
+    /// `limit` (by default the session queue's bound) and the first MiB read.
+    package static func read(_ path: String, limit: Int = AuthorityConfiguration().queue.maxEntries) throws(PeerFailure) -> [String] {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw PeerFailure(.usage, "cannot read the playlist \(path) — check the path and its permissions")
         }

@@ -61,11 +61,11 @@ import TandemPeer
         defer { try? FileManager.default.removeItem(at: directory) }
         let list = directory.appendingPathComponent("list.txt")
         try "# films\na.webm\n\n  /abs/b.webm\nhttps://example.com/c.webm\n".write(to: list, atomically: true, encoding: .utf8)
-        #expect(try HostCommand.readPlaylist(list.path)
+        #expect(try Playlist.read(list.path)
                 == [directory.appendingPathComponent("a.webm").path, "/abs/b.webm", "https://example.com/c.webm"])
         try String(repeating: "x.webm\n", count: 101).write(to: list, atomically: true, encoding: .utf8)
-        #expect(throws: PeerFailure.self) { try HostCommand.readPlaylist(list.path) }
-        #expect(throws: PeerFailure.self) { try HostCommand.readPlaylist(directory.appendingPathComponent("none").path) }
+        #expect(throws: PeerFailure.self) { try Playlist.read(list.path) }
+        #expect(throws: PeerFailure.self) { try Playlist.read(directory.appendingPathComponent("none").path) }
     }
 
     @Test func badLinesSayWhatIsAccepted() {

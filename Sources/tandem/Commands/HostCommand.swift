@@ -161,13 +161,13 @@ struct HostCommand: AsyncParsableCommand {
                     throw PeerFailure(.usage, "--preview: \(error)")
                 }
             }
-            let paths = try files + (playlist.map { try Self.readPlaylist($0) } ?? [])
+            let paths = try files + (playlist.map { try Playlist.read($0) } ?? [])
             let file = paths[0]
             let items: HostedItems
             do {
                 items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
                                                    type: type.map { ActivityType(rawValue: $0) },
-                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await probeMedia($0) }
+                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await MediaProbe.probeForPeer($0) }
             } catch let error as PeerFailure { throw error } catch {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
@@ -191,12 +191,5 @@ struct HostCommand: AsyncParsableCommand {
                 tracks: peer.choices.trackSharing(share: shareTracks))
             await hosted.syncplay?.close()
         }
-    }
-}
-
-extension HostCommand {
-    /// The paths a playlist names (see `Playlist.read`).
-    static func readPlaylist(_ path: String) throws(PeerFailure) -> [String] {
-        try Playlist.read(path, limit: AuthorityConfiguration().queue.maxEntries)
     }
 }

@@ -15,7 +15,7 @@ extension JoinCommand {
         warnAboutCommandLine(exposed)
         let password: String?
         do { password = try passwordSource?.read("room password") } catch { throw PeerFailure(.usage, error.description) }
-        let probe = try await probeMedia(file)
+        let probe = try await MediaProbe.probeForPeer(file)
         do {
             // Should the session found in the room end, the room is looked at again (`RoomSession.stay`).
             try await SyncplayBridge.RoomSession.stay {

@@ -52,27 +52,7 @@ struct PeerOptions: ParsableArguments {
     var reconnectGrace: Double = 30
 
     func validate() throws {
-        if let name {
-            guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 40 else {
-                throw ValidationError("--name must be 1 to 40 characters")
-            }
-        }
-        if let offset, !(offset.isFinite && abs(offset) <= 2_000) {
-            throw ValidationError("--offset must be -2000 to 2000 milliseconds")
-        }
-        if let track = audioTrack, track < 1 { throw ValidationError("--audio-track counts from 1") }
-        if let track = subtitleTrack, track < 1 { throw ValidationError("--sub-track counts from 1") }
-        if let subtitleFile {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: subtitleFile, isDirectory: &isDirectory), !isDirectory.boolValue
-            else { throw ValidationError("--sub: no such file: \(subtitleFile) — check the path") }
-        }
-        guard reconnectGrace.isFinite, (0...3600).contains(reconnectGrace) else {
-            throw ValidationError("--reconnect-grace must be 0 to 3600 seconds (0 disables reconnecting)")
-        }
-        if headless, videoSink != nil || audioSink != nil {
-            throw ValidationError("--headless renders into nothing; leave out --video-sink and --audio-sink, or drop --headless")
-        }
+        if let problem = choices.problem { throw ValidationError(problem) }
     }
 
     /// What these options choose, for TandemPeer.
@@ -83,7 +63,7 @@ struct PeerOptions: ParsableArguments {
         (choices.videoSink, choices.audioSink, choices.overlay) = (videoSink, audioSink, !noOSD)
         (choices.subtitleFile, choices.audioTrack, choices.subtitleTrack) = (subtitleFile, audioTrack, subtitleTrack)
         choices.offsetMilliseconds = offset
-        choices.reconnectGrace = .seconds(reconnectGrace)
+        choices.reconnectGraceSeconds = reconnectGrace
         return choices
     }
 }
