@@ -47,6 +47,12 @@ extension Samples {
         let cues = (1...6).map { "\($0)\n00:00:0\($0),000 --> 00:00:0\($0),800\nCue number \($0) of the embedded track\n" }
         try cues.joined(separator: "\n").write(toFile: srt, atomically: true, encoding: .utf8)
         let output = directory.appendingPathComponent(name).path
+        // matroskamux writes the track headers, languages included, once every waiting pad has data, and it stops
+        // waiting for a subtitle pad when that pad's caps arrive. A language tagged after the subtitle parser
+        // reaches the muxer after those caps (caps go before tags on a pad), so on a loaded machine the header
+        // could be written without it and the track read back as Matroska's default, English. Tagged ahead of
+        // the parser, the language passes the pad before the caps do, on the same thread: it is always in the
+        // header. (The audio pads wait for their first buffer, which their tags precede.)
         let pipeline = """
             matroskamux name=m ! filesink location=\(output) \
             videotestsrc num-buffers=90 ! video/x-raw,width=160,height=120,framerate=30/1 ! vp8enc deadline=1 ! m. \
@@ -54,7 +60,7 @@ extension Samples {
             taginject tags=language-code=\(audio.0) ! m. \
             audiotestsrc num-buffers=150 freq=880 ! audio/x-raw,rate=48000,channels=1 ! vorbisenc ! \
             taginject tags=language-code=\(audio.1) ! m. \
-            filesrc location=\(srt) ! subparse ! taginject tags=language-code=deu ! m.
+            filesrc location=\(srt) ! taginject tags=language-code=deu ! subparse ! m.
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
