@@ -6,7 +6,8 @@ import Glibc
 
 // Shared by the media tests and the command-line tests: one X server helper for both.
 
-/// An X server of the test's own: `Xvfb :N -nolisten tcp` on a display number nobody uses, stopped by `stop()`.
+/// An X server of the test's own: `Xvfb :N -nolisten tcp -noreset` on a display number nobody uses, stopped by
+/// `stop()`.
 /// `make deps` installs it (Debian's xvfb); without it the test fails saying so.
 public final class VirtualDisplay {
     public let name: String
@@ -35,7 +36,11 @@ public final class VirtualDisplay {
                   !FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") else { continue }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: xvfb)
-            process.arguments = [":\(number)", "-nolisten", "tcp", "-screen", "0", "800x600x24"]
+            // -noreset: an X server resets when its last client leaves, and refuses connections while it does
+            // (about one in seven made just after a disconnect, more under load). The readiness check below is
+            // such a client, so a sink opening the display a moment later could fail with "Could not initialise
+            // X output"; without resets every connection the test makes is served.
+            process.arguments = [":\(number)", "-nolisten", "tcp", "-noreset", "-screen", "0", "800x600x24"]
             // Its messages go to a file: a pipe nobody reads would fill and stop the server mid-test.
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-xvfb-\(UUID().uuidString).log")
             FileManager.default.createFile(atPath: log.path, contents: nil)
