@@ -93,6 +93,25 @@ import TandemTesting
         #expect(estimator.errorBound!.nanoseconds >= abs(error))
     }
 
+    /// A starved sender's first pings leave late (80 and 30 ms on a 150 ms path, 50 ms apart, as a burst's do);
+    /// the third gets through on time. With a clean exchange in hand the estimate rests on it: the few early
+    /// points must not tilt the fitted line, which no clock's drift could (a 300 ms round trip keeps the error
+    /// bound far above this, so only the estimate itself can tell).
+    @Test func aStallOnOneLegDoesNotTiltTheEarlyEstimate() {
+        var estimator = ClockSyncEstimator()
+        let start: Int64 = 1_000_000_000_000
+        let spacing: Int64 = 50_000_000
+        let lateUp: [Int64] = [80_000_000, 30_000_000, 0]
+        for (i, late) in lateUp.enumerated() {
+            estimator.pingSent()
+            estimator.add(Self.exchange(sentAt: start + Int64(i) * spacing, up: 150_000_000 + late, down: 150_000_000))
+        }
+        let now = start + 2 * spacing + 300_000_000
+        let error = Self.error(estimator, at: now)!
+        #expect(abs(error) < 100_000, "off by \(error) ns with an on-time exchange in hand")
+        #expect(abs(estimator.driftPPM!) < 2_000, "a drift of \(estimator.driftPPM!) ppm from 100 ms of samples")
+    }
+
     @Test func recoversOffsetAndDriftExactlyOnAQuietLink() {
         var estimator = ClockSyncEstimator()
         var t: Int64 = 1_000_000_000_000

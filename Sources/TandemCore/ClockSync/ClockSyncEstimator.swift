@@ -46,7 +46,9 @@ public struct ClockSample: Hashable, Sendable, Codable {
 ///   is much closer to the minimum than the least-delayed round trip: symmetric jitter cancels far better
 ///   than with a minimum-round-trip filter.
 /// - **Offset and rate.** The common slope is the drift of the local clock against session time; a weak prior
-///   (`maxDriftPPM`) keeps the first closely spaced samples from producing a wild rate. The window keeps up
+///   (`maxDriftPPM`) keeps the first closely spaced samples from producing a wild rate, and the two lines
+///   themselves never tilt beyond four prior deviations (no clock drifts that fast), so that a few early
+///   packets held up on one leg cannot pull the midline off an on-time exchange beside them. The window keeps up
 ///   to `window` samples over at most `windowDuration`; when full, the sample whose packets were both
 ///   delayed the most goes first, so the useful ones stay and the rate is measured over a long baseline.
 /// - **Outliers.** Before the fit, every sample is checked against a robust line (the weighted median offset
@@ -311,7 +313,8 @@ public struct ClockSyncEstimator: Sendable {
         for p in up { pivotX += p.x }
         for p in down { pivotX += p.x }
         pivotX /= Double(up.count + down.count)
-        let legs = Self.jointFloor(up: up, down: down)
+        // No clock drifts by more than four prior deviations (2000 ppm with the defaults; quartz is within 100).
+        let legs = Self.jointFloor(up: up, down: down, maxSlope: 4 * priorDeviation)
         // Offset at the pivot: midway between the up floor and the down ceiling.
         let pivotY = (legs.upIntercept - legs.downIntercept) / 2 + legs.slope * pivotX
         let noise = max(Double(configuration.noiseFloor.nanoseconds), 2.5 * legs.spread)

@@ -50,9 +50,13 @@ extension ClockSyncEstimator {
 
     /// The common-slope lines under the up leg's points and over the down leg's points (given negated, so
     /// also under) that leave the least total slack: the maximum-likelihood fit when queueing delays are
-    /// exponential. Returns the slope, both intercepts (at x = 0, in the negated frame for `down`) and a
-    /// noise scale from how densely each leg's points crowd its line, averaged.
-    static func jointFloor(up: [LegPoint], down: [LegPoint])
+    /// exponential. The slope stays within ±`maxSlope`, the fastest any clock drifts: a few closely spaced
+    /// points, the first of them delayed on one leg (a stall at the start of a burst), would otherwise tilt
+    /// the lines to hug them, and a midline drawn between tilted floors misses the offset that an on-time
+    /// exchange among them shows (19 ms on a 150 ms path, with 80 and 30 ms stalls then one clean exchange).
+    /// Returns the slope, both intercepts (at x = 0, in the negated frame for `down`) and a noise scale from
+    /// how densely each leg's points crowd its line, averaged.
+    static func jointFloor(up: [LegPoint], down: [LegPoint], maxSlope: Double)
         -> (slope: Double, upIntercept: Double, downIntercept: Double, spread: Double) {
         let upHull = lowerHull(up)
         let downHull = lowerHull(down)
@@ -71,14 +75,16 @@ extension ClockSyncEstimator {
             let (a, c) = intercepts(b)
             return (upSumY - b * upSumX - upCount * a) + (downSumY + b * downSumX - downCount * c)
         }
-        // The slack is convex and piecewise linear in b, with corners at the hull edges' slopes.
-        var candidates: [Double] = [0]
+        // The slack is convex and piecewise linear in b, with corners at the hull edges' slopes: its least value
+        // within ±maxSlope is at a corner inside the range or at one of its ends.
+        var candidates: [Double] = [0, -maxSlope, maxSlope]
         for i in upHull.indices.dropFirst() {
             candidates.append((upHull[i].y - upHull[i - 1].y) / (upHull[i].x - upHull[i - 1].x))
         }
         for i in downHull.indices.dropFirst() {
             candidates.append(-(downHull[i].y - downHull[i - 1].y) / (downHull[i].x - downHull[i - 1].x))
         }
+        candidates.removeAll { !(abs($0) <= maxSlope) }
         var best = 0.0, bestSlack = slack(0)
         for b in candidates.dropFirst() {
             let value = slack(b)
