@@ -108,7 +108,9 @@ struct ConnectionPressureTests {
         for peer in held { #expect(await peer.bytesUntilClosed(within: 2) != nil) }
         #expect(!server.sessionIDs.contains("mine"))
         await joiner.close()
-        #expect(await HardeningServerTests.eventually(within: 5) { Self.openDescriptors() == baseline },
+        // Back to the count before the attack (or below it: in the whole suite, what earlier tests left may still
+        // be closing meanwhile).
+        #expect(await HardeningServerTests.eventually(within: 5) { Self.openDescriptors() <= baseline },
                 "file descriptors: \(Self.openDescriptors()) against \(baseline) before the attack: \(Self.describeDescriptors())")
         await host.close()
         await server.shutdown()
