@@ -9,10 +9,10 @@
 //
 // GstDiscoverer (1.22) takes a stream's tags from the tag *messages* its fakesink posts, but it calls a probe done
 // once a sparse subtitle stream's first data has *entered* the queue in front of that sink. On a loaded machine the
-// subtitle's tag event is still in the queue then, and the track comes out without its language (or, from
-// Matroska, with the container's default "eng"). A tag event passes the decoded pad before the data that follows
-// it, on the same streaming thread, so a probe on that pad has seen each track's language by the time the
-// discoverer is done. The languages are kept by stream id, which the discoverer reads from the same pad.
+// subtitle's tag event is still in the queue then, and the track comes out without its language (2 probes in 10
+// next to a busy loop). A tag event passes the decoded pad before the data that follows it, on the same streaming
+// thread, so a probe on that pad has seen each track's language by the time the discoverer is done. The
+// languages are kept by stream id, which the discoverer reads from the same pad.
 
 typedef struct {
     GMutex lock;
