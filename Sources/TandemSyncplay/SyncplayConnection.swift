@@ -35,12 +35,15 @@ public enum SyncplayConnectionError: Error, Sendable, CustomStringConvertible {
     case closed(String)
     /// STARTTLS was refused or the TLS handshake failed (a certificate this peer does not trust, a wrong name).
     case tls(String)
+    /// The server answered the hello with an error (a wrong room password, a name it does not take).
+    case refused(String)
 
     public var description: String {
         switch self {
         case .unreachable(let detail): return "cannot reach the Syncplay server: \(detail)"
         case .closed(let reason): return "the Syncplay connection ended: \(reason)"
         case .tls(let detail): return "Syncplay over TLS failed: \(detail)"
+        case .refused(let message): return "the Syncplay server refused to let this peer in: \(message)"
         }
     }
 }
@@ -69,6 +72,8 @@ public final class SyncplayConnection: Sendable {
     /// The room's members as the server's latest `List` named them (nil before the first).
     private let listed = Mutex<[String: SyncplayListedUser]?>(nil)
     private let done: EventLoopPromise<Void>
+    /// The server's first answer to the hello: its welcome, or the error or end that came instead.
+    private let answer: FirstAnswer
     /// STARTTLS under way: asked, then (once the server agreed) handshaking.
     private let upgrade = Mutex<TLSUpgrade?>(nil)
 
@@ -79,11 +84,14 @@ public final class SyncplayConnection: Sendable {
         var handshaking = false
     }
 
-    /// Connects to `host:port`, upgrades to TLS first when `tls` is given (the server must agree), and says hello.
+    /// Connects to `host:port`, upgrades to TLS first when `tls` is given (the server must agree), says hello and
+    /// waits (at most `answerTimeout`) for the server's answer: its welcome returns the connection, its error (a wrong
+    /// password) is thrown as `refused`, and an end before either as `closed`.
     public static func connect(host: String, port: Int, tls: SyncplayTLS? = nil,
                                configuration: SyncplayClientState.Configuration,
                                clock: any MonotonicClock = SystemMonotonicClock(),
                                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                               answerTimeout: Duration = .seconds(10),
                                local: @escaping @Sendable () -> SyncplayLocalPlaystate?) async throws(SyncplayConnectionError) -> SyncplayConnection {
         let holder = Mutex<SyncplayConnection?>(nil)
         let channel: any Channel
@@ -114,7 +122,37 @@ public final class SyncplayConnection: Sendable {
         }
         connection.perform(connection.state.withLock { $0.start(now: clock.now) })
         connection.startTicking()
+        do { try await connection.awaitAnswer(within: answerTimeout) } catch {
+            await connection.close()
+            throw error
+        }
         return connection
+    }
+
+    /// Waits for the server's first answer to the hello (see `connect`).
+    private func awaitAnswer(within timeout: Duration) async throws(SyncplayConnectionError) {
+        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout / .nanoseconds(1)))) { [weak self] in
+            self?.settleAnswer(.closed("no answer to the hello within \(timeout) — is this a Syncplay server?"))
+        }
+        defer { timer.cancel() }
+        do { try await answer.promise.futureResult.get() } catch let error as SyncplayConnectionError { throw error } catch {
+            throw .closed("\(error)")
+        }
+    }
+
+    private func settleAnswer(_ error: SyncplayConnectionError?) { answer.settle(error) }
+
+    /// A promise settled once: welcomed (`nil`) or not.
+    private final class FirstAnswer: Sendable {
+        let promise: EventLoopPromise<Void>
+        private let pending = Mutex(true)
+
+        init(_ promise: EventLoopPromise<Void>) { self.promise = promise }
+
+        func settle(_ error: SyncplayConnectionError?) {
+            guard pending.withLock({ value in defer { value = false }; return value }) else { return }
+            if let error { promise.fail(error) } else { promise.succeed() }
+        }
     }
 
     private init(channel: any Channel, configuration: SyncplayClientState.Configuration, clock: any MonotonicClock,
@@ -125,9 +163,14 @@ public final class SyncplayConnection: Sendable {
         self.clock = clock
         self.local = local
         self.done = channel.eventLoop.makePromise()
+        self.answer = FirstAnswer(channel.eventLoop.makePromise())
         channel.closeFuture.whenComplete { [continuation, done] _ in
             continuation.finish()
             done.succeed()
+        }
+        // Settled even should this object be gone, so that the promise is never left open.
+        channel.closeFuture.whenComplete { [answer, weak self] _ in
+            answer.settle(.closed(self?.endReason ?? "the server closed the connection before answering the hello"))
         }
         channel.closeFuture.whenComplete { [weak self] _ in
             self?.finishUpgrade(.tls("the connection closed: \(self?.endReason ?? "by the server")"))
@@ -268,7 +311,12 @@ public final class SyncplayConnection: Sendable {
             switch action {
             case .send(let command): send(command)
             case .event(let event):
-                if case .usersListed(let members) = event { listed.withLock { $0 = members } }
+                switch event {
+                case .usersListed(let members): listed.withLock { $0 = members }
+                case .welcomed: settleAnswer(nil)
+                case .serverError(let message): settleAnswer(.refused(message))
+                default: break
+                }
                 continuation.yield(event)
             case .close(let reason): fail(reason)
             }

@@ -152,13 +152,10 @@ struct CommandLineSecretTests {
 
         let eve = try join("eve", environment: ["TANDEM_ROOM_PASSWORD": "guess"])
         defer { eve.stop() }
-        let code = await eve.exitCode(within: 30)
-        #expect(code != nil && code != 0, "\(eve.stderr)")
-        // The server's refusal reaches eve either while she connects (her error line) or just after, as the
-        // server's notice before the connection ends: the two race (Syncplay's hello is not waited for).
-        let told = eve.stderr.lowercased().contains("password")
-            || eve.events("notice").contains { ($0["text"]?.string ?? "").lowercased().contains("password") }
-        #expect(told, "\(eve.stderr)\n\(eve.stdout)")
+        // The server's answer to the hello is waited for: its refusal is eve's error, and she never joined.
+        #expect(await eve.exitCode(within: 30) == TandemExit.wrongSecret.rawValue, "\(eve.stderr)")
+        #expect(eve.stderr.lowercased().contains("password"), "\(eve.stderr)")
+        #expect(eve.events("joined").isEmpty, "\(eve.stdout)")
         Self.expectSilent(eve)
         #expect(!ann.events("notice").contains { $0["text"]?.string == "eve joined the Syncplay room" })
 

@@ -164,16 +164,46 @@ struct SyncplayServerTests {
                 SyncplayLocalPlaystate(position: 0, paused: true)
             }
         }
-        // A Hello without a room name is refused by the server with an Error, which ends the connection here.
-        let peer = try await SyncplayTestPeer("", port: server.port, room: "r")
-        #expect(await peer.waitFor { if case .serverError = $0 { true } else { false } }, "\(peer.events.suffix(6))")
-        for _ in 0..<100 where peer.connection.endReason == nil { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(peer.connection.endReason?.contains("the Syncplay server said") == true)
-        await peer.close()
+        // A Hello without a user name is refused by the server with an Error: connecting throws it, with its words.
+        do {
+            let peer = try await SyncplayTestPeer("", port: server.port, room: "r")
+            await peer.close()
+            Issue.record("a hello without a name was let in")
+        } catch let error as SyncplayConnectionError {
+            guard case .refused(let message) = error else { Issue.record("\(error)"); return }
+            #expect(!message.isEmpty)
+            #expect(error.description.contains("refused"))
+        }
+        // Something that never answers the hello (a listener that says nothing) is given up on in bounded time.
+        let (silent, silentPort) = try #require(Self.silentListener())
+        defer { close(silent) }
+        let started = ContinuousClock.now
+        await #expect(throws: SyncplayConnectionError.self) {
+            _ = try await SyncplayConnection.connect(host: "127.0.0.1", port: silentPort, configuration: .init(username: "x", room: "r"),
+                                                     answerTimeout: .milliseconds(500)) { nil }
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 }
 
 extension SyncplayServerTests {
+    /// A TCP listener on 127.0.0.1 that never accepts: the kernel completes connections to it, nothing is ever said.
+    static func silentListener() -> (Int32, Int)? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(fd, generic, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, generic, &length) == 0
+            }
+        }
+        guard bound else { close(fd); return nil }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     static func isTLSError(_ error: any Error, containing text: String) -> Bool {
         guard case .tls(let detail) = error as? SyncplayConnectionError else { return false }
         return detail.contains(text)

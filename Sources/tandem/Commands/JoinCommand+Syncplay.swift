@@ -29,7 +29,12 @@ extension JoinCommand {
                          warnings: peer.json ? exposed : [])
             }
         } catch let error as SyncplayConnectionError {
-            if case .tls = error { throw PeerFailure(.unreachable, "\(error)") }
+            switch error {
+            case .tls: throw PeerFailure(.unreachable, "\(error)")
+            case .refused: throw PeerFailure(.wrongSecret, "\(error) — check the room password (--room-password-file "
+                + "FILE or \(CommandLineSecrets.roomPasswordVariable)) and the name")
+            case .unreachable, .closed: break
+            }
             throw PeerFailure(.unreachable, "\(error) — check the address (Syncplay's port is 8999 unless the server says otherwise)")
         }
     }
