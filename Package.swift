@@ -30,6 +30,10 @@ let package = Package(
         .target(name: "CTandemGStreamerShim", dependencies: ["CTandemGStreamer"]),
         // epoll and timerfd for the bench's bare relay (`tandem bench relay --floor`), which Swift's Glibc leaves out.
         .target(name: "CTandemBareSockets"),
+        // Port mapping on home routers: Debian's libnatpmp (NAT-PMP) and libminiupnpc (UPnP-IGD), maintained by the
+        // miniupnp project, behind a few C calls (ARCHITECTURE.md, "Reaching a host").
+        .target(name: "CTandemPortMapping", linkerSettings: [.linkedLibrary("natpmp"), .linkedLibrary("miniupnpc")]),
+        .target(name: "TandemPortMapping", dependencies: ["TandemCore", "CTandemPortMapping"]),
         // Pure Swift model: no GStreamer, no sockets, no wall clock.
         .target(name: "TandemCore"),
         .target(
@@ -60,7 +64,7 @@ let package = Package(
         // A participant's session driver: player, connection and coordinator wired together, user commands, the
         // shared media activity. No terminal, no argument parsing.
         .target(name: "TandemPeer", dependencies: [
-            "Tandem", "TandemSyncplay",
+            "Tandem", "TandemSyncplay", "TandemPortMapping",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

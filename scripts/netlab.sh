@@ -17,6 +17,7 @@
 #   scripts/netlab.sh down          remove all of it: processes inside, namespaces, the run directory
 #   scripts/netlab.sh status        namespaces, addresses, miniupnpd, its mappings
 #   scripts/netlab.sh upnp stop|start   stop or start the router's miniupnpd (a router without port mapping)
+#   scripts/netlab.sh upnp natpmp-only  start it speaking NAT-PMP (and PCP) but not UPnP-IGD
 #   scripts/netlab.sh exec NODE CMD…    run CMD in NODE (home-a, home-b, internet, router-a, router-b)
 #
 # NETLAB_PREFIX (default "tandem-") prefixes the namespaces, so labs of different prefixes can coexist;
@@ -116,13 +117,14 @@ home() {  # home NODE ADDR4 GATEWAY4 ADDR6 GATEWAY6
 }
 
 upnp_start() {
+    local UPNP_IGD=${1:-yes}
     mkdir -p "$DIR"
     cat > "$DIR/miniupnpd.conf" <<EOF
 ext_ifname=wan0
 listening_ip=lan0
 http_port=0
 enable_natpmp=yes
-enable_upnp=yes
+enable_upnp=$UPNP_IGD
 secure_mode=yes
 system_uptime=yes
 notify_interval=60
@@ -140,8 +142,21 @@ allow 1024-65535 192.168.1.0/24 1024-65535
 deny 0-65535 0.0.0.0/0 0-65535
 EOF
     # -d: in the foreground (here, in the background of this script), logging to its file.
-    in_ns router-a setsid miniupnpd -d -f "$DIR/miniupnpd.conf" -P "$DIR/miniupnpd.pid" \
-        > "$DIR/miniupnpd.log" 2>&1 < /dev/null &
+    # Its own process with the log as output and no other descriptor of ours: a caller that waits for this script
+    # (or for the end of its output) must not wait for miniupnpd as well.
+    (
+        for fd in /proc/$BASHPID/fd/*; do
+            fd=${fd##*/}
+            [ "$fd" -gt 2 ] 2> /dev/null && eval "exec $fd>&-"
+        done
+        # With the signals a caller may have blocked or ignored (a test runner does) back to normal, so that
+        # SIGTERM stops it cleanly (it then removes its rules).
+        exec python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(number, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' ip netns exec "$(ns router-a)" setsid miniupnpd -d -f "$DIR/miniupnpd.conf" \
+            -P "$DIR/miniupnpd.pid"
+    ) > "$DIR/miniupnpd.log" 2>&1 < /dev/null &
     for _ in $(seq 50); do
         grep -q "Listening for NAT-PMP" "$DIR/miniupnpd.log" 2> /dev/null && return 0
         sleep 0.1
@@ -155,8 +170,16 @@ upnp_stop() {
     [ -f "$DIR/miniupnpd.pid" ] || return 0
     local pid; pid=$(cat "$DIR/miniupnpd.pid")
     kill "$pid" 2> /dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+    # Gone, or a zombie whose parent has not reaped it yet (it no longer answers anything).
+    for _ in $(seq 50); do
+        [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" != Z ] || break
+        sleep 0.1
+    done
     rm -f "$DIR/miniupnpd.pid"
+    if [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" != Z ]; then
+        echo "netlab: miniupnpd ($pid) did not stop on SIGTERM; killed" >&2
+        kill -9 "$pid" 2> /dev/null || true
+    fi
 }
 
 up() {
@@ -211,7 +234,8 @@ case "${1:-}" in
         case "${2:-}" in
             stop) upnp_stop ;;
             start) upnp_stop; upnp_start ;;
-            *) echo "usage: $0 upnp stop|start" >&2; exit 64 ;;
+            natpmp-only) upnp_stop; upnp_start no ;;
+            *) echo "usage: $0 upnp stop|start|natpmp-only" >&2; exit 64 ;;
         esac ;;
     exec)
         need_root

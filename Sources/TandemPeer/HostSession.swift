@@ -1,16 +1,18 @@
 import Foundation
 import Logging
 import Tandem
+import TandemPortMapping
 import TandemSyncplay
 
 /// Where a host's session lives.
 package enum HostServer: Sendable {
     /// A server started in this process, listening on `bind`:`port` (with TLS from `tls`, the browser page when
-    /// `web` is set). The invite names `advertise`, else this machine's first non-loopback IPv4 address when
-    /// listening everywhere, else `bind`. With `streamsFirstFile`, browsers of the session's members may stream the
-    /// first item over HTTP.
+    /// `web` is set). The invite names `advertise`, else where people outside reach it (`HostReachability`: the
+    /// port mapped on the router as `portMapping` allows, …), else this machine's first non-loopback IPv4 address
+    /// when listening everywhere, else `bind`. With `streamsFirstFile`, browsers of the session's members may stream
+    /// the first item over HTTP.
     case embedded(bind: String, port: Int, tls: ServerTLSFiles?, web: WebConfiguration?, advertise: String?,
-                  streamsFirstFile: Bool)
+                  streamsFirstFile: Bool, portMapping: PortMappingChoice = PortMappingChoice())
     /// A standalone server (`tandem serve`): its address `tandem://HOST:PORT` or an invite to reuse, and the
     /// creation token it asks for, if any.
     case standalone(address: String, createToken: String?)
@@ -30,6 +32,9 @@ package struct HostSession: Sendable {
     package let server: SessionServer?
     /// Syncplay clients' way in (`--syncplay-port`), when asked for.
     package let syncplay: SyncplayGuests?
+    /// How people outside reach the session, and the router's port mapping that makes it so, when there is one.
+    package let reachability: Reachability
+    package let portMapping: PortMappingKeeper?
 
     /// Creates the session for `items` on `server`, connects the host to it with `player`, shares what the session
     /// does not have yet (`HostedItems.share`) and, with `inviteFile`, saves the invite there for its owner alone.
@@ -44,13 +49,16 @@ package struct HostSession: Sendable {
         let invite: Invite
         let dial: Invite
         var embedded: SessionServer?
+        let reachability: Reachability
+        var portMapping: PortMappingKeeper?
         switch server {
         case .standalone(let address, let createToken):
             invite = try Invite.forNewSession(onServer: address)
             options.createSession = true
             options.createToken = createToken
             dial = invite
-        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile):
+            reachability = .relay(address: invite.host, port: invite.port)
+        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile, let choice):
             // Named before the server starts, so that the first file can be offered to this session alone.
             let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
             var configuration = ServerConfiguration()
@@ -59,10 +67,15 @@ package struct HostSession: Sendable {
             let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,
                                                         logger: Logger(label: "tandem.server"))
             embedded = started
+            (reachability, portMapping) = await HostReachability.find(bind: bind, port: started.port, choice: choice)
             do {
-                invite = try started.createSession(id: sessionID, advertisedHost: advertise ?? advertisedHost(bind: bind),
-                                                   activity: items.envelope)
+                let reached = reachability.isReachableFromOutside ? reachability.address : nil
+                var created = try started.createSession(id: sessionID, advertisedHost: advertise ?? reached ?? advertisedHost(bind: bind),
+                                                        activity: items.envelope)
+                created.port = reachability.port
+                invite = created
             } catch {
+                await portMapping?.close()
                 await started.shutdown()
                 throw error
             }
@@ -76,6 +89,7 @@ package struct HostSession: Sendable {
             participant = try await LocalPeer.connect(invite: dial, name: name, file: file, media: items.media,
                                                       player: player, options: options)
         } catch {
+            await portMapping?.close()
             await embedded?.shutdown()
             throw error
         }
@@ -97,10 +111,19 @@ package struct HostSession: Sendable {
             }
         } catch {
             await participant.leave()
+            await portMapping?.close()
             await embedded?.shutdown()
             throw error
         }
-        return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay)
+        return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay,
+                           reachability: reachability, portMapping: portMapping)
+    }
+
+    /// Closes what the session opened beside the server once the host is done: the Syncplay listener, and the port
+    /// mapping on the router.
+    package func finish() async {
+        await syncplay?.close()
+        await portMapping?.close()
     }
 
     /// How Syncplay users join, for `--json`: the same as `syncplayHeader` (nil on an embedded server without
@@ -110,6 +133,10 @@ package struct HostSession: Sendable {
         guard server == nil else { return nil }
         return SyncplayGuests.event(host: invite.host, port: nil, invite: invite)
     }
+
+    /// What the host's header says after the invite: how people outside reach the session, then how Syncplay users
+    /// join.
+    package var headerLines: [String] { [reachability.text] + syncplayHeader }
 
     /// How Syncplay users join: through this host's listener (`--syncplay-port`), or, on a relay, through the relay's
     /// own (`tandem serve --syncplay-port`), with the same room and password.

@@ -74,6 +74,8 @@ final class TandemProcess: Sendable {
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
+        // A host never asks a real router for a port from a test: only the network lab's tests turn it on.
+        env["TANDEM_PORT_MAPPING"] = "off"
         for (key, value) in environment { env[key] = value }
         env["DISPLAY"] = nil
         env["WAYLAND_DISPLAY"] = nil

@@ -419,3 +419,25 @@ package let allPeerEventTypes: [any PeerEvent.Type] = [
     NoticeEvent.self, ChatEvent.self, TrackProposalEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]
+
+/// `reachability` (host, after `invite`): how people outside this machine's network reach the session — the
+/// header's `reachable from the internet at …` or `not reachable from outside: …` line.
+package struct ReachabilityEvent: PeerEvent, Equatable {
+    package static let name = "reachability"
+    /// Whether someone on the internet can join.
+    package var reachable: Bool
+    /// How: `upnp-igd`, `nat-pmp`, `ipv6`, `public-address`, `relay`, `loopback`, or `none`.
+    package var via: String
+    /// The address and port the invite names.
+    package var address: String
+    package var port: Int
+    package var text: String
+
+    package init(_ reachability: Reachability) {
+        reachable = reachability.isReachableFromOutside
+        via = reachability.way
+        address = reachability.address
+        port = reachability.port
+        text = reachability.text
+    }
+}

@@ -69,7 +69,7 @@ package final class PeerPresenter: Sendable {
     /// terminal enters raw mode there); `beside` run until the peer stops (input, the status line). Returns why the run
     /// ended.
     package func run(header: [String], invite: Invite? = nil, web: Bool = false, syncplay: SyncplayJoinEvent? = nil,
-                     server: SessionServer? = nil,
+                     reachability: Reachability? = nil, server: SessionServer? = nil,
                      start: @escaping @Sendable () -> Void = {},
                      beside: [@Sendable () async -> Void] = []) async -> PeerEnding {
         // Subscribed before the peer runs, so that its first events are seen.
@@ -81,6 +81,7 @@ package final class PeerPresenter: Sendable {
                 self.emit(InviteEvent(invite: invite.description))
                 if web { self.emit(BrowserEvent(invite: invite)) }
             }
+            if let reachability { self.emit(ReachabilityEvent(reachability)) }
             if let syncplay { self.emit(syncplay) }
             await self.interact(header: header, events: events, connectionEvents: connectionEvents,
                                 serverMessages: serverMessages, start: start, beside: beside)

@@ -67,6 +67,8 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup(title: "Embedded server")
     var listen: ListenOptions
 
+    @Flag(help: "Do not ask the home router (UPnP-IGD, NAT-PMP) to forward the port (also TANDEM_PORT_MAPPING=off).")
+    var noPortMapping = false
     @Option(help: ArgumentHelp("The host name or address put in the invite (default: this machine's first non-loopback IPv4 address, or --bind when it names one).",
                                valueName: "HOST"))
     var advertise: String?
@@ -175,21 +177,23 @@ struct HostCommand: AsyncParsableCommand {
             let place: HostServer = try serverSource.map {
                 .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read))
             }
-                ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration,
-                             advertise: advertise, streamsFirstFile: webMedia)
+                ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration, advertise: advertise,
+                             streamsFirstFile: webMedia, portMapping: try .from(noPortMapping: noPortMapping))
             let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.choices.displayName,
                                                      player: player, options: peer.choices.clientOptions,
                                                      preview: previewImage, inviteFile: inviteFile,
                                                      syncplayPort: syncplayPort, syncplayBind: listen.bind) {
                 printError("tandem: warning: \($0)")
             }
-            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web) + hosted.syncplayHeader
-            // The embedded server runs beside the peer and ends with it ("the host left").
-            try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
-                hosted.participant, header: header, invite: hosted.invite, web: listen.web, syncplay: hosted.syncplayEvent,
-                server: hosted.server, warnings: peer.json ? exposed : [],
-                tracks: peer.choices.trackSharing(share: shareTracks))
-            await hosted.syncplay?.close()
+            let header = items.header(invite: hosted.invite, paths: paths, web: listen.web) + hosted.headerLines
+            // The embedded server runs beside the peer and ends with it ("the host left"); the router's mapping too.
+            do {
+                try await PeerConsole(mode: PeerConsole.mode(json: peer.json)).run(
+                    hosted.participant, header: header, invite: hosted.invite, web: listen.web, syncplay: hosted.syncplayEvent,
+                    reachability: hosted.reachability, server: hosted.server, warnings: peer.json ? exposed : [],
+                    tracks: peer.choices.trackSharing(share: shareTracks))
+            } catch { await hosted.finish(); throw error }
+            await hosted.finish()
         }
     }
 }

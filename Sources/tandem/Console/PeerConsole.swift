@@ -61,12 +61,12 @@ final class PeerConsole: PeerOutput {
     /// `proposals` (the host's track choices) are subscribed before it joins. Returns normally
     /// when the person left or ended the session; throws when the session ended for another reason.
     func run(_ peer: LocalPeer, previewDirectory: URL? = nil, header: [String], invite: Invite? = nil, web: Bool = false,
-             syncplay: SyncplayJoinEvent? = nil, server: SessionServer? = nil, warnings: [String] = [],
+             syncplay: SyncplayJoinEvent? = nil, reachability: Reachability? = nil, server: SessionServer? = nil, warnings: [String] = [],
              tracks: TrackSharing = TrackSharing(), proposals: AsyncStream<(TrackProposal, ParticipantID)>? = nil) async throws(PeerFailure) {
         let presenter = PeerPresenter(peer: peer, output: self, previewDirectory: previewDirectory, tracks: tracks,
                                       proposals: proposals)
         for warning in warnings { presenter.warn(warning) }
-        let ending = await presenter.run(header: header, invite: invite, web: web, syncplay: syncplay, server: server, start: {
+        let ending = await presenter.run(header: header, invite: invite, web: web, syncplay: syncplay, reachability: reachability, server: server, start: {
             if self.mode == .interactive {
                 Terminal.shared.enterRawMode()
                 self.say(UserCommand.keyHelp)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TandemPeer
 import TandemBench
 
 /// `tandem bench soak`: a standalone server under churn (joins, leaves, kills, reconnects) while reliable messages

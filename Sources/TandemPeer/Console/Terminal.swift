@@ -4,14 +4,13 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import TandemPeer
 import Synchronization
 
 /// The controlling terminal: raw key input and a single status line that redraws in place.
 ///
 /// Raw mode is undone on every way out (normal exit, `q`, Ctrl-C, SIGTERM), so the user's shell is never left broken.
-final class Terminal: Sendable {
-    static let shared = Terminal()
+package final class Terminal: Sendable {
+    package static let shared = Terminal()
 
     private let state = Mutex<State>(State())
     private struct State {
@@ -20,12 +19,12 @@ final class Terminal: Sendable {
     }
 
     /// Whether stdin is a terminal (interactive mode) or not (scripted mode).
-    static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) != 0 }
-    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
-    static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
+    package static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) != 0 }
+    package static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+    package static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
 
     /// Puts the terminal into raw mode (no echo, no line buffering; signals stay on so Ctrl-C still works).
-    func enterRawMode() {
+    package func enterRawMode() {
         state.withLock { s in
             guard s.saved == nil else { return }
             var original = termios()
@@ -44,7 +43,7 @@ final class Terminal: Sendable {
     }
 
     /// Restores the terminal as it was. Safe to call more than once, and from a signal path.
-    func restore() {
+    package func restore() {
         state.withLock { s in
             guard var saved = s.saved else { return }
             tcsetattr(STDIN_FILENO, TCSANOW, &saved)
@@ -56,7 +55,7 @@ final class Terminal: Sendable {
     }
 
     /// Redraws the status line in place, cut to the terminal's width so it never wraps.
-    func status(_ line: String) {
+    package func status(_ line: String) {
         let width = Terminal.columns
         let fitted = line.count < width ? line : String(line.prefix(max(1, width - 2))) + "…"
         state.withLock { s in
@@ -66,14 +65,14 @@ final class Terminal: Sendable {
     }
 
     /// The terminal's width in columns (80 when it cannot be read).
-    static var columns: Int {
+    package static var columns: Int {
         var size = winsize()
         if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 80
     }
 
     /// Prints a notice above the status line, then redraws the status line.
-    func notice(_ text: String) {
+    package func notice(_ text: String) {
         state.withLock { s in
             writeRaw(STDOUT_FILENO, "\r\u{1B}[2K" + text + "\n" + s.statusLine)
         }
@@ -86,18 +85,18 @@ final class Terminal: Sendable {
         return n > 0 ? Array(buffer[0..<n]) : nil
     }
     private static let lineInput = SharedInput { readLine(strippingNewline: true) }
-    static func keyBytes() -> AsyncStream<[UInt8]> { keyInput.stream() }
-    static func lines() -> AsyncStream<String> { lineInput.stream() }
+    package static func keyBytes() -> AsyncStream<[UInt8]> { keyInput.stream() }
+    package static func lines() -> AsyncStream<String> { lineInput.stream() }
 }
 
 /// Writes one line to stderr.
-func printError(_ text: String) {
+package func printError(_ text: String) {
     Terminal.shared.restore()
     writeRaw(STDERR_FILENO, text + "\n")
 }
 
 /// Writes a string straight to a file descriptor (unbuffered, safe from any thread).
-func writeRaw(_ fd: Int32, _ text: String) {
+package func writeRaw(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
@@ -108,4 +107,4 @@ func writeRaw(_ fd: Int32, _ text: String) {
 }
 
 /// Prints one line to stdout, unbuffered (JSON events and reports).
-func printLine(_ text: String) { writeRaw(STDOUT_FILENO, text + "\n") }
+package func printLine(_ text: String) { writeRaw(STDOUT_FILENO, text + "\n") }

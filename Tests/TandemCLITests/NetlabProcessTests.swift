@@ -1,0 +1,161 @@
+import Foundation
+import Testing
+import TandemPeer
+
+/// The network lab (`scripts/netlab.sh`): two homes behind NAT routers, one of which runs Debian's miniupnpd, and
+/// an internet between them, in network namespaces of this suite's own (prefix `tdmt-`), removed at the end.
+/// Needs root (CI runs as root); elsewhere the suite says so and checks nothing.
+enum Netlab {
+    static let prefix = "tdmt-"
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/netlab.sh").path
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netlab-\(getpid())").path
+
+    static var available: Bool {
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/miniupnpd")
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft")
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let script = try TandemProcess([script] + arguments, executable: "/bin/bash",
+                                       environment: ["NETLAB_PREFIX": prefix, "NETLAB_DIR": directory])
+        let status = await script.exitCode(within: 60) ?? -1
+        return (status, script.stdout + script.stderr)
+    }
+
+    /// The router's port forwards as miniupnpd wrote them (`dport N dnat … to ADDR:PORT`).
+    static func forwards() async throws -> [String] {
+        try await run(["exec", "router-a", "nft", "list", "chain", "inet", "filter", "prerouting_miniupnpd"]).output
+            .split(separator: "\n").filter { $0.contains("dnat") }.map(String.init)
+    }
+
+    /// `tandem` in a node of the lab, with port mapping on (`TandemProcess` turns it off for every other test).
+    static func tandem(in node: String, _ arguments: [String], environment: [String: String] = [:]) throws -> TandemProcess {
+        var environment = environment
+        environment["TANDEM_PORT_MAPPING"] = environment["TANDEM_PORT_MAPPING"] ?? "on"
+        return try TandemProcess(["netns", "exec", prefix + node, TandemBinary.path] + arguments, executable: "/usr/sbin/ip",
+                                 environment: environment)
+    }
+
+    static func waitUntil(within seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return try await condition()
+    }
+
+    /// Removes the lab at the end of a test, however it ends.
+    static func down() {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script, "down"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["NETLAB_PREFIX": prefix, "NETLAB_DIR": directory]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try? process.run()
+        // Bounded: the script kills what runs in the lab and deletes five namespaces.
+        for _ in 0..<100 where process.isRunning { usleep(100_000) }
+    }
+}
+
+@Suite("Two homes: a host behind a home router, reached through its port mapping (network lab)", .serialized,
+       .timeLimit(.minutes(3)))
+struct NetlabProcessTests {
+    static let sample = TandemBinary.sample("countdown.webm")
+
+    @Test("UPnP-IGD: the host in home-a names the router's address; bob in home-b joins through the mapping (TCP and UDP); leaving removes it; killed, its short lease expires it")
+    func upnpMapping() async throws {
+        guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
+        let up = try await Netlab.run(["up"])
+        defer { Netlab.down() }
+        try #require(up.status == 0, "\(up.output)")
+
+        let ann = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "ann"])
+        defer { ann.stop() }
+        let reach = await ann.event("reachability", within: 20)
+        #expect(reach?["via"]?.string == "upnp-igd", "\(ann.stdout)\n\(ann.stderr)")
+        #expect(reach?["reachable"] == .bool(true))
+        #expect(reach?["text"]?.string == "reachable from the internet at 11.0.113.7:7420 (UPnP-IGD on your router)")
+        let invite = try #require(ann.events("invite").first?["invite"]?.string)
+        #expect(invite.hasPrefix("tandem://11.0.113.7:7420/"), "\(invite)")
+        let forwards = try await Netlab.forwards()
+        #expect(forwards.count == 2 && forwards.allSatisfy { $0.contains("dport 7420") && $0.contains("192.168.1.20:7420") },
+                "\(forwards)")
+
+        let bob = try Netlab.tandem(in: "home-b", ["join", Self.sample, "--headless", "--json", "--name", "bob"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { bob.stop() }
+        #expect(await bob.event("joined", within: 20) != nil, "\(bob.stderr)")
+        // Datagrams take the mapped UDP port too.
+        #expect(await bob.event("position", within: 15) { $0["unreliablePath"]?.string == "udp" } != nil, "\(bob.stdout.suffix(600))")
+        ann.send("play")
+        #expect(await bob.event("position", within: 15) { $0["state"]?.string == "playing" } != nil)
+        bob.send("leave")
+        #expect(await bob.exitCode(within: 15) == 0)
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 15) == 0, "\(ann.stderr)")
+        #expect(try await Netlab.forwards().isEmpty, "the mapping outlived the host")
+
+        // Killed, nothing removes the mapping but its lease (4 s here, renewed at 2 s while the host lives).
+        let carol = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "carol"],
+                                      environment: ["TANDEM_PORT_MAPPING_LEASE": "4"])
+        defer { carol.stop() }
+        #expect(await carol.event("reachability", within: 20) { $0["via"]?.string == "upnp-igd" } != nil, "\(carol.stderr)")
+        try await Task.sleep(for: .seconds(6))
+        #expect(try await Netlab.forwards().count == 2, "renewed past its first lease")
+        carol.signal(SIGKILL)
+        #expect(try await Netlab.waitUntil(within: 15) { try await Netlab.forwards().isEmpty }, "still mapped 15 s after kill -9")
+    }
+
+    @Test("NAT-PMP when the router speaks no UPnP-IGD; with no port mapping at all (or --no-port-mapping) the host says it is not reachable and why")
+    func natPMPAndNone() async throws {
+        guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
+        let up = try await Netlab.run(["up"])
+        defer { Netlab.down() }
+        try #require(up.status == 0, "\(up.output)")
+
+        let natPMPOnly = try await Netlab.run(["upnp", "natpmp-only"])
+        try #require(natPMPOnly.status == 0, "\(natPMPOnly.output)")
+        let ann = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "ann"])
+        defer { ann.stop() }
+        #expect(await ann.event("reachability", within: 20)?["text"]?.string
+                == "reachable from the internet at 11.0.113.7:7420 (NAT-PMP on your router)", "\(ann.stdout)\n\(ann.stderr)")
+        let invite = try #require(ann.events("invite").first?["invite"]?.string)
+        let bob = try Netlab.tandem(in: "home-b", ["join", Self.sample, "--headless", "--json", "--name", "bob"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { bob.stop() }
+        #expect(await bob.event("joined", within: 20) != nil, "\(bob.stderr)")
+        bob.send("leave")
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 15) == 0)
+        #expect(try await Netlab.forwards().isEmpty)
+
+        let off = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "dan", "--no-port-mapping"])
+        defer { off.stop() }
+        let refused = await off.event("reachability", within: 20)
+        #expect(refused?["reachable"] == .bool(false) && refused?["via"]?.string == "none")
+        #expect(refused?["text"]?.string?.hasPrefix("not reachable from outside: port mapping is off (--no-port-mapping)") == true)
+        #expect(try await Netlab.forwards().isEmpty)
+        off.send("leave")
+        _ = await off.exitCode(within: 15)
+
+        let stopped = try await Netlab.run(["upnp", "stop"])
+        try #require(stopped.status == 0, "\(stopped.output)")
+        let eve = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--name", "eve"])
+        defer { eve.stop() }
+        // Without --json the header says it in words, with what to do.
+        let said = try await Netlab.waitUntil(within: 20) {
+            await Task.yield()
+            return eve.stdout.contains("not reachable from outside: no router answered UPnP or NAT-PMP")
+        }
+        #expect(said, "\(eve.stdout)\n\(eve.stderr)")
+        #expect(eve.stdout.contains("friends on your network can join at 192.168.1.20:7420")
+                && eve.stdout.contains("--server tandem://"))
+        let invited = eve.stdout.split(separator: "\n").contains { $0.contains("tandem://192.168.1.20:7420/") }
+        #expect(invited, "\(eve.stdout)")
+    }
+}
