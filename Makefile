@@ -9,9 +9,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # must fit in 15 minutes). For a debugger: `make build SWIFT_BUILD_FLAGS=` (a full rebuild; keep one setting).
 SWIFT_BUILD_FLAGS ?= -Xswiftc -gnone -Xcc -g0
 TANDEM := .build/debug/tandem
-# Where `make install` puts things: $(DESTDIR)$(PREFIX)/bin/tandem, completions and the man page under share/.
+# Where `make install` puts things: $(DESTDIR)$(PREFIX)/bin/tandem, completions and the man page under share/, the
+# relay's systemd unit under lib/systemd/system (its ExecStart names $(UNIT_BINDIR)/tandem).
 PREFIX ?= /usr/local
 DESTDIR ?=
+UNIT_BINDIR ?= $(PREFIX)/bin
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Tandem/Version.swift)
 ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
@@ -57,19 +59,25 @@ install-files:
 	@test -x "$(BIN)/tandem" || { echo "no tandem binary in '$(BIN)'"; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/tandem/media-samples
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/tandem/media-samples \
+	  $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -s -m 755 $(BIN)/tandem $(DESTDIR)$(PREFIX)/bin/tandem
+	sed 's|^ExecStart=/usr/local/bin/tandem |ExecStart=$(UNIT_BINDIR)/tandem |' contrib/systemd/tandem-serve.service \
+	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/tandem-serve.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/tandem-serve.service
+	install -m 644 contrib/systemd/tandem-serve.env $(DESTDIR)$(PREFIX)/share/tandem/tandem-serve.env
 	install -m 644 media-samples/countdown.webm media-samples/countdown.opus $(DESTDIR)$(PREFIX)/share/tandem/media-samples/
 	$(BIN)/tandem --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem
 	$(BIN)/tandem --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem
 	$(BIN)/tandem --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
 	$(BIN)/generate-manual $(BIN)/tandem --date $(MAN_DATE) --output-directory $(DESTDIR)$(PREFIX)/share/man/man1
-	@echo "installed tandem $(VERSION) in $(DESTDIR)$(PREFIX)/bin (man tandem; completions for bash, zsh, fish)"
+	@echo "installed tandem $(VERSION) in $(DESTDIR)$(PREFIX)/bin (man tandem; completions for bash, zsh, fish; the relay's unit tandem-serve.service)"
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/tandem $(DESTDIR)$(PREFIX)/share/man/man1/tandem.1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tandem $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tandem \
-	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tandem.fish \
+	  $(DESTDIR)$(PREFIX)/lib/systemd/system/tandem-serve.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/tandem
 
 ## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, docs) and its SHA-256.
@@ -78,7 +86,7 @@ release: deps
 	swift build $(RELEASE_FLAGS) --product generate-manual
 	rm -rf dist/tandem-$(VERSION)-linux-$(ARCH)
 	@$(MAKE) --no-print-directory install-files BIN="$$(swift build $(RELEASE_FLAGS) --show-bin-path)" \
-	  DESTDIR= PREFIX=$(CURDIR)/dist/tandem-$(VERSION)-linux-$(ARCH)
+	  DESTDIR= PREFIX=$(CURDIR)/dist/tandem-$(VERSION)-linux-$(ARCH) UNIT_BINDIR=/usr/local/bin
 	cp -r README.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
 	tar -C dist -czf dist/tandem-$(VERSION)-linux-$(ARCH).tar.gz tandem-$(VERSION)-linux-$(ARCH)
 	cd dist && sha256sum tandem-$(VERSION)-linux-$(ARCH).tar.gz | tee tandem-$(VERSION)-linux-$(ARCH).tar.gz.sha256

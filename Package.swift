@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // GStreamer (and Xlib, for the video window the player owns) found through pkg-config.
@@ -56,6 +58,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What an operator of a relay sees: the server's counters bound to swift-metrics and a Prometheus registry
+        // of the server's own, and the health and metrics HTTP listener (`tandem serve --metrics`).
+        .target(
+            name: "TandemOps",
+            dependencies: [
+                "TandemCore", "TandemNet",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // Fakes for tests and benchmarks: a manual clock, an in-memory network, simulated links and link impairment.
         .target(name: "TandemTesting", dependencies: [
             "TandemCore", "TandemNet", .product(name: "NIOCore", package: "swift-nio"),
@@ -88,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "tandem",
             dependencies: [
-                "Tandem", "TandemPeer", "TandemBench", "TandemSyncplay",
+                "Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -109,8 +124,13 @@ let package = Package(
             "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
+        // Test support: a plain HTTP/1 client over real sockets, for the operator's listener.
+        .target(name: "TandemTestHTTP", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Tests/Support/HTTP"),
+        .testTarget(name: "TandemOpsTests", dependencies: ["TandemOps", "TandemNet", "TandemCore", "TandemTestHTTP"]),
         .testTarget(name: "TandemCLITests", dependencies: ["tandem", "TandemCore", "TandemPeer", "TandemSyncplay", "TandemBench",
-                                                           "TandemTestDisplay"]),
+                                                           "TandemTestDisplay", "TandemTestHTTP"]),
         .testTarget(name: "TandemPeerTests", dependencies: [
             "TandemPeer", "Tandem", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

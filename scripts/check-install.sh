@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks what `make install` put under PREFIX: the binary runs and reports VERSION, the completions and the man
-# page are there and describe the real commands. Usage: check-install.sh PREFIX VERSION
+# page are there and describe the real commands, the relay's systemd unit runs PREFIX/bin/tandem (and passes
+# `systemd-analyze verify` where systemd's tools are installed). Usage: check-install.sh PREFIX VERSION
 set -euo pipefail
 prefix=$(cd "$1" && pwd) version=$2
 fail() { echo "install check: $*" >&2; exit 1; }
@@ -24,8 +25,18 @@ done
 grep -q '^\.Dt TANDEM 1' "$man" || fail "the man page has no '.Dt TANDEM 1' header"
 grep -q 'invite-file' "$man" || fail "the man page does not document join's options"
 [ -s "$prefix/share/tandem/media-samples/countdown.webm" ] || fail "the demo's sample is not installed"
+unit=$prefix/lib/systemd/system/tandem-serve.service
+[ -s "$unit" ] || fail "missing or empty: $unit"
+grep -q "^ExecStart=$bin serve " "$unit" || fail "the unit's ExecStart does not run $bin serve: $(grep ExecStart= "$unit")"
+grep -q '^TANDEM_SERVE_OPTIONS=' "$prefix/share/tandem/tandem-serve.env" || fail "the unit's example options file is missing"
+if command -v systemd-analyze > /dev/null; then
+  # --man=no: the unit's Documentation= names the man page, which is not on man's path under a scratch prefix.
+  # It exits 0 on unknown keys and bad values (it ignores them): any word about the unit is a failure.
+  said=$(systemd-analyze verify --man=no "$unit" 2>&1) || fail "systemd-analyze verify rejects $unit: $said"
+  ! grep -q "tandem-serve" <<< "$said" || fail "systemd-analyze verify complains about $unit: $said"
+fi
 (cd / && "$bin" probe "$prefix/share/tandem/media-samples/countdown.webm" > /dev/null) || fail "tandem probe failed"
 # The demo finds its sample from anywhere, not only from the source tree (its first lines are enough).
 demo=$(cd / && timeout 4 "$bin" demo 2>&1 || true)
 grep -q "^Tandem demo:" <<< "$demo" || fail "tandem demo did not start outside the source tree: $demo"
-echo "install check: tandem $version, completions (bash, zsh, fish) and man page under $prefix"
+echo "install check: tandem $version, completions (bash, zsh, fish), man page and the relay's unit under $prefix"

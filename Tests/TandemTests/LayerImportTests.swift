@@ -21,12 +21,13 @@ struct LayerImportTests {
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "TandemPortMapping", "Logging",
                        "ServiceLifecycle"],
         "TandemPortMapping": ["TandemCore", "CTandemPortMapping"],
+        "TandemOps": ["TandemCore", "TandemNet", "NIOCore", "NIOPosix", "NIOHTTP1", "CoreMetrics", "Prometheus"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram", "CTandemBareSockets"],
-        "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "ArgumentParser", "Logging", "ServiceLifecycle",
-                   "UnixSignals"],
+        "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps", "ArgumentParser", "Logging",
+                   "ServiceLifecycle", "UnixSignals"],
     ]
 
     static func imports(of target: String) throws -> [String: Set<String>] {

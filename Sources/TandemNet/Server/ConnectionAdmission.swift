@@ -32,6 +32,14 @@ final class ConnectionAdmission: Sendable {
             case .unauthenticatedFull: return "too many unauthenticated connections"
             }
         }
+
+        /// The reason the server's statistics count it under.
+        var counted: ServerRefusal {
+            switch self {
+            case .tooManyConnectionsFromAddress: return .connectionsPerAddress
+            case .unauthenticatedFull: return .unauthenticatedFull
+            }
+        }
     }
 
     /// What happened to admissions, for tests and logs.

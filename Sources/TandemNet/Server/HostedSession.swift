@@ -25,8 +25,15 @@ final class HostedSession: @unchecked Sendable {
 
     private var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:] {
-        didSet { broadcastTargets.removeAll(keepingCapacity: true) }
+        didSet {
+            broadcastTargets.removeAll(keepingCapacity: true)
+            counters.participantsChanged(by: connections.count - countedParticipants)
+            countedParticipants = connections.count
+        }
     }
+    /// The server's counts: participants joined (`connections`, as last counted) and messages delivered.
+    private let counters: ServerCounters
+    private var countedParticipants = 0
     /// Per sender of broadcasts: its connection, and the recipients and connections of its last broadcast, as
     /// long as no connection of the session changes — so that a broadcast looks up one participant, not each
     /// recipient. At most one entry per participant.
@@ -64,8 +71,9 @@ final class HostedSession: @unchecked Sendable {
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
          clock: any MonotonicClock, activity: ActivityEnvelope? = nil, datagrams: DatagramRelay? = nil,
          creator: String? = nil, journal: JournalStorage = .init(ledger: JournalLedger(perAddress: .max, total: .max), spool: nil),
-         logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+         counters: ServerCounters, logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
         self.creator = creator
+        self.counters = counters
         self.journal = journal
         self.datagrams = datagrams
         self.id = id
@@ -242,6 +250,7 @@ final class HostedSession: @unchecked Sendable {
             return
         }
         for target in targets { target.send(frame) }
+        counters.delivered(targets.count)
     }
 
     /// The connection of `participant` went away.
@@ -274,11 +283,12 @@ final class HostedSession: @unchecked Sendable {
 
     /// Takes `connection`, just authenticated, among those waiting to send their `join`; or says why not (the
     /// session has ended, or already has `maxWaitingToJoinPerSession` of them). Any loop.
-    func admitWaitingToJoin(_ connection: ServerConnection) -> (code: WireErrorCode, why: String)? {
+    func admitWaitingToJoin(_ connection: ServerConnection) -> (code: WireErrorCode, why: String, counted: ServerRefusal)? {
         waitingToJoin.withLock { waiting in
-            if waiting.ended { return (.sessionEnded, "the session has ended") }
+            if waiting.ended { return (.sessionEnded, "the session has ended", .sessionEnded) }
             guard waiting.connections.count < configuration.maxWaitingToJoinPerSession else {
-                return (.sessionFull, "too many connections to this session have not joined yet; try again in a moment")
+                return (.sessionFull, "too many connections to this session have not joined yet; try again in a moment",
+                        .waitingToJoinFull)
             }
             waiting.connections[ObjectIdentifier(connection)] = connection
             return nil
@@ -323,6 +333,7 @@ final class HostedSession: @unchecked Sendable {
             case .sendStoredChunk(let attachment, let offset, let length, let target):
                 guard let spool = journal.spool, let connection = connections[target] else { continue }
                 connection.sendStoredChunk(.init(spool: spool, attachment: attachment, offset: offset, length: length))
+                counters.delivered(1)
             }
         }
         // Whatever the authority dropped (removed, failed, its sender gone) gives its bytes back.
@@ -335,7 +346,7 @@ final class HostedSession: @unchecked Sendable {
         guard let connection = connections[target] else { return }
         if case .appMessage(let app) = message, app.delivery == .unreliable {
             // Over UDP when the member's endpoint works; over TCP otherwise, dropped when it is backed up.
-            if datagrams?.sendUnreliable(message, over: connection) == true { return }
+            if datagrams?.sendUnreliable(message, over: connection) == true { return counters.delivered(1) }
             if !connection.channel.isWritable {
                 droppedUnreliable += 1
                 return
@@ -344,6 +355,7 @@ final class HostedSession: @unchecked Sendable {
         if case .journal = message {
             // Journal traffic (up to 100 MB for a late joiner) is encoded lazily and paced by the socket.
             connection.send(message)
+            counters.delivered(1)
             return
         }
         let frame: Frame
@@ -357,6 +369,7 @@ final class HostedSession: @unchecked Sendable {
             return
         }
         connection.send(frame)
+        counters.delivered(1)
     }
 
     private struct Upload {

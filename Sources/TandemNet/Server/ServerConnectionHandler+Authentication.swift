@@ -14,13 +14,13 @@ extension ServerConnectionHandler {
                 && SessionAuth.verify(proof: proof.proof, key: key, serverNonce: nonce, session: sessionID,
                                       clientNonce: proof.clientNonce)
         }
-        func refuseAuthentication(_ why: String) {
-            server.logRefusal(address: address, why)
+        func refuseAuthentication(_ reason: ServerRefusal, _ why: String) {
+            server.logRefusal(reason, address: address, why)
             closeAfterSending(.authenticationFailed, authenticationRefusedText)
         }
         if let existing = server.session(named: sessionID) {
             guard verify(existing.key) else {
-                refuseAuthentication("authentication failed")
+                refuseAuthentication(.authenticationFailed, "authentication failed")
                 return nil
             }
             return existing
@@ -28,25 +28,26 @@ extension ServerConnectionHandler {
         guard create, configuration.allowsRemoteSessionCreation, let keyData = proof.sessionKey, keyData.count == 32 else {
             // Same work as a real check, against a key nobody has.
             _ = verify(SymmetricKey(size: .bits256))
-            refuseAuthentication("authentication failed")
+            refuseAuthentication(.authenticationFailed, "authentication failed")
             return nil
         }
         let key = SymmetricKey(data: keyData)
         guard verify(key) else {
-            refuseAuthentication("session creation: wrong proof")
+            refuseAuthentication(.creationWrongProof, "session creation: wrong proof")
             return nil
         }
         if let required = configuration.createToken {
             let presented = Data(SHA256.hash(data: Data((proof.createToken ?? "").utf8)))
             guard presented.constantTimeEquals(Data(SHA256.hash(data: Data(required.utf8)))) else {
-                server.logRefusal(address: address, proof.createToken == nil ? "session creation: no token" : "session creation: wrong token")
+                server.logRefusal(.creationToken, address: address,
+                                  proof.createToken == nil ? "session creation: no token" : "session creation: wrong token")
                 closeAfterSending(.creationRefused,
                                   "this server requires a creation token to create sessions (tandem host --create-token-file)")
                 return nil
             }
         }
         guard server.mayCreateSession(from: address) else {
-            server.logRefusal(address: address, "session creation: quota")
+            server.logRefusal(.creationQuota, address: address, "session creation: quota")
             closeAfterSending(.creationRefused,
                               "more than \(configuration.sessionCreationsPerMinute) sessions created from this address in a minute; try again later")
             return nil
@@ -64,7 +65,7 @@ extension ServerConnectionHandler {
         do {
             return try server.createRemoteSession(id: sessionID, key: key, address: address)
         } catch {
-            server.logRefusal(address: address, "session creation: \(error)")
+            server.logRefusal(ServerRefusal(creationError: error), address: address, "session creation: \(error)")
             switch error {
             case .serverFull: closeAfterSending(.serverFull, error.description)
             case .sessionExists: closeAfterSending(.sessionExists, error.description)

@@ -280,7 +280,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             guard let session = authenticate(proof, session: sessionID, create: create, nonce: nonce),
                   let connection = self.connection else { return }
             if let refusal = session.admitWaitingToJoin(connection) {
-                server.logRefusal(address: address, refusal.why)
+                server.logRefusal(refusal.counted, address: address, refusal.why)
                 closeAfterSending(refusal.code, refusal.why)
                 return
             }

@@ -27,19 +27,21 @@ extension SessionServer {
     /// a bound is reached (logged). An idle unauthenticated connection may be closed to make room.
     func admit(_ channel: any Channel, from address: String) -> ConnectionAdmission.Ticket? {
         switch admission.admit(from: address, evict: { [weak self] in
-            self?.logRefusal(address: address, "closed an idle unauthenticated connection to make room for a newer one")
+            self?.logRefusal(.unauthenticatedEvicted, address: address,
+                             "closed an idle unauthenticated connection to make room for a newer one")
             channel.close(promise: nil)
         }) {
         case .success(let ticket): return ticket
         case .failure(let refusal):
-            logRefusal(address: address, refusal.description)
+            logRefusal(refusal.counted, address: address, refusal.description)
             return nil
         }
     }
 
-    /// Logs a refusal at info level, at most one line per address per second (later lines count the ones
-    /// left out). Never logs a secret, key or token.
-    func logRefusal(address: String, _ what: String) {
+    /// Counts a refusal under `reason` and logs it at info level, at most one line per address per second (later
+    /// lines count the ones left out). Never logs a secret, key or token.
+    func logRefusal(_ reason: ServerRefusal, address: String, _ what: String) {
+        counters.refused(reason)
         let now = clock.now
         let suppressed: Int? = refusals.withLock { refusals in
             if refusals.count > 4_096 { refusals.removeAll() }

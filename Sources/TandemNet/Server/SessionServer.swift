@@ -63,6 +63,9 @@ public final class SessionServer: Sendable {
     let journalLedger: JournalLedger
     /// Where attachments' bytes are kept when not in memory (`ServerConfiguration.spoolDirectory`).
     let spool: AttachmentSpool?
+    /// What the server counts for its statistics (participants, deliveries, refusals), and when it started.
+    let counters = ServerCounters()
+    let startedAt: LocalInstant
 
     struct RefusalLogState {
         var lastLogged: LocalInstant
@@ -180,6 +183,7 @@ public final class SessionServer: Sendable {
         self.group = group
         self.listener = listener
         self.clock = clock
+        self.startedAt = clock.now
         self.logger = logger
         self.sessions = Mutex([:])
         self.connections = Mutex([:])
@@ -319,7 +323,7 @@ public final class SessionServer: Sendable {
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
                                     activity: activity, datagrams: datagrams, creator: creator,
                                     journal: .init(ledger: journalLedger, spool: spool?.session(id)),
-                                    logger: logger) { [weak self] id in
+                                    counters: counters, logger: logger) { [weak self] id in
             self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
         let result: Result<Void, SessionServerError> = sessions.withLock { sessions in

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Tandem
+import TandemOps
 import TandemPeer
 
 /// `tandem serve`: a standalone session server (a relay on a public machine).
@@ -69,6 +70,9 @@ struct ServeCommand: AsyncParsableCommand {
         valueName: "PORT"))
     var syncplayPort: Int?
 
+    @Option(name: .customLong("metrics"), help: ArgumentHelp("Serve GET /healthz and Prometheus GET /metrics over HTTP on HOST:PORT, for the operator only: keep it on loopback or a private network (0 picks a free port).", valueName: "HOST:PORT"))
+    var metrics: String?
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
@@ -85,6 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         if let problem = limits.problem { throw ValidationError(problem) }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
+        do { _ = try metrics.map(OperatorAddress.init(parsing:)) } catch { throw ValidationError("\(error)") }
         if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
             throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
         }
@@ -100,23 +105,23 @@ struct ServeCommand: AsyncParsableCommand {
             let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
                                                        configuration: configuration, logger: Logger(label: "tandem.server"))
             let syncplay = try await SyncplayGuests.start(relay: server, host: listen.bind, askedPort: syncplayPort)
+            let operatorListener = try await OperatorListener.start(at: metrics, serving: server)
             let address = advertisedHost(bind: listen.bind)
-            let url = server.address(advertising: address)
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
-            printLine("hosts start sessions here with: tandem host FILE --server '\(url)'")
+            printLine("hosts start sessions here with: tandem host FILE --server '\(server.address(advertising: address))'")
             if listen.web {
                 printLine("browsers join at http\(server.usesTLS ? "s" : "")://\(address):\(server.port)/join/SESSION#SECRET "
                     + "(the host's tandem host --web prints the link)")
             }
-            for line in syncplay?.relayHeader(advertising: address) ?? [] { printLine(line) }
+            for line in (syncplay?.relayHeader(advertising: address) ?? []) + (operatorListener?.announcement ?? []) { printLine(line) }
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            do { try await group.run() } catch {
-                await syncplay?.close()
-                throw PeerFailure(.failure, "the server stopped: \(error)")
-            }
+            var failure: (any Error)?
+            do { try await group.run() } catch { failure = error }
             await syncplay?.close()
+            await operatorListener?.close()
+            if let failure { throw PeerFailure(.failure, "the server stopped: \(failure)") }
         }
     }
 }
