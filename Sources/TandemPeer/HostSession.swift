@@ -11,8 +11,11 @@ package enum HostServer: Sendable {
     /// port mapped on the router as `portMapping` allows, …), else this machine's first non-loopback IPv4 address
     /// when listening everywhere, else `bind`. With `streamsFirstFile`, browsers of the session's members may stream
     /// the first item over HTTP.
+    /// With `fallbackRelay` (a default relay from the configuration), a server nobody outside can reach gives way
+    /// to a session on that relay (not with `web`, which the embedded server serves, nor on a loopback `bind`).
     case embedded(bind: String, port: Int, tls: ServerTLSFiles?, web: WebConfiguration?, advertise: String?,
-                  streamsFirstFile: Bool, portMapping: PortMappingChoice = PortMappingChoice())
+                  streamsFirstFile: Bool, portMapping: PortMappingChoice = PortMappingChoice(),
+                  fallbackRelay: (address: String, createToken: String?)? = nil)
     /// A standalone server (`tandem serve`): its address `tandem://HOST:PORT` or an invite to reuse, and the
     /// creation token it asks for, if any.
     case standalone(address: String, createToken: String?)
@@ -46,10 +49,10 @@ package struct HostSession: Sendable {
                               warn: (String) -> Void) async throws -> HostSession {
         var options = options
         options.asHost = true
-        let invite: Invite
-        let dial: Invite
+        var invite: Invite
+        var dial: Invite
         var embedded: SessionServer?
-        let reachability: Reachability
+        var reachability: Reachability
         var portMapping: PortMappingKeeper?
         switch server {
         case .standalone(let address, let createToken):
@@ -58,7 +61,7 @@ package struct HostSession: Sendable {
             options.createToken = createToken
             dial = invite
             reachability = .relay(address: invite.host, port: invite.port)
-        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile, let choice):
+        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile, let choice, let fallback):
             // Named before the server starts, so that the first file can be offered to this session alone.
             let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
             var configuration = ServerConfiguration()
@@ -79,9 +82,20 @@ package struct HostSession: Sendable {
                 await started.shutdown()
                 throw error
             }
+            // The host itself dials its own listener (the router may have mapped another port outside).
             var local = invite
             local.host = started.localHost
+            local.port = started.port
             dial = local
+            if let fallback, web == nil, !isLoopback(bind), case .localNetworkOnly(_, _, let reason) = reachability {
+                await started.shutdown()
+                embedded = nil
+                invite = try Invite.forNewSession(onServer: fallback.address)
+                options.createSession = true
+                options.createToken = fallback.createToken
+                dial = invite
+                reachability = .relay(address: invite.host, port: invite.port, instead: reason)
+            }
         }
 
         let participant: LocalPeer
@@ -95,7 +109,7 @@ package struct HostSession: Sendable {
         }
         var syncplay: SyncplayGuests?
         do {
-            try await items.share(from: participant, setActivity: !server.isEmbedded, preview: preview, warn: warn)
+            try await items.share(from: participant, setActivity: embedded == nil, preview: preview, warn: warn)
             if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
             if let syncplayPort {
                 // Each Syncplay client joins from this machine, as the host did.

@@ -158,4 +158,50 @@ struct NetlabProcessTests {
         let invited = eve.stdout.split(separator: "\n").contains { $0.contains("tandem://192.168.1.20:7420/") }
         #expect(invited, "\(eve.stdout)")
     }
+
+    @Test("a default relay in config.toml: a host its router maps keeps its own server; one nobody outside reaches hosts on the relay instead, says why, and a joiner in the other home joins there")
+    func defaultRelay() async throws {
+        guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
+        let up = try await Netlab.run(["up"])
+        defer { Netlab.down() }
+        try #require(up.status == 0, "\(up.output)")
+        let relay = try Netlab.tandem(in: "internet", ["serve"])
+        defer { relay.stop() }
+        let listening = try await Netlab.waitUntil(within: 20) {
+            await Task.yield()
+            return relay.stdout.contains("tandem serve: listening on")
+        }
+        try #require(listening, "\(relay.stderr)")
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("netlab-config-\(getpid())")
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("tandem"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        try "# the relay we share\nrelay = \"tandem://11.0.113.1:7420\"  # on the internet\n"
+            .write(to: home.appendingPathComponent("tandem/config.toml"), atomically: true, encoding: .utf8)
+        let configured = ["XDG_CONFIG_HOME": home.path]
+
+        // Mapped on the router: the relay is not needed.
+        let ann = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "ann"], environment: configured)
+        defer { ann.stop() }
+        #expect(await ann.event("reachability", within: 20)?["via"]?.string == "upnp-igd", "\(ann.stdout)\n\(ann.stderr)")
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 15) == 0)
+
+        // No router answers: the session goes to the relay.
+        try #require(await Netlab.run(["upnp", "stop"]).status == 0)
+        let bea = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "bea"], environment: configured)
+        defer { bea.stop() }
+        let reach = await bea.event("reachability", within: 30)
+        #expect(reach?["via"]?.string == "relay" && reach?["reachable"] == .bool(true), "\(bea.stdout)\n\(bea.stderr)")
+        #expect(reach?["text"]?.string == "hosted on your relay 11.0.113.1:7420 (from your configuration): this machine is "
+                + "not reachable from outside (no router answered UPnP or NAT-PMP)")
+        let invite = try #require(bea.events("invite").first?["invite"]?.string)
+        #expect(invite.hasPrefix("tandem://11.0.113.1:7420/"), "\(invite)")
+        let bob = try Netlab.tandem(in: "home-b", ["join", Self.sample, "--headless", "--json", "--name", "bob"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { bob.stop() }
+        #expect(await bob.event("joined", within: 20) != nil, "\(bob.stderr)")
+        bob.send("leave")
+        bea.send("leave")
+        #expect(await bea.exitCode(within: 15) == 0, "\(bea.stderr)")
+    }
 }

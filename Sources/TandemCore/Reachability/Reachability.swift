@@ -7,8 +7,9 @@ public enum Reachability: Sendable, Equatable {
     case ipv6(address: String, port: Int)
     /// This machine has a public IPv4 address of its own.
     case publicAddress(address: String, port: Int)
-    /// The session lives on a relay (`tandem serve`) at `address:port`: whoever reaches the relay can join.
-    case relay(address: String, port: Int)
+    /// The session lives on a relay (`tandem serve`) at `address:port`: whoever reaches the relay can join. With
+    /// `instead`, the default relay was taken because this machine's own server could not be reached, for that reason.
+    case relay(address: String, port: Int, instead: UnreachableReason? = nil)
     /// Only this machine can join: the server listens on a loopback address.
     case thisMachineOnly(address: String, port: Int)
     /// Friends on the same network can join at `address:port`, nobody from outside, for `reason`.
@@ -25,7 +26,7 @@ public enum Reachability: Sendable, Equatable {
     /// The address and port an invite should name.
     public var address: String {
         switch self {
-        case .mapped(let address, _, _), .ipv6(let address, _), .publicAddress(let address, _), .relay(let address, _),
+        case .mapped(let address, _, _), .ipv6(let address, _), .publicAddress(let address, _), .relay(let address, _, _),
              .thisMachineOnly(let address, _), .localNetworkOnly(let address, _, _):
             return address
         }
@@ -33,7 +34,7 @@ public enum Reachability: Sendable, Equatable {
 
     public var port: Int {
         switch self {
-        case .mapped(_, let port, _), .ipv6(_, let port), .publicAddress(_, let port), .relay(_, let port),
+        case .mapped(_, let port, _), .ipv6(_, let port), .publicAddress(_, let port), .relay(_, let port, _),
              .thisMachineOnly(_, let port), .localNetworkOnly(_, let port, _):
             return port
         }
@@ -62,8 +63,11 @@ public enum Reachability: Sendable, Equatable {
                 + "joiners need IPv6 too)"
         case .publicAddress:
             return "reachable from the internet at \(at) (a public address of this machine)"
-        case .relay:
+        case .relay(_, _, nil):
             return "hosted on the relay \(at): whoever reaches the relay can join"
+        case .relay(_, _, let reason?):
+            return "hosted on your relay \(at) (from your configuration): this machine is not reachable from outside "
+                + "(\(reason.text))"
         case .thisMachineOnly:
             return "listening on \(at): only this machine can join (--bind 0.0.0.0 to let others in)"
         case .localNetworkOnly(_, _, let reason):

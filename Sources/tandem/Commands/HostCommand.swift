@@ -174,11 +174,13 @@ struct HostCommand: AsyncParsableCommand {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
             let player = try peer.choices.makePlayer(title: items.activity.metadata.title ?? items.activity.fileName)
+            let config = serverSource == nil ? try TandemConfiguration.load() : TandemConfiguration()
             let place: HostServer = try serverSource.map {
                 .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read))
             }
                 ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration, advertise: advertise,
-                             streamsFirstFile: webMedia, portMapping: try .from(noPortMapping: noPortMapping))
+                             streamsFirstFile: webMedia, portMapping: try .from(noPortMapping: noPortMapping || config.portMapping == false),
+                             fallbackRelay: try config.fallbackRelay())
             let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.choices.displayName,
                                                      player: player, options: peer.choices.clientOptions,
                                                      preview: previewImage, inviteFile: inviteFile,
