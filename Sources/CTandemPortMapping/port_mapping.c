@@ -86,7 +86,11 @@ struct tdm_upnp_gateway {
 
 tdm_upnp_gateway *tdm_upnp_discover(int timeout_ms, char *error, size_t error_size) {
     int status = 0;
-    struct UPNPDev *devices = upnpDiscover(timeout_ms, NULL, NULL, UPNP_LOCAL_PORT_ANY, 0, 2, &status);
+    /* libminiupnpc asks for several device types one after the other (IGD v2 and v1, two WAN services, the root
+     * device) and waits for each that nobody answers, a second at least: this call can take several times
+     * `timeout_ms` when no router answers. Callers stop waiting for it after their own deadline. */
+    int delay = timeout_ms / 4 < 100 ? 100 : timeout_ms / 4;
+    struct UPNPDev *devices = upnpDiscover(delay, NULL, NULL, UPNP_LOCAL_PORT_ANY, 0, 2, &status);
     if (!devices) {
         say(error, error_size, status == UPNPDISCOVER_SUCCESS ? "no UPnP device answered" : "UPnP discovery failed");
         return NULL;

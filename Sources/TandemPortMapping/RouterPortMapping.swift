@@ -1,5 +1,6 @@
 import CTandemPortMapping
 import Dispatch
+import Synchronization
 import TandemCore
 
 /// A port of this machine (TCP and UDP, the same number: a session's listener and its datagrams) mapped on the home
@@ -109,8 +110,10 @@ public final class RouterPortMapping: Sendable {
 
     // MARK: UPnP-IGD
 
+    /// The gateway that answered within the request's timeout (the search itself may go on longer in the library:
+    /// it is left to finish on its queue, and a late answer is dropped).
     private static func discoverUPnP(_ request: Request) async -> UPnPGateway? {
-        await blocking {
+        await blocking(atMost: request.timeout) {
             var error = [CChar](repeating: 0, count: 128)
             return tdm_upnp_discover(Int32(request.timeout.milliseconds), &error, error.count).map(UPnPGateway.init)
         }
@@ -274,6 +277,26 @@ private let routerQueue = DispatchQueue(label: "tandem.port-mapping", attributes
 func blocking<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
     await withCheckedContinuation { continuation in
         routerQueue.async { continuation.resume(returning: work()) }
+    }
+}
+
+/// A continuation resumed by whichever comes first.
+private final class ResumeOnce<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value?, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value?, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ value: Value?) {
+        continuation.withLock { held in defer { held = nil }; return held }?.resume(returning: value)
+    }
+}
+
+/// `work`'s result, or nil when it has not finished within `timeout` (it then runs on, and its result is dropped).
+func blocking<Value: Sendable>(atMost timeout: Duration, _ work: @escaping @Sendable () -> Value?) async -> Value? {
+    return await withCheckedContinuation { continuation in
+        let once = ResumeOnce(continuation)
+        routerQueue.async { once.resume(work()) }
+        routerQueue.asyncAfter(deadline: .now() + .milliseconds(timeout.milliseconds)) { once.resume(nil) }
     }
 }
 

@@ -20,7 +20,8 @@ int tdm_natpmp_map(int udp, uint16_t internal_port, uint16_t external_port, uint
 /* A UPnP Internet Gateway Device found by SSDP. */
 typedef struct tdm_upnp_gateway tdm_upnp_gateway;
 
-/* Looks for an IGD for `timeout_ms` (SSDP on the LAN). NULL when none answered (`error` says why). */
+/* Looks for an IGD, waiting about `timeout_ms` for each device type asked for (SSDP on the LAN; at least a second
+ * each in libminiupnpc, so the whole search may take several times longer). NULL when none answered (`error` says why). */
 tdm_upnp_gateway *tdm_upnp_discover(int timeout_ms, char *error, size_t error_size);
 void tdm_upnp_free(tdm_upnp_gateway *gateway);
 /* This machine's address on the gateway's LAN (the mapping's internal client). */
