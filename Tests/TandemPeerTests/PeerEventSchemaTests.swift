@@ -10,6 +10,7 @@ struct PeerEventSchemaTests {
     static let examples: [any PeerEvent] = [
         InviteEvent(invite: "tandem://10.0.0.2:7420/s#secret"),
         BrowserEvent(link: "http://10.0.0.2:7420/join/s#secret", loopbackLink: "http://127.0.0.1:7420/join/s#secret"),
+        ReachabilityEvent(.mapped(address: "203.0.113.7", port: 7420, method: .upnp)),
         SyncplayJoinEvent(host: "10.0.0.2", port: 8999, room: "s", password: "3a9964f585d77d47f58159ca"),
         JoinedEvent(session: "s", participant: .init(id: "p1", name: "ann"),
                     activity: .init(title: "Film", subtitle: "cut", type: "watchTogether",

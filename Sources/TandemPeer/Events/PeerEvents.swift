@@ -415,7 +415,7 @@ package struct EndedEvent: PeerEvent, Equatable {
 
 /// Every event type, for checks of the documented schema.
 package let allPeerEventTypes: [any PeerEvent.Type] = [
-    InviteEvent.self, BrowserEvent.self, SyncplayJoinEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
+    InviteEvent.self, BrowserEvent.self, ReachabilityEvent.self, SyncplayJoinEvent.self, JoinedEvent.self, ActivityEvent.self, PreviewEvent.self, TimelineEvent.self, ParticipantsEvent.self,
     NoticeEvent.self, ChatEvent.self, TrackProposalEvent.self, SuspensionEvent.self, WarningEvent.self, ResyncEvent.self, ReconnectingEvent.self,
     ReconnectedEvent.self, PositionEvent.self, LeftEvent.self, EndedEvent.self, QueueEvent.self, ItemEvent.self,
 ]
