@@ -83,6 +83,7 @@ public struct PlayerChoices: Sendable {
         configuration.windowTitle = title
         let player = try PeerFailure.making { try GStreamerPlayer(configuration: configuration) }
         if let offsetMilliseconds { player.setOutputOffset(.milliseconds(offsetMilliseconds)) }
+        RenderLog.startIfAsked(for: player)
         return player
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Tandem
 import TandemPeer
+import TandemBench
 
 /// `tandem join [INVITE] [FILE]`: joins a session with one's own copy of the media.
 struct JoinCommand: AsyncParsableCommand {
@@ -100,6 +101,7 @@ struct JoinCommand: AsyncParsableCommand {
             do { parsed = try Invite(parsing: text) } catch let error as InviteError { throw PeerFailure(error) }
             var options = peer.choices.clientOptions
             options.trustRootsPath = trustRoots
+            do { options = try BenchLink.applying(to: options) } catch { throw PeerFailure(.usage, "\(error)") }
             // Enter without taking part: the header shows the activity and who is there; the file is checked; then
             // the peer joins and the timeline, notices and journal start to flow.
             let joining: JoiningPeer

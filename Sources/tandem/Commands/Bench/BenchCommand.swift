@@ -76,10 +76,17 @@ struct SyncBenchCommand: AsyncParsableCommand {
                                valueName: "FILE"))
     var frames: String?
 
+    @Flag(help: "Every peer a tandem process of its own, its clock shifted in a time namespace (root): loopback.")
+    var processes = false
+
+    @Flag(help: "As --processes, then again in the network lab (scripts/netlab.sh; root): the host behind a NAT router with UPnP, joiners behind another NAT and on the internet; both figures side by side.")
+    var netlab = false
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
     func validate() throws {
+        if processes || netlab, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
         guard (2...32).contains(peers) else { throw ValidationError("--peers must be 2 to 32") }
         guard NetworkPaths.isKnown(link) else {
             throw ValidationError("unknown --link \(link): use \(NetworkPaths.names.joined(separator: ", "))")
@@ -96,12 +103,36 @@ struct SyncBenchCommand: AsyncParsableCommand {
         try await reportingErrors {
             let path = try file ?? Samples.path("countdown.webm")
             let terminal = Terminal.stdoutIsTerminal
+            if processes || netlab { return try await runProcesses(path) }
             let configuration = SyncBench.Configuration(
                 peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
                 maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait))
             _ = try await SyncBench.run(configuration, policies: policy,
                                         outputs: .init(frames: frames, plot: plot, json: json),
                                         progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)
+        }
+    }
+}
+
+extension SyncBenchCommand {
+    /// `--processes` / `--netlab`: peers as processes, on loopback and (with --netlab) in the lab, same profile.
+    func runProcesses(_ path: String) async throws {
+        var configuration = ProcessSyncBench.Configuration(file: path)
+        configuration.peers = peers == 4 ? 3 : peers
+        configuration.link = link
+        configuration.duration = duration
+        configuration.seed = seed
+        configuration.maxClockShift = Int(maxClockOffset.rounded())
+        var results: [ProcessSyncBench.Result] = []
+        for network in netlab ? [ProcessSyncBench.Network.loopback, .netlab] : [.loopback] {
+            configuration.network = network
+            results.append(try await ProcessSyncBench.run(configuration, say: printLine))
+        }
+        printLine(ProcessSyncBench.summary(results))
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(results).write(to: URL(fileURLWithPath: json))
         }
     }
 }

@@ -1,0 +1,210 @@
+import Foundation
+import Tandem
+import TandemPeer
+import TandemTesting
+
+/// `tandem bench sync --processes` (and `--netlab`): every peer a `tandem` process of its own, with a clock of its
+/// own (a time namespace shifted by whole seconds), judged from ground truth (each process's render log, brought
+/// back to the machine's true CLOCK_MONOTONIC by the shift the kernel reports).
+///
+/// On loopback, everyone listens and connects on 127.0.0.1. In the lab, the host runs in `home-a` behind its NAT
+/// router and is reached through the port the router mapped (UPnP-IGD); joiners run in `home-b` (behind the other
+/// NAT) and in `internet`, alternately. Joiners' connections carry the chosen link profile in-process (there is no
+/// netem). The host gets the commands on its stdin, as a script would give them.
+package enum ProcessSyncBench {
+    package enum Network: String, Codable, Sendable { case loopback, netlab }
+
+    package struct Configuration: Sendable {
+        package var peers = 3
+        package var network = Network.loopback
+        package var link = "loopback"
+        package var duration = 60.0
+        package var seed: UInt64 = 1
+        /// Largest shift of a peer's clock (whole seconds).
+        package var maxClockShift = 10
+        package var file: String
+
+        package init(file: String) { self.file = file }
+    }
+
+    /// One command and when it was asked for (true CLOCK_MONOTONIC), with what it should change.
+    struct Mark {
+        var time: Int64
+        var command: String
+        var effect: GroundTruth.Effect
+    }
+
+    package struct Result: Codable, Sendable {
+        package struct Peer: Codable, Sendable {
+            package var name: String
+            package var where_: String
+            package var clockShiftSeconds: Int
+            package var frames: Int
+        }
+        package var network: Network
+        package var link: String
+        package var peers: [Peer]
+        package var duration: Double
+        /// Render skew over every frame shown by all peers while playing, and over steady play (from 2 s after a
+        /// command until the next).
+        package var skew: SyncReport.Stats
+        package var steadySkew: SyncReport.Stats
+        /// Request (a line on the host's stdin) to every peer rendering its effect.
+        package var commands: [SyncReport.CommandLatency]
+    }
+
+    static let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
+
+    /// The true CLOCK_MONOTONIC (this process's, less its own time-namespace shift).
+    static func trueNow() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec) - ownShift
+    }
+    static let ownShift = RenderLog.monotonicOffset()
+
+    package static func run(_ configuration: Configuration, say: @Sendable (String) -> Void) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-bench-\(getpid())-\(configuration.network.rawValue)")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        if configuration.network == .netlab {
+            let up = try BenchNetlab.run(["up"])
+            guard up.status == 0 else { throw BenchError("the network lab did not come up: \(up.output.suffix(800))") }
+        }
+        defer { if configuration.network == .netlab { _ = try? BenchNetlab.run(["down"]) } }
+
+        var random = SeededRandom(seed: configuration.seed)
+        func shift() -> Int {
+            guard configuration.maxClockShift > 0, PeerProcess.canShiftClocks else { return 0 }
+            return 1 + Int(random.unit() * Double(configuration.maxClockShift))
+        }
+        let names = ["ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal"]
+        let lab = configuration.network == .netlab
+        func namespace(_ node: String) -> String? { lab ? BenchNetlab.prefix + node : nil }
+
+        var peers: [PeerProcess] = []
+        var described: [Result.Peer] = []
+        defer { for peer in peers where peer.exitCode == nil { peer.send("end") } }
+        let hostShift = shift()
+        let host = try PeerProcess(
+            name: names[0],
+            arguments: ["host", configuration.file, "--headless", "--json", "--name", names[0]]
+                + (lab ? [] : ["--bind", "127.0.0.1", "--port", "0"]),
+            placement: .init(namespace: namespace("home-a"), clockShiftSeconds: hostShift),
+            environment: ["TANDEM_PORT_MAPPING": lab ? "on" : "off"],
+            renderLog: directory.appendingPathComponent("ann.log").path)
+        peers.append(host)
+        described.append(.init(name: names[0], where_: lab ? "home-a" : "loopback", clockShiftSeconds: hostShift, frames: 0))
+        guard let invite = try await host.waitFor("invite", within: 20)["invite"] as? String else {
+            throw BenchError("the host's invite event has no invite")
+        }
+        if lab {
+            let reach = try await host.waitFor("reachability", within: 20)
+            say("host in home-a: \(reach["text"] as? String ?? "?")")
+            guard reach["reachable"] as? Bool == true else { throw BenchError("the host in the lab is not reachable: \(reach)") }
+        }
+        for index in 1..<configuration.peers {
+            let node = index % 2 == 1 ? "home-b" : "internet"
+            let peerShift = shift()
+            let joiner = try PeerProcess(
+                name: names[index], arguments: ["join", configuration.file, "--headless", "--json", "--name", names[index]],
+                placement: .init(namespace: namespace(node), clockShiftSeconds: peerShift),
+                environment: ["TANDEM_INVITE": invite,
+                              BenchLink.variable: "\(configuration.link):\(configuration.seed &* 1_000_003 &+ UInt64(index))"],
+                renderLog: directory.appendingPathComponent("\(names[index]).log").path)
+            peers.append(joiner)
+            described.append(.init(name: names[index], where_: lab ? node : "loopback", clockShiftSeconds: peerShift, frames: 0))
+        }
+        for joiner in peers.dropFirst() { _ = try await joiner.waitFor("joined", within: 30) }
+        say("\(configuration.peers) peers joined (\(configuration.network.rawValue), link \(configuration.link)); clocks shifted by "
+            + described.map { "\($0.name) +\($0.clockShiftSeconds) s" }.joined(separator: ", "))
+        // Let clock sync settle before the first start, as people take a moment before pressing play.
+        try await Task.sleep(for: .seconds(3))
+
+        let marks = try await schedule(host: host, peers: peers, duration: configuration.duration, say: say)
+        host.send("end")
+        for peer in peers { await peer.finish(within: 15) }
+
+        var truth = GroundTruth()
+        for (index, peer) in peers.enumerated() {
+            _ = truth.addPeer()
+            let frames = try peer.frames()
+            described[index].frames = frames.count
+            truth.record(index, frames: frames)
+        }
+        return report(truth: truth, marks: marks, configuration: configuration, peers: described)
+    }
+
+    /// The commands, as a person at the host would give them: start, pause, play, seek, rate 1.5× and back,
+    /// repeated until `duration` seconds have passed.
+    private static func schedule(host: PeerProcess, peers: [PeerProcess], duration: Double,
+                                 say: @Sendable (String) -> Void) async throws -> [Mark] {
+        var marks: [Mark] = []
+        let start = trueNow()
+        let end = start + Int64(duration * 1e9)
+        func command(_ line: String, _ effect: GroundTruth.Effect) {
+            marks.append(Mark(time: trueNow(), command: line.split(separator: " ").first.map(String.init) ?? line, effect: effect))
+            host.send(line)
+        }
+        func wait(_ seconds: Double) async throws -> Bool {
+            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            if let gone = peers.first(where: { $0.exitCode != nil }) {
+                throw BenchError("\(gone.name) exited (\(gone.exitCode!)) during the run: \(gone.stderrTail.suffix(600))")
+            }
+            return trueNow() < end
+        }
+        var cycle = 0
+        while trueNow() < end {
+            if cycle == 0 { command("play", .starts(near: 0)) } else { command("seek 0", .starts(near: 0)) }
+            say("cycle \(cycle + 1)")
+            guard try await wait(cycle == 0 ? 10 : 8) else { break }
+            command("pause", .stops)
+            guard try await wait(2) else { break }
+            command("play", .starts(near: nil))
+            guard try await wait(6) else { break }
+            command("seek 2", .starts(near: TimeSpan.seconds(2).nanoseconds))
+            guard try await wait(6) else { break }
+            command("rate 1.5", .rate(1.5))
+            guard try await wait(5) else { break }
+            command("rate 1", .rate(1))
+            guard try await wait(3) else { break }
+            cycle += 1
+        }
+        return marks
+    }
+
+    static func report(truth: GroundTruth, marks: [Mark], configuration: Configuration, peers: [Result.Peer]) -> Result {
+        let everyone = Set(0..<peers.count)
+        let showings = truth.showings(window: TimeSpan.milliseconds(500).nanoseconds, minimumPeers: peers.count)
+            .filter { Set($0.times.keys) == everyone }
+        let settle = TimeSpan.seconds(2).nanoseconds
+        let commandTimes = marks.map(\.time)
+        let steady = showings.filter { showing in
+            guard let last = commandTimes.last(where: { $0 <= showing.median }) else { return false }
+            return showing.median - last >= settle
+        }
+        var latencies: [String: [Int64]] = [:]
+        var missed: [String: Int] = [:]
+        for mark in marks {
+            let times = (0..<peers.count).map { truth.effectTime(of: $0, after: mark.time, mark.effect, frameInterval: frameInterval) }
+            if times.allSatisfy({ $0 != nil }), let latest = times.compactMap({ $0 }).max(), latest - mark.time < TimeSpan.seconds(10).nanoseconds {
+                latencies[mark.command, default: []].append(latest - mark.time)
+            } else {
+                missed[mark.command, default: 0] += 1
+            }
+        }
+        let maxOneWay = configuration.link == "loopback" ? 0
+            : NetworkPath.named(configuration.link).map(SimulatedNetworkPath.nominalOneWay) ?? 0
+        let commands = ["play", "pause", "seek", "rate"].compactMap { name -> SyncReport.CommandLatency? in
+            guard latencies[name] != nil || missed[name] != nil else { return nil }
+            let target = Double(maxOneWay) / 1e6 + 60
+            let values = latencies[name] ?? []
+            return SyncReport.CommandLatency(command: name, stats: .init(nanoseconds: values), missed: missed[name] ?? 0,
+                                             target: target, withinTarget: values.filter { Double($0) / 1e6 <= target }.count)
+        }
+        return Result(network: configuration.network, link: configuration.link, peers: peers,
+                      duration: configuration.duration, skew: .init(nanoseconds: showings.map(\.spread)),
+                      steadySkew: .init(nanoseconds: steady.map(\.spread)), commands: commands)
+    }
+}
