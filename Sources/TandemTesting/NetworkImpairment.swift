@@ -21,7 +21,9 @@ public protocol NetworkImpairment: Sendable {
 ///
 /// Outbound writes are held and written (and flushed) at their release time; inbound reads are handed on at
 /// theirs. A chunk never overtakes the one before it in its direction, so a loss holds back what follows, like
-/// TCP's head-of-line blocking. The end of the connection is passed on only after the reads before it.
+/// TCP's head-of-line blocking. The end of the connection (or an error) is passed on when it happens, after every
+/// read still on its way is handed on at once (a closed channel's handlers leave its pipeline: nothing delayed past
+/// the close would arrive).
 final class NetworkImpairmentHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -60,9 +62,30 @@ final class NetworkImpairmentHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let at = release(after: &lastDownRelease, delay: impairment.nextDownDelay())
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
-            bound.value.fireChannelRead(data)
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        let task = context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
+            bound.value.handler.releaseFirstRead(context: bound.value.context)
+        }
+        pendingReads.append((task, data))
+    }
+
+    /// Reads on their way, oldest first (released in order; each task releases the oldest).
+    private var pendingReads: [(task: Scheduled<Void>, data: NIOAny)] = []
+
+    private func releaseFirstRead(context: ChannelHandlerContext) {
+        guard !pendingReads.isEmpty else { return }
+        context.fireChannelRead(pendingReads.removeFirst().data)
+    }
+
+    /// Hands on every read still on its way at once: the channel is closing, and once it is closed its handlers
+    /// leave the pipeline, so nothing released later would arrive (the last message before a close, e.g. `ended`,
+    /// would be lost and the close itself unseen).
+    private func releaseAllReads(context: ChannelHandlerContext) {
+        let all = pendingReads
+        pendingReads.removeAll()
+        for (task, data) in all {
+            task.cancel()
+            context.fireChannelRead(data)
         }
     }
 
@@ -70,12 +93,15 @@ final class NetworkImpairmentHandler: ChannelDuplexHandler {
         // Reads are handed on one by one at their release times.
     }
 
+    /// An error (a reset when the far end closes with unread data) comes after the reads before it.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        releaseAllReads(context: context)
+        context.fireErrorCaught(error)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
-        let at = max(clock.now.nanoseconds, lastDownRelease)
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, at)))) {
-            bound.value.fireChannelInactive()
-        }
+        releaseAllReads(context: context)
+        context.fireChannelInactive()
     }
 }
 

@@ -1,6 +1,8 @@
 import Testing
 import TandemBench
 import TandemTesting
+import TandemPeer
+import Tandem
 
 @Suite("Statistics and tables")
 struct StatisticsTests {
@@ -52,5 +54,31 @@ struct StatisticsTests {
         table.add(["ann", "1.5"])
         table.add(["carol", "12"])
         #expect(table.rendered == ["name   ms ", "─────  ───", "ann    1.5", "carol  12 "].joined(separator: "\n"))
+    }
+}
+
+@Suite("Peers as processes: render logs and links from the environment")
+struct ProcessBenchPartsTests {
+    @Test("the time namespace's shift of CLOCK_MONOTONIC is read as the kernel writes it")
+    func monotonicOffset() {
+        #expect(RenderLog.monotonicOffset("monotonic           8         0\nboottime            8         0\n") == 8_000_000_000)
+        #expect(RenderLog.monotonicOffset("boottime 2 0\nmonotonic -3 500\n") == -2_999_999_500)
+        #expect(RenderLog.monotonicOffset("") == 0)
+        #expect(RenderLog.monotonicOffset(nil) == 0)
+    }
+
+    @Test("TANDEM_BENCH_LINK: a known profile impairs the connection; an unknown one or a bad seed says what to use")
+    func benchLink() throws {
+        let plain = try BenchLink.applying(to: .init(), environment: [:])
+        #expect(plain.transportHandlers == nil)
+        let wan = try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "wan:7"])
+        #expect(wan.transportHandlers != nil && wan.clockProbesOverDatagrams == false)
+        #expect(try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "loopback"]).transportHandlers == nil)
+        #expect { try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "moon"]) } throws: {
+            "\($0)".contains("no such link profile; use one of loopback, lan, wan")
+        }
+        #expect { try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "wan:x"]) } throws: {
+            "\($0)".contains("whole number")
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TandemPeer
+import TandemBench
 
 /// The network lab (`scripts/netlab.sh`): two homes behind NAT routers, one of which runs Debian's miniupnpd, and
 /// an internet between them, in network namespaces of this suite's own (prefix `tdmt-`), removed at the end.
@@ -203,5 +204,33 @@ struct NetlabProcessTests {
         bob.send("leave")
         bea.send("leave")
         #expect(await bea.exitCode(within: 15) == 0, "\(bea.stderr)")
+    }
+
+    @Test("bench sync --netlab: three tandem processes with shifted clocks, on loopback and then through both NATs, judged from their render logs")
+    func benchAcrossTheLab() async throws {
+        guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("netlab-bench-\(getpid()).json")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let bench = try TandemProcess(["bench", "sync", "--netlab", "--duration", "10", "--link", "lan", "--json", output.path])
+        defer { bench.stop() }
+        let code = await bench.exitCode(within: 150)
+        try #require(code == 0, "\(bench.stdout.suffix(1500))\n\(bench.stderr.suffix(1500))")
+        let results = try JSONDecoder().decode([ProcessSyncBench.Result].self, from: Data(contentsOf: output))
+        #expect(results.map(\.network) == [.loopback, .netlab])
+        #expect(results.last?.peers.map(\.where_) == ["home-a", "home-b", "internet"])
+        for result in results {
+            // Each process rendered most of its ~10 s at 30 frames a second, in a time namespace of its own.
+            #expect(result.peers.allSatisfy { $0.frames > 150 && $0.clockShiftSeconds > 0 }, "\(result.peers)")
+            #expect(Set(result.peers.map(\.clockShiftSeconds)).count > 1, "\(result.peers)")
+            // Clocks seconds apart, yet the same frames within milliseconds once each log's shift is taken out:
+            // the shift is really applied (by the kernel) and really undone (from what the kernel reports).
+            #expect(result.skew.count > 100, "\(bench.stdout.suffix(1500))")
+            #expect((result.skew.p50 ?? .infinity) < 10, "\(bench.stdout.suffix(1500))")
+            #expect(result.commands.first { $0.command == "play" }?.missed == 0, "\(bench.stdout.suffix(1500))")
+        }
+        #expect(bench.stdout.contains("lab against loopback, skew p99:"))
+        let namespaces = try TandemProcess(["netns", "list"], executable: "/usr/sbin/ip")
+        _ = await namespaces.exitCode(within: 10)
+        #expect(!namespaces.stdout.contains(BenchNetlab.prefix), "the benchmark's lab outlived it: \(namespaces.stdout)")
     }
 }

@@ -35,8 +35,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Peers (2–32).")
-    var peers = 4
+    @Option(help: "Peers (2–32; with --processes 2–8). Default 4, with --processes 3.")
+    var peers: Int?
 
     @Option(help: ArgumentHelp("Link profile: \(NetworkPaths.names.joined(separator: ", ")).", valueName: "PROFILE"))
     var link = "loopback"
@@ -86,8 +86,14 @@ struct SyncBenchCommand: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if processes || netlab, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
-        guard (2...32).contains(peers) else { throw ValidationError("--peers must be 2 to 32") }
+        if processes || netlab {
+            if let peers, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
+            guard policy == [.tandem] else { throw ValidationError("--processes and --netlab run Tandem's own policy only; leave out --policy") }
+            guard plot == nil, frames == nil, preciseWait == 0 else {
+                throw ValidationError("--plot, --frames and --precise-wait are for the in-process run; leave them out with --processes or --netlab")
+            }
+        }
+        guard (2...32).contains(peers ?? 4) else { throw ValidationError("--peers must be 2 to 32") }
         guard NetworkPaths.isKnown(link) else {
             throw ValidationError("unknown --link \(link): use \(NetworkPaths.names.joined(separator: ", "))")
         }
@@ -105,7 +111,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             let terminal = Terminal.stdoutIsTerminal
             if processes || netlab { return try await runProcesses(path) }
             let configuration = SyncBench.Configuration(
-                peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
+                peers: peers ?? 4, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
                 maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait))
             _ = try await SyncBench.run(configuration, policies: policy,
                                         outputs: .init(frames: frames, plot: plot, json: json),
@@ -118,7 +124,7 @@ extension SyncBenchCommand {
     /// `--processes` / `--netlab`: peers as processes, on loopback and (with --netlab) in the lab, same profile.
     func runProcesses(_ path: String) async throws {
         var configuration = ProcessSyncBench.Configuration(file: path)
-        configuration.peers = peers == 4 ? 3 : peers
+        configuration.peers = peers ?? 3
         configuration.link = link
         configuration.duration = duration
         configuration.seed = seed
