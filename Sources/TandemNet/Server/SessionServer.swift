@@ -295,9 +295,19 @@ public final class SessionServer: Sendable {
                 // A write that never completes (a peer that does not read, or a TLS handshake that never
                 // happened) must not hold the shutdown: close after 1 s regardless.
                 let deadline = channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
-                channel.writeAndFlush(FrameWriter.bytes(of: frame, allocator: channel.allocator)).whenComplete { _ in
-                    deadline.cancel()
-                    channel.close(promise: nil)
+                channel.writeAndFlush(FrameWriter.bytes(of: frame, allocator: channel.allocator)).whenComplete { result in
+                    // Plain TCP: end our side after the last byte and let the peer close (it does on the close
+                    // frame). A full close while frames it sent lie unread here would reset the connection, and a
+                    // reset discards what the peer has not yet received — on a real path, the session's `ended`
+                    // just before. The deadline closes it within 1 s regardless.
+                    let viaTLS = (try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)) != nil
+                    switch result {
+                    case .success where !viaTLS: channel.close(mode: .output, promise: nil)
+                    case .success:
+                        deadline.cancel()
+                        channel.close(promise: nil)
+                    case .failure: break  // its output already ended (the session's close): the deadline ends it
+                    }
                 }
             }
         }
