@@ -206,6 +206,32 @@ struct NetlabProcessTests {
         #expect(await bea.exitCode(within: 15) == 0, "\(bea.stderr)")
     }
 
+    @Test("IPv6: a host with --bind :: and a global address names it in the invite without any port mapping, and a joiner in the other home joins over IPv6")
+    func globalIPv6() async throws {
+        guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
+        let up = try await Netlab.run(["up"])
+        defer { Netlab.down() }
+        try #require(up.status == 0, "\(up.output)")
+        try #require(await Netlab.run(["upnp", "stop"]).status == 0)
+        let ann = try Netlab.tandem(in: "home-a", ["host", Self.sample, "--headless", "--json", "--name", "ann", "--bind", "::"])
+        defer { ann.stop() }
+        let reach = await ann.event("reachability", within: 20)
+        #expect(reach?["via"]?.string == "ipv6" && reach?["reachable"] == .bool(true), "\(ann.stdout)\n\(ann.stderr)")
+        #expect(reach?["text"]?.string?.hasPrefix("reachable from the internet at [2001:db8:a::20]:7420 (your global IPv6 address") == true)
+        let invite = try #require(ann.events("invite").first?["invite"]?.string)
+        #expect(invite.hasPrefix("tandem://[2001:db8:a::20]:7420/"), "\(invite)")
+        #expect(try await Netlab.forwards().isEmpty)
+        let bob = try Netlab.tandem(in: "home-b", ["join", Self.sample, "--headless", "--json", "--name", "bob"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { bob.stop() }
+        #expect(await bob.event("joined", within: 20) != nil, "\(bob.stderr)")
+        ann.send("play")
+        #expect(await bob.event("position", within: 15) { $0["state"]?.string == "playing" } != nil)
+        bob.send("leave")
+        ann.send("leave")
+        #expect(await ann.exitCode(within: 15) == 0, "\(ann.stderr)")
+    }
+
     @Test("bench sync --netlab: three tandem processes with shifted clocks, on loopback and then through both NATs, judged from their render logs")
     func benchAcrossTheLab() async throws {
         guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
