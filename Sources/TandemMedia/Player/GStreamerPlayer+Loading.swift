@@ -1,5 +1,6 @@
 import CTandemGStreamer
 import CTandemGStreamerShim
+import Foundation
 import Logging
 import TandemCore
 
@@ -17,6 +18,9 @@ extension GStreamerPlayer {
         _ = tdm_gst_wait_async_done(pipeline, nil, TimeSpan.seconds(5).nanoseconds)
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
+        // A streamed item is fingerprinted as a file is (two range requests), so that the group's checks that
+        // everyone plays the same item hold for it; taken before the pipeline opens its own connection.
+        let contentID = source.isFile ? nil : MediaFingerprint.ofHTTP(source.uri)
         tdm_gst_set_string(pipeline, "uri", source.uri)
         try applySubtitleFile()
         let started = SystemMonotonicClock().now
@@ -41,6 +45,7 @@ extension GStreamerPlayer {
             }
             throw .notMedia(path: source.display)
         }
+        if !source.isFile { waitUntilPlayableThrough(until: started + configuration.prerollTimeout) }
         recordPreroll(SystemMonotonicClock().now - started)
         attachLateSinks()
         applyTrackPreferences()
@@ -49,12 +54,28 @@ extension GStreamerPlayer {
             duration: duration.map { TimeSpan(nanoseconds: $0) },
             isSeekable: pipeline.querySeekable(),
             hasVideo: hasVideo, hasAudio: hasAudio,
-            contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil,
+            contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : contentID,
             title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)))
-        state.withLock { $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0)) }
+        state.withLock {
+            $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0))
+            $0.location = source.uri
+        }
         logger.debug("loaded", metadata: ["location": "\(source.display)", "duration": "\(duration ?? -1)"])
         bus.emit(.ready(info))
         return info
+    }
+
+    /// A streamed item stays loading until its download buffer says it can play through (buffering at 100 %),
+    /// reporting the progress; past `deadline` it is ready anyway, and a later shortfall is a stall the group waits
+    /// for (`BusPump`).
+    private func waitUntilPlayableThrough(until deadline: LocalInstant) {
+        let pipeline = handles.pipeline
+        while SystemMonotonicClock().now < deadline {
+            guard let percent = pipeline.queryBufferingPercent() else { return }
+            if percent >= 100 { return }
+            bus.emit(.loading(progress: Double(percent) / 100))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
     }
 
     /// The error the pipeline's bus recorded since the last reset, as the user should see it; nil when none.

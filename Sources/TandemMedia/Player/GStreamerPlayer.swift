@@ -162,6 +162,19 @@ public final class GStreamerPlayer: PlaybackEngine {
     /// What the last successful `load` reported.
     public var mediaInfo: MediaInfo? { state.withLock { $0.transport.info } }
 
+    /// The URI of the item the last successful `load` loaded (a `file://` URI for a path).
+    public var loadedURI: String? { state.withLock { $0.transport.info == nil ? nil : $0.location } }
+
+    /// Item time fetched ahead of the position, for an item that streams over HTTP (its download buffer holds
+    /// bytes; their time is taken as proportional to them, as for a constant bitrate); nil before a load or when
+    /// nothing answers the buffering query. Meaningful only for a network source: a local file reads as fetched.
+    public func bufferedAhead() -> TimeSpan? {
+        guard let duration = mediaInfo?.duration, duration > .zero, let position = currentItemTime() else { return nil }
+        let fraction = min(1, max(0, position.seconds / duration.seconds))
+        guard let reach = handles.pipeline.queryDownloadedReach(from: fraction) else { return nil }
+        return .seconds(max(0, reach - fraction) * duration.seconds)
+    }
+
     // MARK: - Helpers
 
     /// Runs `body` on the player's queue, where every blocking GStreamer call is made.

@@ -367,6 +367,18 @@ package struct PositionEvent: PeerEvent, Equatable {
     @Nullable package var roundTripMs: Double?
     /// `udp` or `tcp`: the path this peer's unreliable app messages take (`TandemClientConnection.unreliablePath`).
     @Nullable package var unreliablePath: String?
+    /// While the item streams from the host's copy (`--share-media`): whom from, and the seconds fetched ahead.
+    @Nullable package var streaming: Streaming?
+
+    package struct Streaming: Codable, Sendable, Equatable {
+        package var from: String
+        @Nullable package var bufferedSeconds: Double?
+
+        package init(from: String, bufferedSeconds: Double?) {
+            self.from = from
+            self.bufferedSeconds = bufferedSeconds
+        }
+    }
 
     package init(state: String, position: Double?, expected: Double?, positionErrorMs: Double?, rate: Double?,
                  generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?,
@@ -391,6 +403,7 @@ package struct PositionEvent: PeerEvent, Equatable {
                   errorBoundMs: EventUnits.milliseconds(status.errorBound),
                   roundTripMs: EventUnits.milliseconds(status.roundTrip),
                   unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } })
+        streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
 }
 
