@@ -92,6 +92,14 @@ struct StreamingJoinerTests {
         try await Task.sleep(for: .milliseconds(300))
         let resumeAt = SystemMonotonicClock().now.nanoseconds
         await ann.peer.play()
+        // bob fetches from the new place (a range request) before the group starts again.
+        let resumed = await Self.eventually(15) {
+            ensemble.collect()
+            return ensemble.withTruth { ($0.lastFrame(of: bob.index)?.item ?? 0) >= 25_000_000_000 }
+        }
+        let line = await bobPeer.status().line(names: [:])
+        #expect(resumed, "bob never rendered past the seek: \(line)")
+        let resumeDelay = Double(SystemMonotonicClock().now.nanoseconds - resumeAt) / 1e9
         let afterSeek = await Self.showings(ensemble, for: 3, since: resumeAt)
         #expect(afterSeek.count >= 20, "showings after the seek: \(afterSeek.count)")
         #expect(afterSeek.allSatisfy { $0.item >= 24_500_000_000 }, "items: \(afterSeek.prefix(3).map(\.item))")
@@ -100,7 +108,7 @@ struct StreamingJoinerTests {
         let later = await bobPeer.status().streaming?.buffered
         print("streaming joiner: load \(loadTime), first frame \(firstFrameAfterPlay ?? -1) ms after play, "
             + "buffered \(buffered?.seconds ?? -1) s then \(later?.seconds ?? -1) s, median skew "
-            + "\(Double(skew) / 1e6) ms (\(playing.count) showings), after seek \(Double(seekSkew) / 1e6) ms, stop gap "
+            + "\(Double(skew) / 1e6) ms (\(playing.count) showings), playing again \(resumeDelay) s after the seek's play, after seek \(Double(seekSkew) / 1e6) ms, stop gap "
             + "\(Double(stopGap) / 1e6) ms")
         await ensemble.finish()
     }

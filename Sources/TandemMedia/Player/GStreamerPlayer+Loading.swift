@@ -65,18 +65,37 @@ extension GStreamerPlayer {
         return info
     }
 
-    /// A streamed item stays loading until its download buffer says it can play through (buffering at 100 %),
-    /// reporting the progress; past `deadline` it is ready anyway, and a later shortfall is a stall the group waits
-    /// for (`BusPump`).
+    /// A streamed item stays loading until it can play through: its download buffer is full (100 %), or it has
+    /// `playThroughLead` fetched and fetches faster than it plays (`playThroughRate` times, over at least half a
+    /// second), so that the download stays ahead. Past `deadline` it is ready anyway; once the buffer has been
+    /// full, a shortfall is a stall the group waits for (`BusPump`).
     private func waitUntilPlayableThrough(until deadline: LocalInstant) {
         let pipeline = handles.pipeline
+        let duration = pipeline.queryDuration().map { TimeSpan(nanoseconds: $0) }
+        var first: (at: LocalInstant, reach: Double)?
         while SystemMonotonicClock().now < deadline {
             guard let percent = pipeline.queryBufferingPercent() else { return }
             if percent >= 100 { return }
-            bus.emit(.loading(progress: Double(percent) / 100))
+            let now = SystemMonotonicClock().now
+            if let duration, duration > .zero, let reach = pipeline.queryDownloadedReach(from: 0).map({ $0 * duration.seconds }) {
+                if reach >= duration.seconds { return }
+                if let first, (now - first.at) >= .milliseconds(500) {
+                    let rate = (reach - first.reach) / (now - first.at).seconds
+                    if reach >= Self.playThroughLead.seconds, rate >= Self.playThroughRate { return }
+                }
+                if first == nil { first = (now, reach) }
+                bus.emit(.loading(progress: min(1, reach / min(duration.seconds, Self.playThroughLead.seconds))))
+            } else {
+                bus.emit(.loading(progress: Double(percent) / 100))
+            }
             Thread.sleep(forTimeInterval: 0.05)
         }
     }
+
+    /// Item time a streamed item must have fetched before it is ready (with `playThroughRate`).
+    static let playThroughLead = TimeSpan.seconds(3)
+    /// How many times faster than it plays a streamed item must be fetching to be ready before its buffer is full.
+    static let playThroughRate = 1.25
 
     /// The error the pipeline's bus recorded since the last reset, as the user should see it; nil when none.
     func trappedError(source: MediaLocation?, location: (String, Bool)? = nil) -> PlaybackError? {

@@ -33,6 +33,7 @@ extension WebMedia {
         let started = NIODeadline.now()
         let done: EventLoopPromise<Void>
         var sent: Int64 = 0
+        var finished = false
 
         init(io: NonBlockingFileIO, handle: NIOFileHandle, channel: any Channel, bytes: ClosedRange<Int64>, pacing: Pacing) {
             self.io = io
@@ -44,14 +45,23 @@ extension WebMedia {
         }
 
         func run() -> EventLoopFuture<Void> {
+            // A reader that hangs up (a player seeking elsewhere) frees its place at once, not at the next write.
+            channel.closeFuture.whenComplete { _ in self.finish(.failure(ChannelError.alreadyClosed)) }
             next()
             return done.futureResult
         }
 
+        private func finish(_ result: Result<Void, any Error>) {
+            guard !finished else { return }
+            finished = true
+            done.completeWith(result)
+        }
+
         private func next() {
+            guard !finished else { return }
             let total = Int64(bytes.count)
             guard sent < total else {
-                done.succeed(())
+                finish(.success(()))
                 return
             }
             let loop = channel.eventLoop
@@ -67,7 +77,7 @@ extension WebMedia {
             }.whenComplete { result in
                 switch result {
                 case .failure(let error):
-                    self.done.fail(error)
+                    self.finish(.failure(error))
                 case .success(let written):
                     self.sent += Int64(written)
                     self.afterChunk()
