@@ -12,6 +12,12 @@ package struct HostStreams: Sendable {
     package var url: @Sendable (_ itemID: String) -> String
     /// The URLs resolved so far (to tell a streamed item from a local or fallback one).
     var resolved: Set<String> = []
+
+    package init(host: String, preferred: Bool, url: @escaping @Sendable (_ itemID: String) -> String) {
+        self.host = host
+        self.preferred = preferred
+        self.url = url
+    }
 }
 
 extension QueueMedia {
