@@ -155,6 +155,9 @@ extension HostedItems {
                 + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
         }
         var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
+        if activity.sharedByHost == true {
+            header.append("Sharing your copy (--share-media): a joiner without one streams it from this machine")
+        }
         guard web else { return header }
         let links = WebPage.links(for: invite)
         header.append("Browser: \(links.link)")
