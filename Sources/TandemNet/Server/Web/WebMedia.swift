@@ -55,7 +55,6 @@ struct WebMedia: Sendable {
                 }
             }
         }
-        var all: Int { counts.withLock { $0.all } }
     }
 
     static func token(key: SymmetricKey, session: String) -> String {
