@@ -74,6 +74,22 @@ final class BusPump: @unchecked Sendable {
         }
     }
 
+    /// Whether the engine is stalled (a buffer that had been full ran low).
+    var isStalled: Bool { context.withLock { $0.stalled } }
+
+    /// Ends a stall that the player judged over before the buffer filled (`StallWatch`): reports `recovered`, and
+    /// treats the buffer as filling for the first time again. False when there was no stall.
+    func endStall() -> Bool {
+        let ended = context.withLock { state in
+            guard state.stalled, !state.loading else { return false }
+            state.stalled = false
+            state.filled = false
+            return true
+        }
+        if ended { emit(.recovered) }
+        return ended
+    }
+
     var location: (String, Bool) { context.withLock { ($0.location, $0.isFile) } }
 
     private func run() {

@@ -34,6 +34,8 @@ public final class GStreamerPlayer: PlaybackEngine {
     let state: Locked<PlayerState>
     let queue: DispatchQueue
     let bus: BusPump
+    /// Ends a streamed item's stall once it fetches fast enough again.
+    let stallWatch: StallWatch
     let logger: Logger
 
     /// Builds the pipeline (nothing loaded yet).
@@ -103,10 +105,17 @@ public final class GStreamerPlayer: PlaybackEngine {
         let (stream, continuation) = AsyncStream<PlaybackEngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         events = stream
         bus = BusPump(pipeline: playbin, continuation: continuation, logger: logger)
+        stallWatch = StallWatch(bus: bus)
         bus.start()
+        stallWatch.start { [weak self] in
+            guard let self, let uri = self.loadedURI, !uri.hasPrefix("file:"), let ahead = self.bufferedAhead(),
+                  let position = self.currentItemTime(), let duration = self.mediaInfo?.duration else { return nil }
+            return (ahead, position, duration)
+        }
     }
 
     deinit {
+        stallWatch.stop()
         bus.stop()
         teardown()
     }
@@ -148,6 +157,7 @@ public final class GStreamerPlayer: PlaybackEngine {
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
+                self.stallWatch.stop()
                 self.bus.stop()
                 self.state.withLock { $0.isClosed = true }
                 self.handles.pipeline.setState(GST_STATE_NULL)
