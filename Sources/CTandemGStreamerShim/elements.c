@@ -11,10 +11,11 @@ static GstElement *element_make(const char *factory, const char *name) {
 GstElement *tdm_gst_playbin_new(const char *name) {
     GstElement *playbin = element_make("playbin", name);
     if (!playbin) return NULL;
-    // video | audio | text | soft volume; no visualisations. The text flag stays on: the item's own subtitles
-    // are shown and hidden by their overlay (tdm_gst_subtitles_watch), as changing the flags of a prerolled
-    // playbin can leave it stuck.
-    g_object_set(playbin, "flags", (1 << 0) | (1 << 1) | (1 << 2) | (1 << 4), NULL);
+    // video | audio | text | soft volume | download; no visualisations. The text flag stays on: the item's own
+    // subtitles are shown and hidden by their overlay (tdm_gst_subtitles_watch), as changing the flags of a
+    // prerolled playbin can leave it stuck. Download applies to network sources only (a host's shared item):
+    // the file is fetched ahead into a temporary file (see docs/ARCHITECTURE.md, "Streaming the host's copy").
+    g_object_set(playbin, "flags", (1 << 0) | (1 << 1) | (1 << 2) | (1 << 4) | (1 << 7), NULL);
     return playbin;
 }
 

@@ -14,6 +14,10 @@ final class BusPump: @unchecked Sendable {
         var isFile = true
         var loading = false
         var stalled = false
+        /// The buffer has been full (100 %) since the item loaded: a lower level from then on is a stall. Until
+        /// then the buffer is still filling for the first time, which the load already judged (a streamed item is
+        /// ready once it fetches faster than it plays: `GStreamerPlayer.waitUntilPlayableThrough`).
+        var filled = false
         var stopped = false
         var started = false
     }
@@ -63,8 +67,27 @@ final class BusPump: @unchecked Sendable {
             $0.location = location
             $0.isFile = isFile
             $0.loading = loading
-            if loading { $0.stalled = false }
+            if loading {
+                $0.stalled = false
+                $0.filled = false
+            }
         }
+    }
+
+    /// Whether the engine is stalled (a buffer that had been full ran low).
+    var isStalled: Bool { context.withLock { $0.stalled } }
+
+    /// Ends a stall that the player judged over before the buffer filled (`StallWatch`): reports `recovered`, and
+    /// treats the buffer as filling for the first time again. False when there was no stall.
+    func endStall() -> Bool {
+        let ended = context.withLock { state in
+            guard state.stalled, !state.loading else { return false }
+            state.stalled = false
+            state.filled = false
+            return true
+        }
+        if ended { emit(.recovered) }
+        return ended
     }
 
     var location: (String, Bool) { context.withLock { ($0.location, $0.isFile) } }
@@ -94,7 +117,8 @@ final class BusPump: @unchecked Sendable {
             let percent = message.percent
             emit(.buffering(percent: percent))
             let change: PlaybackEngineEvent? = context.withLock { state in
-                if percent < 100, !state.stalled, !state.loading {
+                if percent >= 100, !state.loading { state.filled = true }
+                if percent < 100, state.filled, !state.stalled, !state.loading {
                     state.stalled = true
                     return .stalled
                 }

@@ -33,6 +33,38 @@ extension UnsafeMutablePointer where Pointee == GstElement {
         return Int64(duration)
     }
 
+    /// The buffering level (0...100) the pipeline's buffering elements report, or nil when none answers.
+    func queryBufferingPercent() -> Int? {
+        guard let query = gst_query_new_buffering(GST_FORMAT_PERCENT) else { return nil }
+        defer { gst_query_unref(query) }
+        guard gst_element_query(self, query) != 0 else { return nil }
+        var busy: gboolean = 0
+        var percent: gint = 0
+        gst_query_parse_buffering_percent(query, &busy, &percent)
+        return Int(percent)
+    }
+
+    /// How far the data a download-buffered network source has fetched reaches from `fraction` of the stream
+    /// (both 0...1 of its bytes), or nil when no element answers the buffering query (a local file).
+    func queryDownloadedReach(from fraction: Double) -> Double? {
+        guard let query = gst_query_new_buffering(GST_FORMAT_PERCENT) else { return nil }
+        defer { gst_query_unref(query) }
+        guard gst_element_query(self, query) != 0 else { return nil }
+        let scale = 1_000_000.0  // GST_FORMAT_PERCENT_MAX
+        for index in 0..<gst_query_get_n_buffering_ranges(query) {
+            var start: gint64 = 0
+            var stop: gint64 = 0
+            guard gst_query_parse_nth_buffering_range(query, index, &start, &stop) != 0 else { continue }
+            if Double(start) / scale <= fraction + 1e-6, fraction <= Double(stop) / scale { return Double(stop) / scale }
+        }
+        var format = GST_FORMAT_UNDEFINED
+        var start: gint64 = -1
+        var stop: gint64 = -1
+        gst_query_parse_buffering_range(query, &format, &start, &stop, nil)
+        guard format == GST_FORMAT_PERCENT, stop >= 0 else { return nil }
+        return max(fraction, Double(stop) / scale)
+    }
+
     /// Whether time seeking works.
     func querySeekable() -> Bool {
         guard let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }

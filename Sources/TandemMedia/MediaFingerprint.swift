@@ -26,3 +26,31 @@ enum MediaFingerprint {
         return SHA256Hex.hex(hasher.finalize())
     }
 }
+
+extension MediaFingerprint {
+    /// The fingerprint of the file behind an HTTP(S) URL that answers range requests (a host's shared item), from
+    /// two of them: its first and last 64 KiB and the size its `Content-Range` gives. Nil when the server does not
+    /// answer both within `timeout` seconds each (or speaks HTTPS: only plain HTTP is fetched here). Blocks: called on the player's queue, never on Swift's thread pool.
+    static func ofHTTP(_ uri: String, timeout: TimeInterval = 5) -> String? {
+        guard let url = URL(string: uri), let (head, size) = fetchRange(url, from: 0, timeout: timeout) else { return nil }
+        let chunk = Int64(chunkSize)
+        var tail = head
+        if size > chunk {
+            guard let (last, _) = fetchRange(url, from: size - chunk, timeout: timeout) else { return nil }
+            tail = last
+        }
+        var hasher = SHA256()
+        hasher.update(data: Data("\(size)\n".utf8))
+        hasher.update(data: head)
+        hasher.update(data: tail)
+        return SHA256Hex.hex(hasher.finalize())
+    }
+
+    /// Up to `chunkSize` bytes from `start`, and the whole file's size.
+    private static func fetchRange(_ url: URL, from start: Int64, timeout: TimeInterval) -> (Data, Int64)? {
+        guard let answer = HTTPRangeRequest.get(url, range: start...(start + Int64(chunkSize) - 1), timeout: timeout),
+              answer.status == 206,
+              let size = answer.header("content-range")?.split(separator: "/").last.flatMap({ Int64($0) }) else { return nil }
+        return (answer.body, size)
+    }
+}

@@ -10,12 +10,13 @@ package enum HostServer: Sendable {
     /// `web` is set). The invite names `advertise`, else where people outside reach it (`HostReachability`: the
     /// port mapped on the router as `portMapping` allows, …), else this machine's first non-loopback IPv4 address
     /// when listening everywhere, else `bind`. With `streamsFirstFile`, browsers of the session's members may stream
-    /// the first item over HTTP.
+    /// the first item over HTTP. With `sharesMedia`, every member (native or browser) may stream every queue item
+    /// that is a local file (`SharedMedia`; the port answers HTTP even without `web`, for media only).
     /// With `fallbackRelay` (a default relay from the configuration), a server nobody outside can reach gives way
     /// to a session on that relay (not with `web`, which the embedded server serves, nor on a loopback `bind`).
     case embedded(bind: String, port: Int, tls: ServerTLSFiles?, web: WebConfiguration?, advertise: String?,
                   streamsFirstFile: Bool, portMapping: PortMappingChoice = PortMappingChoice(),
-                  fallbackRelay: (address: String, createToken: String?)? = nil)
+                  fallbackRelay: (address: String, createToken: String?)? = nil, sharesMedia: Bool = false)
     /// A standalone server (`tandem serve`): its address `tandem://HOST:PORT` or an invite to reuse, and the
     /// creation token it asks for, if any.
     case standalone(address: String, createToken: String?)
@@ -61,12 +62,26 @@ package struct HostSession: Sendable {
             options.createToken = createToken
             dial = invite
             reachability = .relay(address: invite.host, port: invite.port)
-        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile, let choice, let fallback):
+        case .embedded(let bind, let port, let tls, let web, let advertise, let streamsFirstFile, let choice, let fallback,
+                       let sharesMedia):
             // Named before the server starts, so that the first file can be offered to this session alone.
             let sessionID = Invite.random(host: "127.0.0.1", port: Invite.defaultPort).session
             var configuration = ServerConfiguration()
             configuration.web = web
             if streamsFirstFile { configuration.web?.mediaFiles[sessionID] = file }
+            if sharesMedia {
+                let shared = SharedMedia()
+                if configuration.web == nil {
+                    configuration.web = WebConfiguration()
+                    configuration.web?.servesPage = false
+                }
+                configuration.web?.sharedMedia = shared
+                items.media.share { item, path in
+                    // Items that are URLs are not the host's to serve.
+                    guard !path.contains("://") else { return }
+                    shared.offer(session: sessionID, item: item, path: path)
+                }
+            }
             let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,
                                                         logger: Logger(label: "tandem.server"))
             embedded = started
@@ -87,7 +102,7 @@ package struct HostSession: Sendable {
             local.host = started.localHost
             local.port = started.port
             dial = local
-            if let fallback, web == nil, !isLoopback(bind), case .localNetworkOnly(_, _, let reason) = reachability {
+            if let fallback, web == nil, !sharesMedia, !isLoopback(bind), case .localNetworkOnly(_, _, let reason) = reachability {
                 await started.shutdown()
                 embedded = nil
                 invite = try Invite.forNewSession(onServer: fallback.address)

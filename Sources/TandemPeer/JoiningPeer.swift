@@ -7,6 +7,8 @@ package struct JoiningPeer: Sendable {
     package let connection: TandemClientConnection
     /// The session's activity, when it is a media activity this peer understands.
     package let activity: MediaActivity?
+    /// The invite it entered with (the host's copies are streamed from its address, with tokens from its secret).
+    package let invite: Invite
 
     /// Enters the session named by `invite` (waiting to join, attachments fetched only when wanted).
     package static func enter(invite: Invite, name: String,
@@ -16,7 +18,7 @@ package struct JoiningPeer: Sendable {
         options.lazyAttachments = true
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         let activity = connection.welcome.activity.flatMap { try? JSONDecoder().decode(MediaActivity.self, from: $0.payload) }
-        return JoiningPeer(connection: connection, activity: activity)
+        return JoiningPeer(connection: connection, activity: activity, invite: invite)
     }
 
     /// What the joiner is shown first: what is shared and who is there.
@@ -30,9 +32,18 @@ package struct JoiningPeer: Sendable {
     }
 
     /// The file to play and its probe: `file` when given, else the host's file name in `mediaDirectory` (or the
-    /// current directory). When it cannot be played, the connection is closed and the problem says where to get a
-    /// copy.
-    package func media(file: String?, mediaDirectory: String?) async throws(PeerFailure) -> (path: String, probe: MediaProbe) {
+    /// current directory), else — or at once with `stream` — the host's copy when it shares it (no probe: the
+    /// player fingerprints what it streams). When nothing can be played, the connection is closed and the problem
+    /// says where to get a copy.
+    package func media(file: String?, mediaDirectory: String?, stream: Bool = false)
+        async throws(PeerFailure) -> (path: String, probe: MediaProbe?) {
+        let streamed = activity.flatMap { $0.sharedByHost == true ? hostStreams(preferred: stream).url($0.itemID) : nil }
+        if stream {
+            if let streamed { return (streamed, nil) }
+            await connection.close()
+            throw PeerFailure(.badMedia, "the host does not share its copy (it would start with --share-media) — join "
+                + "with your own: tandem join INVITE FILE")
+        }
         let path = file ?? activity.map { activity in
             mediaDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent(activity.fileName).path } ?? activity.fileName
         }
@@ -42,24 +53,39 @@ package struct JoiningPeer: Sendable {
         } else {
             problem = "no media file given and the session does not name one — add your copy: tandem join INVITE FILE"
         }
+        if let streamed, file == nil { return (streamed, nil) }
         await connection.close()
         throw PeerFailure(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity,
                                                                  problem: problem, given: file))
     }
 
+    /// The host's copies for this joiner: URLs on the invite's address with this participant's tokens.
+    package func hostStreams(preferred: Bool) -> HostStreams {
+        let invite = self.invite
+        let me = connection.localParticipantID.rawValue
+        let host = connection.welcome.participants.first(where: \.isHost)?.participant.name ?? "the host"
+        return HostStreams(host: host, preferred: preferred) { item in SharedMedia.url(invite: invite, item: item, participant: me) }
+    }
+
     /// A warning when `probe` differs from the host's media.
-    package func warnings(for probe: MediaProbe) -> [String] {
-        activity.flatMap { $0.difference(from: probe) }.map { ["\($0) — you may not be watching the same thing"] } ?? []
+    package func warnings(for probe: MediaProbe?) -> [String] {
+        guard let probe else { return [] }
+        return activity.flatMap { $0.difference(from: probe) }.map { ["\($0) — you may not be watching the same thing"] } ?? []
     }
 
     /// Takes part with `player` playing `path` (later items are looked for in `mediaDirectory`, default the current
-    /// directory). The track proposals are subscribed before joining, so one the host sends a newcomer at once is
+    /// directory, or streamed from the host when it shares them: first with `stream`). The track proposals are subscribed before joining, so one the host sends a newcomer at once is
     /// not missed.
-    package func takePart(name: String, player: GStreamerPlayer, path: String, mediaDirectory: String?)
-        async throws(TandemClientError) -> (peer: LocalPeer, proposals: AsyncStream<(TrackProposal, ParticipantID)>) {
+    package func takePart(name: String, player: GStreamerPlayer, path: String, mediaDirectory: String?, stream: Bool = false,
+                          engine: (any PlaybackEngine)? = nil, clock: any MonotonicClock = SystemMonotonicClock(),
+                          configuration: PlaybackCoordinator.Configuration = .init()) async throws(TandemClientError) -> (peer: LocalPeer, proposals: AsyncStream<(TrackProposal, ParticipantID)>) {
         let directory = mediaDirectory ?? FileManager.default.currentDirectoryPath
-        let participant = LocalPeer(name: name, player: player, connection: connection, file: path,
-                                    media: QueueMedia(directory: directory))
+        let media = QueueMedia(directory: directory)
+        var streams = hostStreams(preferred: stream)
+        if let activity, activity.sharedByHost == true, path == streams.url(activity.itemID) { streams.resolved.insert(path) }
+        media.streamFrom(streams)
+        let participant = LocalPeer(name: name, player: player, engine: engine, connection: connection, file: path,
+                                    media: media, clock: clock, configuration: configuration)
         let proposals = participant.trackProposals()
         do { try await connection.send(.takePart) } catch {
             await connection.close()

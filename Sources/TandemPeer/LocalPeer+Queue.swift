@@ -32,8 +32,9 @@ extension LocalPeer {
                 do { probe = try await MediaProbe.probe(path) } catch {
                     return "cannot add \(path) to the queue: \(error)"
                 }
-                let activity = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil,
+                var activity = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil,
                                              fallbackURL: nil)
+                if media.sharesItems, !path.contains("://") { activity.sharedByHost = true }
                 media.register(itemID: activity.itemID, location: path)
                 try await session.addToQueue(activity, itemID: activity.itemID, contentID: probe.contentID)
             default:

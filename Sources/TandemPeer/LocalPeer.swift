@@ -105,13 +105,17 @@ package final class LocalPeer: Sendable {
         let timeline = await coordinator.timeline
         let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
         let quality = connection.clockQuality()
-        return PeerStatus(
+        var status = PeerStatus(
             timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
             duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
             clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
             roundTrip: quality?.roundTrip.nanoseconds,
             reconnecting: connection.isReconnecting, queue: await coordinator.queue,
             unreliablePath: connection.unreliablePath)
+        if let uri = player.loadedURI, let host = media.streamingHost(of: uri) {
+            status.streaming = PeerStatus.Streaming(from: host, buffered: player.bufferedAhead())
+        }
+        return status
     }
 
     // MARK: User requests
@@ -193,6 +197,14 @@ package struct PeerStatus: Sendable {
     package var reconnecting = false
     /// The session's queue.
     package var queue: SessionQueue?
+    /// The item plays from the host's copy over the network (`--share-media`).
+    package var streaming: Streaming?
+
+    /// Whom the item streams from and how much of it is fetched ahead of the position.
+    package struct Streaming: Sendable, Equatable {
+        package var from: String
+        package var buffered: TimeSpan?
+    }
     /// Which path unreliable app messages take: UDP datagrams, or the TCP connection (and why).
     package var unreliablePath: UnreliablePath?
 

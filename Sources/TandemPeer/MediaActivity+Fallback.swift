@@ -12,7 +12,8 @@ extension MediaActivity {
         if let url = activity?.metadata.fallbackURL ?? envelope?.metadata.fallbackURL {
             text += " — get it from \(url.absoluteString), then: tandem join INVITE FILE"
         } else {
-            text += " — ask the host where to get \"\(title)\"\(name.map { " (\($0))" } ?? ""), then: tandem join INVITE FILE"
+            text += " — ask the host where to get \"\(title)\"\(name.map { " (\($0))" } ?? "") (then: tandem join INVITE FILE), "
+                + "or to share its copy with --share-media"
         }
         return text
     }

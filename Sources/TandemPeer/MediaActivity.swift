@@ -13,6 +13,8 @@ package struct MediaActivity: GroupActivity, Hashable {
     package var duration: TimeSpan?
     /// The host's content fingerprint (`MediaProbe.contentID`), when known.
     package var contentID: String?
+    /// The host offers this item to the members over HTTP (`--share-media`): a joiner without a copy streams it.
+    package var sharedByHost: Bool?
 
     /// The id the playback timeline uses for this item.
     package var itemID: String { contentID ?? fileName }

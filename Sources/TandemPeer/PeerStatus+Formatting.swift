@@ -49,6 +49,10 @@ extension PeerStatus {
             }
             parts.append("waiting for " + list.joined(separator: ", "))
         }
+        if let streaming {
+            parts.append("streaming from \(streaming.from)"
+                + (streaming.buffered.map { String(format: ", %.1f s buffered", $0.seconds) } ?? ""))
+        }
         if reconnecting {
             parts.append("reconnecting…")
         } else if let bound = errorBound, let offset = clockOffset {

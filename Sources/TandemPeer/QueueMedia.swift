@@ -14,6 +14,10 @@ package final class QueueMedia: Sendable {
     package let directories: MediaDirectories?
     private let known = Mutex<[String: String]>([:])
     private let warningSink = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The host's: where each registered item is offered to the members (`--share-media`).
+    let offer = Mutex<(@Sendable (_ itemID: String, _ path: String) -> Void)?>(nil)
+    /// A joiner's: the host's copies it may stream (`share(…)`), and the stream URLs it resolved to.
+    let streams = Mutex<HostStreams?>(nil)
 
     package init(directory: String?) {
         self.directory = directory
@@ -29,14 +33,19 @@ package final class QueueMedia: Sendable {
     /// Says where the item `itemID` is (the host's files, a joiner's file given on the command line).
     package func register(itemID: String, location: String) {
         known.withLock { $0[itemID] = location }
+        let offer = self.offer.withLock { $0 }
+        offer?(itemID, location)
     }
+
+    /// The items registered so far (id, location).
+    var knownItems: [(String, String)] { known.withLock { $0.map { ($0.key, $0.value) } } }
 
     /// Where problems are reported (replaces the previous receiver).
     package func onWarning(_ receiver: @escaping @Sendable (String) -> Void) {
         warningSink.withLock { $0 = receiver }
     }
 
-    private func warn(_ text: String) {
+    func warn(_ text: String) {
         let sink = warningSink.withLock { $0 }
         sink?(text)
     }
@@ -46,14 +55,16 @@ package final class QueueMedia: Sendable {
         if let location = known.withLock({ $0[envelope.itemID] }) { return location }
         guard let media = MediaActivity(envelope) else { return envelope.itemID }
         if let directories { return await resolve(media, itemID: envelope.itemID, in: directories) }
-        let location = await resolve(media, title: envelope.metadata.title ?? media.fileName)
+        let location = await resolve(media, itemID: envelope.itemID, title: envelope.metadata.title ?? media.fileName)
         register(itemID: envelope.itemID, location: location)
         return location
     }
 
-    /// Finds `media` in the directory (checking its fingerprint), else its fallback URL.
-    private func resolve(_ media: MediaActivity, title: String) async -> String {
+    /// Finds `media` in the directory (checking its fingerprint), else the host's copy when it shares it, else its
+    /// fallback URL; the host's copy first with `--stream`.
+    private func resolve(_ media: MediaActivity, itemID: String, title: String) async -> String {
         let directory = self.directory ?? FileManager.default.currentDirectoryPath
+        if let stream = streamURL(for: media, itemID: itemID, preferredOnly: true) { return stream }
         let candidate = URL(fileURLWithPath: directory).appendingPathComponent(media.fileName).path
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory), !isDirectory.boolValue {
@@ -61,6 +72,10 @@ package final class QueueMedia: Sendable {
                 warn("\(media.fileName): \(difference) — you may not be watching the same thing")
             }
             return candidate
+        }
+        if let stream = streamURL(for: media, itemID: itemID, preferredOnly: false) {
+            warn("\"\(title)\" (\(media.fileName)) is not in \(directory); streaming the host's copy")
+            return stream
         }
         if let url = media.metadata.fallbackURL {
             warn("\"\(title)\" (\(media.fileName)) is not in \(directory); playing it from \(url.absoluteString)")
@@ -107,15 +122,16 @@ package struct HostedItems: Sendable {
     /// Probes every path (`probe` turns a failure into the caller's error) and builds the activity of the first with
     /// the host's `title`, `subtitle`, `type` and `fallbackURL`.
     package static func make(paths: [String], title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?,
-                             probe: (String) async throws -> MediaProbe) async throws -> HostedItems {
+                             shared: Bool = false, probe: (String) async throws -> MediaProbe) async throws -> HostedItems {
         let media = QueueMedia(directory: nil)
         var activity: MediaActivity?
         var following: [QueueEntry] = []
         for (index, path) in paths.enumerated() {
             let probed = try await probe(path)
-            let item = index == 0
+            var item = index == 0
                 ? MediaActivity(probe: probed, path: path, title: title, subtitle: subtitle, type: type, fallbackURL: fallbackURL)
                 : MediaActivity(probe: probed, path: path, title: nil, subtitle: nil, type: nil, fallbackURL: nil)
+            if shared, !path.contains("://") { item.sharedByHost = true }
             media.register(itemID: item.itemID, location: path)
             if index == 0 { activity = item } else {
                 following.append(QueueEntry(activity: try item.envelope, contentID: probed.contentID))
@@ -139,6 +155,9 @@ extension HostedItems {
                 + "(DIR holds \(paths.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: ", ")))"
         }
         var header = [hosting] + MediaActivity.metadataLines(activity.metadata) + ["Invite: \(invite)", joinLine]
+        if activity.sharedByHost == true {
+            header.append("Sharing your copy (--share-media): a joiner without one streams it from this machine")
+        }
         guard web else { return header }
         let links = WebPage.links(for: invite)
         header.append("Browser: \(links.link)")

@@ -39,8 +39,12 @@ struct PeerEventSchemaTests {
         ResyncEvent(driftMs: 12.5),
         ReconnectingEvent(reason: "the link was lost"),
         ReconnectedEvent(afterMs: 1200, participant: "p1"),
-        PositionEvent(state: "playing", position: 10, expected: 10.001, positionErrorMs: -1, rate: 1, generation: 3,
-                      clockOffsetMs: 0.5, errorBoundMs: 0.1, roundTripMs: 0.3),
+        {
+            var position = PositionEvent(state: "playing", position: 10, expected: 10.001, positionErrorMs: -1, rate: 1,
+                                         generation: 3, clockOffsetMs: 0.5, errorBoundMs: 0.1, roundTripMs: 0.3)
+            position.streaming = .init(from: "ann", bufferedSeconds: 12.3)
+            return position
+        }(),
         LeftEvent(reason: "you left the session"),
         EndedEvent(code: "hostLeft", reason: "the host left"),
         QueueEvent(items: [.init(id: "q1", title: "Film", itemID: "abc", fileName: "film.webm", contentID: "abc",
@@ -166,7 +170,8 @@ struct PeerEventSchemaTests {
                                  generation: nil, clockOffsetMs: nil, errorBoundMs: nil, roundTripMs: nil)
             .line(at: Date(timeIntervalSince1970: 1_700_000_000.1234))
         #expect(line == #"{"clockOffsetMs":null,"errorBoundMs":null,"event":"position","expected":null,"generation":null,"#
-            + #""position":null,"positionErrorMs":null,"rate":null,"roundTripMs":null,"state":"connecting","time":1700000000.123,"unreliablePath":null}"#)
+            + #""position":null,"positionErrorMs":null,"rate":null,"roundTripMs":null,"state":"connecting","streaming":null,"#
+            + #""time":1700000000.123,"unreliablePath":null}"#)
         #expect(EventUnits.seconds(1_234_567_890) == 1.235)
         #expect(EventUnits.milliseconds(1_234_567) == 1.235)
         let readiness = ParticipantsEvent(participants: [

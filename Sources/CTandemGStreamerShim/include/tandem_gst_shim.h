@@ -21,7 +21,7 @@ int tdm_gst_init(void);
 /// When the description is a single element it is returned as is (no wrapping bin).
 GstElement *tdm_gst_bin_from_description(const char *description, char **error_message, int *missing_element);
 
-/// Creates a playbin named `name` with text/subtitles disabled. Full reference, caller unrefs; NULL if missing.
+/// Creates a playbin named `name` (network sources download-buffered). Full reference, caller unrefs; NULL if missing.
 GstElement *tdm_gst_playbin_new(const char *name);
 
 /// Sets a string property; does nothing when the property does not exist.

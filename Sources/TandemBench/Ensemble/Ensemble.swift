@@ -24,6 +24,8 @@ package final class Ensemble: Sendable {
         package var coordinator: PlaybackCoordinator.Configuration = .init()
         /// Which rules drive the peer: Tandem's coordinator, or a baseline's.
         package var policy: SyncPolicy = .tandem
+        /// Plays the host's copy over HTTP instead of the file (the ensemble must share it: `start(sharesMedia:)`).
+        package var streams = false
     }
 
     /// One running peer.
@@ -84,16 +86,26 @@ package final class Ensemble: Sendable {
     }
 
     /// Starts an embedded server on loopback with a session for `file`.
+    /// With `sharesMedia`, the server offers `file` to the members as `--share-media` does (with `web`'s bounds).
     package static func start(file: String, title: String, authority: AuthorityConfiguration = .init(),
+                      sharesMedia: Bool = false, web: WebConfiguration = WebConfiguration(),
                       logger: Logger = Logger(label: "tandem.ensemble")) async throws -> Ensemble {
         let probe = try await MediaProbe.probe(file)
-        let activity = MediaActivity(probe: probe, path: file, title: title, subtitle: nil, type: nil, fallbackURL: nil)
+        var activity = MediaActivity(probe: probe, path: file, title: title, subtitle: nil, type: nil, fallbackURL: nil)
         var configuration = ServerConfiguration(authority: authority)
         configuration.maxSessions = 4
+        let shared = SharedMedia()
+        if sharesMedia {
+            activity.sharedByHost = true
+            configuration.web = web
+            configuration.web?.servesPage = false
+            configuration.web?.sharedMedia = shared
+        }
         var quiet = logger
         quiet.logLevel = .warning
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: configuration, logger: quiet)
         let invite = try server.createSession(activity: try activity.envelope)
+        if sharesMedia { shared.offer(session: invite.session, item: activity.itemID, path: file) }
         return Ensemble(server: server, invite: invite, file: file)
     }
 
@@ -112,6 +124,13 @@ package final class Ensemble: Sendable {
         options.asHost = members.withLock { $0.isEmpty }
         let peer: any PeerDriver
         switch setup.policy {
+        case .tandem where setup.streams:
+            // As `tandem join --stream` does: enter, take the host's copy's URL, take part.
+            let joining = try await JoiningPeer.enter(invite: invite, name: setup.name, options: options)
+            let media = try await joining.media(file: nil, mediaDirectory: nil, stream: true)
+            peer = try await joining.takePart(name: setup.name, player: player, path: media.path, mediaDirectory: nil,
+                                              stream: true, engine: drill, clock: skewed,
+                                              configuration: setup.coordinator).peer
         case .tandem:
             peer = try await LocalPeer.connect(invite: invite, name: setup.name, file: file, player: player,
                                                engine: drill, options: options, configuration: setup.coordinator)

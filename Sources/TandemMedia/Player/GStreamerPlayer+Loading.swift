@@ -1,5 +1,6 @@
 import CTandemGStreamer
 import CTandemGStreamerShim
+import Foundation
 import Logging
 import TandemCore
 
@@ -17,6 +18,9 @@ extension GStreamerPlayer {
         _ = tdm_gst_wait_async_done(pipeline, nil, TimeSpan.seconds(5).nanoseconds)
         state.withLock { $0.transport = .empty }
         tdm_gst_error_trap_reset(handles.trap)
+        // A streamed item is fingerprinted as a file is (two range requests), so that the group's checks that
+        // everyone plays the same item hold for it; taken before the pipeline opens its own connection.
+        let contentID = source.isFile ? nil : MediaFingerprint.ofHTTP(source.uri)
         tdm_gst_set_string(pipeline, "uri", source.uri)
         try applySubtitleFile()
         let started = SystemMonotonicClock().now
@@ -41,6 +45,7 @@ extension GStreamerPlayer {
             }
             throw .notMedia(path: source.display)
         }
+        if !source.isFile { waitUntilPlayableThrough(until: started + configuration.prerollTimeout) }
         recordPreroll(SystemMonotonicClock().now - started)
         attachLateSinks()
         applyTrackPreferences()
@@ -49,13 +54,48 @@ extension GStreamerPlayer {
             duration: duration.map { TimeSpan(nanoseconds: $0) },
             isSeekable: pipeline.querySeekable(),
             hasVideo: hasVideo, hasAudio: hasAudio,
-            contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil,
+            contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : contentID,
             title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)))
-        state.withLock { $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0)) }
+        state.withLock {
+            $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0))
+            $0.location = source.uri
+        }
         logger.debug("loaded", metadata: ["location": "\(source.display)", "duration": "\(duration ?? -1)"])
         bus.emit(.ready(info))
         return info
     }
+
+    /// A streamed item stays loading until it can play through: its download buffer is full (100 %), or it has
+    /// `playThroughLead` fetched and fetches faster than it plays (`playThroughRate` times, over at least half a
+    /// second), so that the download stays ahead. Past `deadline` it is ready anyway; once the buffer has been
+    /// full, a shortfall is a stall the group waits for (`BusPump`).
+    private func waitUntilPlayableThrough(until deadline: LocalInstant) {
+        let pipeline = handles.pipeline
+        let duration = pipeline.queryDuration().map { TimeSpan(nanoseconds: $0) }
+        var first: (at: LocalInstant, reach: Double)?
+        while SystemMonotonicClock().now < deadline {
+            guard let percent = pipeline.queryBufferingPercent() else { return }
+            if percent >= 100 { return }
+            let now = SystemMonotonicClock().now
+            if let duration, duration > .zero, let reach = pipeline.queryDownloadedReach(from: 0).map({ $0 * duration.seconds }) {
+                if reach >= duration.seconds { return }
+                if let first, (now - first.at) >= .milliseconds(500) {
+                    let rate = (reach - first.reach) / (now - first.at).seconds
+                    if reach >= Self.playThroughLead.seconds, rate >= Self.playThroughRate { return }
+                }
+                if first == nil { first = (now, reach) }
+                bus.emit(.loading(progress: min(1, reach / min(duration.seconds, Self.playThroughLead.seconds))))
+            } else {
+                bus.emit(.loading(progress: Double(percent) / 100))
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    /// Item time a streamed item must have fetched before it is ready (with `playThroughRate`).
+    static let playThroughLead = TimeSpan.seconds(3)
+    /// How many times faster than it plays a streamed item must be fetching to be ready before its buffer is full.
+    static let playThroughRate = 1.25
 
     /// The error the pipeline's bus recorded since the last reset, as the user should see it; nil when none.
     func trappedError(source: MediaLocation?, location: (String, Bool)? = nil) -> PlaybackError? {

@@ -34,6 +34,8 @@ public final class GStreamerPlayer: PlaybackEngine {
     let state: Locked<PlayerState>
     let queue: DispatchQueue
     let bus: BusPump
+    /// Ends a streamed item's stall once it fetches fast enough again.
+    let stallWatch: StallWatch
     let logger: Logger
 
     /// Builds the pipeline (nothing loaded yet).
@@ -103,10 +105,17 @@ public final class GStreamerPlayer: PlaybackEngine {
         let (stream, continuation) = AsyncStream<PlaybackEngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         events = stream
         bus = BusPump(pipeline: playbin, continuation: continuation, logger: logger)
+        stallWatch = StallWatch(bus: bus)
         bus.start()
+        stallWatch.start { [weak self] in
+            guard let self, let uri = self.loadedURI, !uri.hasPrefix("file:"), let ahead = self.bufferedAhead(),
+                  let position = self.currentItemTime(), let duration = self.mediaInfo?.duration else { return nil }
+            return (ahead, position, duration)
+        }
     }
 
     deinit {
+        stallWatch.stop()
         bus.stop()
         teardown()
     }
@@ -148,6 +157,7 @@ public final class GStreamerPlayer: PlaybackEngine {
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
+                self.stallWatch.stop()
                 self.bus.stop()
                 self.state.withLock { $0.isClosed = true }
                 self.handles.pipeline.setState(GST_STATE_NULL)
@@ -161,6 +171,19 @@ public final class GStreamerPlayer: PlaybackEngine {
 
     /// What the last successful `load` reported.
     public var mediaInfo: MediaInfo? { state.withLock { $0.transport.info } }
+
+    /// The URI of the item the last successful `load` loaded (a `file://` URI for a path).
+    public var loadedURI: String? { state.withLock { $0.transport.info == nil ? nil : $0.location } }
+
+    /// Item time fetched ahead of the position, for an item that streams over HTTP (its download buffer holds
+    /// bytes; their time is taken as proportional to them, as for a constant bitrate); nil before a load or when
+    /// nothing answers the buffering query. Meaningful only for a network source: a local file reads as fetched.
+    public func bufferedAhead() -> TimeSpan? {
+        guard let duration = mediaInfo?.duration, duration > .zero, let position = currentItemTime() else { return nil }
+        let fraction = min(1, max(0, position.seconds / duration.seconds))
+        guard let reach = handles.pipeline.queryDownloadedReach(from: fraction) else { return nil }
+        return .seconds(max(0, reach - fraction) * duration.seconds)
+    }
 
     // MARK: - Helpers
 

@@ -38,6 +38,8 @@ struct PlayerState: Sendable {
     /// Counts calibration changes, so that a slew's scheduled end is dropped when a newer change came first.
     var calibrationGeneration = 0
     var sessionMapping: ClockMapping = .identity
+    /// The path or URI of the loaded item (nil before a successful load).
+    var location: String?
     var transport: Transport = .empty
     var prerolls = PrerollHistory()
     var probeAttached: Set<RenderRecord.StreamKind>

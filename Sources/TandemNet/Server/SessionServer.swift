@@ -98,7 +98,8 @@ public final class SessionServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let holder = ServerHolder()
         let clock = SystemMonotonicClock()
-        let mediaStreams = WebMedia.StreamCount(limit: configuration.web?.maxMediaStreams ?? 0)
+        let mediaStreams = WebMedia.StreamCount(limit: configuration.web?.maxMediaStreams ?? 0,
+                                                perParticipant: configuration.web?.maxMediaStreamsPerParticipant ?? 0)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -130,10 +131,12 @@ public final class SessionServer: Sendable {
                     }
                     if let web = configuration.web {
                         // The page and the session protocol share the port: the first byte tells them apart.
-                        let media = WebMedia(lookup: { [weak server] id in
-                            guard let path = web.mediaFiles[id], let session = server?.session(named: id) else { return nil }
+                        let media = WebMedia(lookup: { [weak server] id, item in
+                            let offered = if let item { web.sharedMedia?.path(session: id, item: item) } else { web.mediaFiles[id] }
+                            guard let path = offered, let session = server?.session(named: id) else { return nil }
                             return (path, session.key)
-                        }, streams: mediaStreams, admission: admission)
+                        }, streams: mediaStreams, admission: admission,
+                           pacing: .init(bytesPerSecond: web.mediaBytesPerSecond, idleTimeout: TimeAmount(web.mediaIdleTimeout)))
                         let setup = TransportSniffer.Setup(native: tandem, web: { channel in
                             try SessionServer.addWebHandlers(to: channel, web: web, deadline: deadline, media: media,
                                                              tandem: tandem)

@@ -351,49 +351,6 @@ package struct ReconnectedEvent: PeerEvent, Equatable {
     }
 }
 
-/// `position`: once a second, where this peer is and where it should be.
-package struct PositionEvent: PeerEvent, Equatable {
-    package static let name = "position"
-    package var state: String
-    /// Seconds of item time.
-    @Nullable package var position: Double?
-    /// Where the timeline says this peer should be (seconds).
-    @Nullable package var expected: Double?
-    @Nullable package var positionErrorMs: Double?
-    @Nullable package var rate: Double?
-    @Nullable package var generation: UInt64?
-    @Nullable package var clockOffsetMs: Double?
-    @Nullable package var errorBoundMs: Double?
-    @Nullable package var roundTripMs: Double?
-    /// `udp` or `tcp`: the path this peer's unreliable app messages take (`TandemClientConnection.unreliablePath`).
-    @Nullable package var unreliablePath: String?
-
-    package init(state: String, position: Double?, expected: Double?, positionErrorMs: Double?, rate: Double?,
-                 generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?,
-                 unreliablePath: String? = nil) {
-        self.unreliablePath = unreliablePath
-        self.state = state
-        self.position = position
-        self.expected = expected
-        self.positionErrorMs = positionErrorMs
-        self.rate = rate
-        self.generation = generation
-        self.clockOffsetMs = clockOffsetMs
-        self.errorBoundMs = errorBoundMs
-        self.roundTripMs = roundTripMs
-    }
-
-    package init(_ status: PeerStatus) {
-        self.init(state: PeerStatus.stateName(status.timeline), position: EventUnits.seconds(status.position),
-                  expected: EventUnits.seconds(status.expected),
-                  positionErrorMs: EventUnits.milliseconds(status.positionError), rate: status.timeline?.rate,
-                  generation: status.timeline?.generation, clockOffsetMs: EventUnits.milliseconds(status.clockOffset),
-                  errorBoundMs: EventUnits.milliseconds(status.errorBound),
-                  roundTripMs: EventUnits.milliseconds(status.roundTrip),
-                  unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } })
-    }
-}
-
 /// `left`: this peer left, or ended the session for everyone (last).
 package struct LeftEvent: PeerEvent, Equatable {
     package static let name = "left"

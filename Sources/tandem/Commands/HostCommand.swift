@@ -96,6 +96,10 @@ struct HostCommand: AsyncParsableCommand {
         "With --web: browsers of the session's members may stream the first file from this machine (HTTP range requests), for those without a copy."))
     var webMedia = false
 
+    @Flag(name: .customLong("share-media"), help: ArgumentHelp(
+        "Offer every item of the queue to the session's members over the session port (HTTP range requests with tokens from the invite's secret), so that a joiner without a copy streams yours. Uses your upload: off by default."))
+    var shareMedia = false
+
     @Flag(name: .customLong("share-tracks"), help: """
         Propose your audio and subtitle track choices (--audio-track, --sub-track, and the a and s keys) to \
         everyone: each joiner is told, and plays the same track (matched by language when their file numbers \
@@ -145,6 +149,9 @@ struct HostCommand: AsyncParsableCommand {
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
+        if shareMedia, server != nil {
+            throw ValidationError("--share-media serves your files from the embedded server (not with --server, --server-file or $TANDEM_SERVER)")
+        }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server (--server-file, $TANDEM_SERVER) the standalone server has its own")
@@ -169,7 +176,8 @@ struct HostCommand: AsyncParsableCommand {
             do {
                 items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
                                                    type: type.map { ActivityType(rawValue: $0) },
-                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:))) { try await MediaProbe.probeForPeer($0) }
+                                                   fallbackURL: fallbackURL.flatMap(URL.init(string:)),
+                                                   shared: shareMedia && serverSource == nil) { try await MediaProbe.probeForPeer($0) }
             } catch let error as PeerFailure { throw error } catch {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
@@ -180,7 +188,7 @@ struct HostCommand: AsyncParsableCommand {
             }
                 ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration, advertise: advertise,
                              streamsFirstFile: webMedia, portMapping: try .from(noPortMapping: noPortMapping || config.portMapping == false),
-                             fallbackRelay: try config.fallbackRelay())
+                             fallbackRelay: try config.fallbackRelay(), sharesMedia: shareMedia)
             let hosted = try await HostSession.start(items: items, file: file, on: place, name: peer.choices.displayName,
                                                      player: player, options: peer.choices.clientOptions,
                                                      preview: previewImage, inviteFile: inviteFile,

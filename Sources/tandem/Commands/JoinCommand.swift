@@ -12,10 +12,11 @@ struct JoinCommand: AsyncParsableCommand {
         discussion: """
             Connects with the invite the host printed, shows what is being shared, and plays FILE in step with \
             everyone. Without FILE, a file in --media-dir (default: the current directory) with the host's file \
-            name is used; without a usable file, Tandem says where to get one (the host's --fallback-url) and exits. \
-            Each later item of the host's queue is looked for there by its file name and checked by its content \
-            fingerprint (a different file plays, with a warning); a missing one plays from its fallback URL when \
-            the host gave one.
+            name is used; without a usable file, the host's copy streams when the host shares it (--share-media; \
+            --stream streams it even when you have one), and otherwise Tandem says where to get one (the host's \
+            --fallback-url) and exits. Each later item of the host's queue is looked for there by its file name and \
+            checked by its content fingerprint (a different file plays, with a warning); a missing one streams from \
+            the host when it shares it, else plays from its fallback URL when the host gave one.
 
             A host started with --share-tracks proposes its audio and subtitle tracks: you are told, and they play \
             here (matched by language when your file numbers its tracks differently) unless you chose your own \
@@ -80,6 +81,9 @@ struct JoinCommand: AsyncParsableCommand {
         valueName: "FILE"))
     var roomPasswordFile: String?
 
+    @Flag(name: .customLong("stream"), help: "Play the host's copy over the session port even when you have your own (the host shares it with --share-media).")
+    var stream = false
+
     @Flag(name: .customLong("syncplay-only"), help: "With syncplay://: follow the room by Syncplay's rules alone — neither offer this session to the room's other Tandem peers nor join one they offer (nothing listens beyond 127.0.0.1).")
     var syncplayOnly = false
 
@@ -90,6 +94,7 @@ struct JoinCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: peer.verbose)
         try await reportingErrors {
             if let invite, SyncplayAddress.looksLikeSyncplay(invite) { return try await joinSyncplay(invite) }
+            guard !stream || file == nil else { throw PeerFailure(.usage, "--stream plays the host's copy: give no FILE with it") }
             guard mediaDir.count <= 1 else { throw PeerFailure(.usage, "give one --media-dir to join a session (several are for syncplay:// rooms)") }
             let mediaDir = mediaDir.first
             let (source, file) = try Self.inviteSource(argument: invite, file: file, inviteFile: inviteFile,
@@ -109,8 +114,8 @@ struct JoinCommand: AsyncParsableCommand {
                 throw PeerFailure(error)
             }
             let mode = PeerConsole.mode(json: peer.json)
-            let media: (path: String, probe: MediaProbe)
-            do { media = try await joining.media(file: file, mediaDirectory: mediaDir) } catch {
+            let media: (path: String, probe: MediaProbe?)
+            do { media = try await joining.media(file: file, mediaDirectory: mediaDir, stream: stream) } catch {
                 if mode != .scripted(json: true) { for line in joining.header { printError(line) } }
                 throw error
             }
@@ -120,7 +125,8 @@ struct JoinCommand: AsyncParsableCommand {
                 throw error
             }
             let (participant, proposals) = try await joining.takePart(name: peer.choices.displayName, player: player,
-                                                                      path: media.path, mediaDirectory: mediaDir)
+                                                                      path: media.path, mediaDirectory: mediaDir,
+                                                                      stream: stream)
             let previewDirectory = previewDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.temporaryDirectory
             try await PeerConsole(mode: mode).run(participant, previewDirectory: previewDirectory, header: joining.header,

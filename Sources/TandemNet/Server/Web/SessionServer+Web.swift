@@ -13,7 +13,7 @@ extension SessionServer {
             maxFrameSize: web.maxWebSocketFrameSize,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, head in
-                channel.eventLoop.makeSucceededFuture(WebPage.isWebSocketPath(head.uri) ? HTTPHeaders() : nil)
+                channel.eventLoop.makeSucceededFuture(web.servesPage && WebPage.isWebSocketPath(head.uri) ? HTTPHeaders() : nil)
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
@@ -40,13 +40,13 @@ extension SessionServer {
             withEncoderConfiguration: .init(),
             withDecoderLimitConfiguration: limits
         )
-        try sync.addHandler(WebHTTPHandler(deadline: deadline, media: media))
+        try sync.addHandler(WebHTTPHandler(deadline: deadline, media: media, servesPage: web.servesPage))
     }
 
     /// The link a browser opens to join the session of `invite`: the page on this server's port, the session in
     /// the path and the secret in the fragment, which a browser never sends to the server.
     public func webLink(for invite: Invite) -> String? {
-        guard configuration.web != nil else { return nil }
+        guard configuration.web?.servesPage == true else { return nil }
         return WebPage.link(for: invite)
     }
 }

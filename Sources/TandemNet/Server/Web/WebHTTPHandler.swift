@@ -13,12 +13,14 @@ final class WebHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let deadline: NIODeadline
     private let media: WebMedia
+    private let servesPage: Bool
     private var timer: Scheduled<Void>?
     private var answered = false
 
-    init(deadline: NIODeadline, media: WebMedia) {
+    init(deadline: NIODeadline, media: WebMedia, servesPage: Bool = true) {
         self.deadline = deadline
         self.media = media
+        self.servesPage = servesPage
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -45,7 +47,7 @@ final class WebHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         if path.hasPrefix("/media/") {
             let query = String(head.uri.drop { $0 != "?" }.dropFirst())
             // A member's stream outlives the page's deadline: it proved membership with its token.
-            let served = media.serve(context: context, head: head, session: String(path.dropFirst(7)), query: query) {
+            let served = media.serve(context: context, head: head, target: String(path.dropFirst(7)), query: query) {
                 timer?.cancel()
                 timer = nil
             }
@@ -55,7 +57,7 @@ final class WebHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             return
         }
-        guard let asset = WebPage.asset(at: path) else {
+        guard servesPage, let asset = WebPage.asset(at: path) else {
             respond(context: context, head: head, status: .notFound, type: "text/plain; charset=utf-8",
                     body: "not found: the page is at /join/SESSION#SECRET (the browser link tandem prints)\n")
             return

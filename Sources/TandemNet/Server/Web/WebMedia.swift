@@ -5,30 +5,56 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// `--web-media`: the host's file for the browsers of the session's members, by HTTP range requests on the same
-/// port (`GET /media/SESSION?t=TOKEN`).
+/// The host's media for the session's members, by HTTP range requests on the session port: `--web-media` (the
+/// first file, for the page: `GET /media/SESSION?t=TOKEN`) and `--share-media` (every queue item, for any member:
+/// `GET /media/SESSION/ITEM?p=PARTICIPANT&t=TOKEN`, see `SharedMedia`).
 ///
-/// The token is `hex(HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session))`: the page computes it from the
-/// link, the server from the key it holds, and nobody without the invite can. A request with the right token
-/// leaves the unauthenticated bounds (it proved membership) and streams, paced by its socket; at most
-/// `WebConfiguration.maxMediaStreams` stream at once on a server.
+/// The `--web-media` token is `hex(HMAC-SHA256(SHA-256(secret), "tandem web media v1" ‖ session))`: the page
+/// computes it from the link, the server from the key it holds, and nobody without the invite can. A request with
+/// the right token leaves the unauthenticated bounds (it proved membership) and streams, paced to
+/// `WebConfiguration.mediaBytesPerSecond` and closed when its reader takes nothing for `mediaIdleTimeout`; at most
+/// `maxMediaStreams` stream at once on a server, and `maxMediaStreamsPerParticipant` for one participant.
 struct WebMedia: Sendable {
-    /// The file and key of a session that offers its media, or nil.
-    let lookup: @Sendable (String) -> (path: String, key: SymmetricKey)?
+    /// The file and key of a session's media (`item` nil: the `--web-media` file), or nil.
+    let lookup: @Sendable (_ session: String, _ item: String?) -> (path: String, key: SymmetricKey)?
     let streams: StreamCount
     let admission: ConnectionAdmission.Ticket?
+    let pacing: Pacing
 
-    /// How many responses stream at once, within a limit.
+    /// How fast a response may go and how long its reader may take nothing.
+    struct Pacing: Sendable {
+        var bytesPerSecond: Int
+        var idleTimeout: TimeAmount
+    }
+
+    /// How many responses stream at once, within a limit for all and one for each participant.
     final class StreamCount: Sendable {
         let limit: Int
-        private let count = Atomic<Int>(0)
-        init(limit: Int) { self.limit = limit }
-        func take() -> Bool {
-            if count.add(1, ordering: .relaxed).newValue <= limit { return true }
-            count.subtract(1, ordering: .relaxed)
-            return false
+        let perParticipant: Int
+        private let counts = Mutex<(all: Int, by: [String: Int])>((0, [:]))
+        init(limit: Int, perParticipant: Int = .max) {
+            self.limit = limit
+            self.perParticipant = perParticipant
         }
-        func give() { count.subtract(1, ordering: .relaxed) }
+        func take(for participant: String? = nil) -> Bool {
+            counts.withLock { counts in
+                guard counts.all < limit else { return false }
+                if let participant {
+                    guard counts.by[participant, default: 0] < perParticipant else { return false }
+                    counts.by[participant, default: 0] += 1
+                }
+                counts.all += 1
+                return true
+            }
+        }
+        func give(for participant: String? = nil) {
+            counts.withLock { counts in
+                counts.all -= 1
+                if let participant, let held = counts.by[participant] {
+                    counts.by[participant] = held > 1 ? held - 1 : nil
+                }
+            }
+        }
     }
 
     static func token(key: SymmetricKey, session: String) -> String {
@@ -79,14 +105,32 @@ struct WebMedia: Sendable {
         }
     }
 
-    /// Answers `/media/SESSION?t=TOKEN`; false when there is no such media or the token is wrong (the caller
-    /// answers 404: one answer for both).
-    func serve(context: ChannelHandlerContext, head: HTTPRequestHead, session: String, query: String,
+    /// Answers `/media/SESSION?t=TOKEN` and `/media/SESSION/ITEM?p=PARTICIPANT&t=TOKEN` (`target` is what follows
+    /// `/media/`); false when there is no such media or the token is wrong (the caller answers 404: one answer for
+    /// both, so a stranger learns nothing of what is offered).
+    func serve(context: ChannelHandlerContext, head: HTTPRequestHead, target: String, query: String,
                proved: () -> Void) -> Bool {
-        guard let found = lookup(session) else { return false }
+        let parts = target.split(separator: "/", omittingEmptySubsequences: false).map { $0.removingPercentEncoding ?? String($0) }
+        guard parts.count == 1 || parts.count == 2, !parts[0].isEmpty else { return false }
+        let session = parts[0]
+        let item = parts.count == 2 ? parts[1] : nil
+        var fields: [String: String] = [:]
+        for field in query.split(separator: "&") {
+            let pair = field.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            fields[String(pair[0])] = String(pair[1]).removingPercentEncoding ?? String(pair[1])
+        }
+        guard let found = lookup(session, item) else { return false }
         let (path, key) = found
-        let presented = query.split(separator: "&").first { $0.hasPrefix("t=") }.map { Data($0.dropFirst(2).utf8) } ?? Data()
-        guard presented.constantTimeEquals(Data(Self.token(key: key, session: session).utf8)) else { return false }
+        let participant = item == nil ? nil : fields["p"].map { "\(session)\n\($0)" }
+        let expected: String
+        if let item {
+            guard let claimed = fields["p"], !claimed.isEmpty else { return false }
+            expected = SharedMedia.token(key: key, session: session, item: item, participant: claimed)
+        } else {
+            expected = Self.token(key: key, session: session)
+        }
+        guard Data((fields["t"] ?? "").utf8).constantTimeEquals(Data(expected.utf8)) else { return false }
         proved()
         admission?.authenticated()
         let channel = context.channel
@@ -104,7 +148,7 @@ struct WebMedia: Sendable {
             Self.answer(channel, head, .ok, "")
             return true
         }
-        guard streams.take() else {
+        guard streams.take(for: participant) else {
             Self.answer(channel, head, .serviceUnavailable, "too many media streams; try again\n", extra: [("Retry-After", "2")])
             return true
         }
@@ -123,21 +167,12 @@ struct WebMedia: Sendable {
         channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: head.version, status: status, headers: headers)),
                       promise: nil)
         guard head.method != .HEAD else {
-            streams.give()
+            streams.give(for: participant)
             channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
             return true
         }
-        let io = NonBlockingFileIO(threadPool: .singleton)
-        io.openFile(_deprecatedPath: path, eventLoop: channel.eventLoop).flatMap { handle, _ in
-            io.readChunked(fileHandle: handle, fromOffset: bytes.lowerBound, byteCount: Int(bytes.count),
-                           chunkSize: 64 * 1024, allocator: channel.allocator, eventLoop: channel.eventLoop) { chunk in
-                // The next chunk is read once the socket has taken this one.
-                channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(chunk)))
-            }.always { _ in try? handle.close() }
-        }.flatMap {
-            channel.writeAndFlush(HTTPServerResponsePart.end(nil))
-        }.whenComplete { _ in
-            streams.give()
+        Self.stream(path: path, bytes: bytes, to: channel, pacing: pacing).whenComplete { _ in
+            streams.give(for: participant)
             channel.close(promise: nil)
         }
         return true

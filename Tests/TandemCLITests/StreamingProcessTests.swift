@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// `tandem host --share-media` and a `tandem join` without a copy, as real processes on loopback.
+@Suite("Streaming the host's copy across processes", .serialized)
+struct StreamingProcessTests {
+    static func emptyDirectory() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-no-copy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.path
+    }
+
+    static func joinWithoutCopy(_ invite: String, in directory: String, extra: [String] = []) throws -> TandemProcess {
+        try TandemProcess(["join", "--headless", "--json", "--name", "bob", "--media-dir", directory] + extra,
+                          environment: ["TANDEM_INVITE": invite])
+    }
+
+    @Test("a joiner without the file streams the host's copy and plays with the group; its position events say so")
+    func joinerStreams() async throws {
+        let host = try SessionProcessTests.host(["--share-media"])
+        defer { host.stop() }
+        let invite = try await SessionProcessTests.invite(of: host)
+        let directory = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bob = try Self.joinWithoutCopy(invite, in: directory)
+        defer { bob.stop() }
+        #expect(await host.wait(for: 30) { SessionProcessTests.seesReady($0, ["bob"]) }, "bob never ready: \(bob.stderr)")
+        host.send("play")
+        #expect(await bob.wait(for: 15) { SessionProcessTests.lastTimeline($0)?["state"]?.string == "playing" }, "\(bob.stderr)")
+        let streaming = await bob.event("position", within: 10) { event in
+            event["state"]?.string == "playing" && event["streaming"]?["from"]?.string == "ann"
+                && (event["streaming"]?["bufferedSeconds"]?.number ?? -1) >= 0
+        }
+        #expect(streaming != nil, "no position event streaming from ann: \(bob.events("position").suffix(2))")
+        // The host's own position events say nothing of streaming.
+        #expect(host.events("position").allSatisfy { $0["streaming"] == .null })
+        let error = await bob.event("position", within: 5) { event in
+            event["state"]?.string == "playing" && event["positionErrorMs"]?.number.map { abs($0) < 100 } == true
+        }
+        #expect(error != nil, "bob is not on the group's line: \(bob.events("position").suffix(2))")
+    }
+
+    @Test("without --share-media, a joiner without the file is told where to get one and exits 3; --stream says the host does not share")
+    func notShared() async throws {
+        let host = try SessionProcessTests.host()
+        defer { host.stop() }
+        let invite = try await SessionProcessTests.invite(of: host)
+        let directory = try Self.emptyDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bob = try Self.joinWithoutCopy(invite, in: directory)
+        defer { bob.stop() }
+        #expect(await bob.exitCode(within: 20) == 3, "\(bob.stderr)")
+        let streamer = try Self.joinWithoutCopy(invite, in: directory, extra: ["--stream"])
+        defer { streamer.stop() }
+        #expect(await streamer.exitCode(within: 20) == 3)
+        #expect(streamer.stderr.contains("--share-media"), "\(streamer.stderr)")
+    }
+}
