@@ -111,7 +111,7 @@ package final class LocalPeer: Sendable {
             clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
             roundTrip: quality?.roundTrip.nanoseconds,
             reconnecting: connection.isReconnecting, queue: await coordinator.queue,
-            unreliablePath: connection.unreliablePath)
+            unreliablePath: connection.unreliablePath, renderOffset: await coordinator.renderOffset?.nanoseconds)
         if let uri = player.loadedURI, let host = media.streamingHost(of: uri) {
             status.streaming = PeerStatus.Streaming(from: host, buffered: player.bufferedAhead())
         }
@@ -207,10 +207,13 @@ package struct PeerStatus: Sendable {
     }
     /// Which path unreliable app messages take: UDP datagrams, or the TCP connection (and why).
     package var unreliablePath: UnreliablePath?
+    /// How far this peer's output is from the group's line (ns, positive ahead), from its render probe.
+    package var renderOffset: Int64?
 
     package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
                  clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false,
-                 queue: SessionQueue? = nil, unreliablePath: UnreliablePath? = nil) {
+                 queue: SessionQueue? = nil, unreliablePath: UnreliablePath? = nil, renderOffset: Int64? = nil) {
+        self.renderOffset = renderOffset
         self.queue = queue
         self.unreliablePath = unreliablePath
         self.timeline = timeline

@@ -77,6 +77,10 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     public var timeline: Timeline? { machine.timeline }
     /// Everyone else, with their readiness and suspensions.
     public var otherParticipants: [ParticipantState] { machine.otherParticipants }
+    /// How far this peer's output is from the group's line (positive: ahead), from the engine's latest render, as
+    /// the link reports give it to the group; nil unless playing and settled, or when the engine does not see its
+    /// renders.
+    public var renderOffset: TimeSpan? { machine.renderOffset(of: engine.latestRender(), now: clock.now) }
     /// The item time the group should render at session time `t`.
     public func expectedItemTime(atSessionTime t: SessionInstant) -> ItemTime? {
         machine.expectedItemTime(atSessionTime: t)
@@ -185,7 +189,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
 
     private func tick() {
         apply(machine.tick(now: clock.now, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
-                           engineItemTime: engine.currentItemTime()))
+                           engineItemTime: engine.currentItemTime(), latestRender: engine.latestRender()))
     }
 
     /// Where the item `itemID` is: from the activity that names it, or from its id.

@@ -2,9 +2,10 @@
 extension PlaybackCoordinatorStateMachine {
     // MARK: Ticks
 
-    /// Periodic input: the latest clock estimate, its quality, and the engine's real position (for the watchdog).
+    /// Periodic input: the latest clock estimate, its quality, the engine's real position (for the watchdog) and
+    /// the latest moment its output rendered (for the render offset the link reports carry).
     public mutating func tick(now: LocalInstant, mapping: ClockMapping?, clockQuality: (errorBound: TimeSpan, roundTrip: TimeSpan)?,
-                              engineItemTime: ItemTime?) -> [Action] {
+                              engineItemTime: ItemTime?, latestRender: RenderedMoment? = nil) -> [Action] {
         var actions: [Action] = []
         guard invalidation == nil else { return actions }
         if let mapping, mapping != clockMapping {
@@ -14,12 +15,25 @@ extension PlaybackCoordinatorStateMachine {
         if let q = clockQuality,
            lastLinkReport.map({ now - $0 >= configuration.linkReportInterval }) ?? true {
             lastLinkReport = now
-            actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / Int64(2), errorBound: q.errorBound)))
+            actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / Int64(2), errorBound: q.errorBound,
+                                             renderOffset: renderOffset(of: latestRender, now: now))))
         }
         if case .holding(_, let until) = pauseHold, now >= until { pauseHold = .none }
         watchdog(now: now, engineItemTime: engineItemTime, into: &actions)
         reconcile(now: now, into: &actions)
         return actions
+    }
+
+    /// How far `render` lies from the group's line, in time (positive: ahead), when it is a recent render of
+    /// settled play on the current line; nil otherwise (paused, starting, held, or nothing rendered lately).
+    public func renderOffset(of render: RenderedMoment?, now: LocalInstant) -> TimeSpan? {
+        guard let render, let tl = timeline, tl.isPlaying, tl.rate > 0, case .playing(let line) = target,
+              case .started(let confirmed) = start, !isHeld(now: now),
+              render.at > confirmed + configuration.driftSettleTime, now - render.at < .seconds(1),
+              let sessionTime = sessionTime(atLocal: render.at), sessionTime > line.fromAnchor + configuration.driftSettleTime
+        else { return nil }
+        let ahead = render.itemTime - tl.expectedItemTime(atSessionTime: sessionTime)
+        return TimeSpan(nanoseconds: Int64((Double(ahead.nanoseconds) / tl.rate).rounded()))
     }
 
     mutating func watchdog(now: LocalInstant, engineItemTime: ItemTime?, into actions: inout [Action]) {

@@ -133,6 +133,27 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     /// How long `prepare` typically takes here, so the group can schedule starts the slowest peer can make.
     var prerollEstimate: TimeSpan { get }
 
+    /// The latest moment the engine's output rendered (item time, on the peer's local clock), if the engine sees
+    /// its renders; the coordinator reports how far that lies from the group's line (`renderOffset`). The default
+    /// is nil: the group then sees no render offset for this peer.
+    func latestRender() -> RenderedMoment?
+
     /// Releases the pipeline.
     func close() async
+}
+
+/// One moment an engine's output rendered: which item time, and when on the peer's local clock.
+public struct RenderedMoment: Sendable, Hashable {
+    public var itemTime: ItemTime
+    public var at: LocalInstant
+
+    public init(itemTime: ItemTime, at: LocalInstant) {
+        self.itemTime = itemTime
+        self.at = at
+    }
+}
+
+extension PlaybackEngine {
+    /// An engine that does not see its renders reports none.
+    public func latestRender() -> RenderedMoment? { nil }
 }

@@ -154,6 +154,14 @@ public final class GStreamerPlayer: PlaybackEngine {
 
     public var prerollEstimate: TimeSpan { state.withLock { $0.prerolls.estimate } }
 
+    /// The latest buffer the sinks released (video when there is any, else audio), from the render probe, on this
+    /// peer's local clock.
+    public func latestRender() -> RenderedMoment? {
+        guard let record = renderProbe.latest(.video) ?? renderProbe.latest(.audio) else { return nil }
+        let local = localTimeModel.sessionTime(atLocal: LocalInstant(nanoseconds: record.monotonicTime))
+        return RenderedMoment(itemTime: ItemTime(nanoseconds: record.itemTime), at: LocalInstant(nanoseconds: local.nanoseconds))
+    }
+
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {

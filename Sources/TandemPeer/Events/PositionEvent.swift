@@ -19,6 +19,9 @@ package struct PositionEvent: PeerEvent, Equatable {
     @Nullable package var unreliablePath: String?
     /// While the item streams from the host's copy (`--share-media`): whom from, and the seconds fetched ahead.
     @Nullable package var streaming: Streaming?
+    /// How far this peer's output is from the group's line as its render probe measures it (ms, positive ahead),
+    /// as the others see it in `participants`.
+    @Nullable package var renderOffsetMs: Double?
 
     package struct Streaming: Codable, Sendable, Equatable {
         package var from: String
@@ -32,8 +35,9 @@ package struct PositionEvent: PeerEvent, Equatable {
 
     package init(state: String, position: Double?, expected: Double?, positionErrorMs: Double?, rate: Double?,
                  generation: UInt64?, clockOffsetMs: Double?, errorBoundMs: Double?, roundTripMs: Double?,
-                 unreliablePath: String? = nil) {
+                 unreliablePath: String? = nil, renderOffsetMs: Double? = nil) {
         self.unreliablePath = unreliablePath
+        self.renderOffsetMs = renderOffsetMs
         self.state = state
         self.position = position
         self.expected = expected
@@ -52,7 +56,8 @@ package struct PositionEvent: PeerEvent, Equatable {
                   generation: status.timeline?.generation, clockOffsetMs: EventUnits.milliseconds(status.clockOffset),
                   errorBoundMs: EventUnits.milliseconds(status.errorBound),
                   roundTripMs: EventUnits.milliseconds(status.roundTrip),
-                  unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } })
+                  unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } },
+                  renderOffsetMs: EventUnits.milliseconds(status.renderOffset))
         streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
 }
