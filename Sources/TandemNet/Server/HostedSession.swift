@@ -18,12 +18,12 @@ final class HostedSession: @unchecked Sendable {
     let loop: any EventLoop
     private let configuration: ServerConfiguration
     private let clock: any MonotonicClock
-    private let logger: Logger
+    let logger: Logger
     private let onEnded: @Sendable (String) -> Void
     /// Where unreliable app messages go as datagrams to members whose UDP endpoint works.
     private let datagrams: DatagramRelay?
 
-    private var authority: SessionAuthority
+    var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:] {
         didSet {
             broadcastTargets.removeAll(keepingCapacity: true)
@@ -51,7 +51,7 @@ final class HostedSession: @unchecked Sendable {
     /// Messages dropped because their recipient could not keep up (unreliable only).
     private(set) var droppedUnreliable = 0
     /// Whether anyone has joined (a remotely created session nobody joins expires).
-    private(set) var hasBeenJoined = false
+    var hasBeenJoined = false
     /// Connections that authenticated to this session and have not sent their `join` yet, and whether the session
     /// has ended — together, so that none is admitted after the end and left open. Touched from every loop.
     private let waitingToJoin = Mutex<(ended: Bool, connections: [ObjectIdentifier: ServerConnection])>((false, [:]))
@@ -61,7 +61,9 @@ final class HostedSession: @unchecked Sendable {
     /// Where the journal's bytes are accounted (across the server) and kept (the spool, when not in memory).
     let journal: JournalStorage
     /// Attachments the ledger holds bytes for: the address their upload came from and their announced size.
-    private var accounted: [String: (address: String, size: Int64)] = [:]
+    var accounted: [String: (address: String, size: Int64)] = [:]
+    /// Where this session is kept across a restart (nil: it lives as long as the process).
+    let keeping: StateKeeping?
 
     struct JournalStorage {
         let ledger: JournalLedger
@@ -71,7 +73,9 @@ final class HostedSession: @unchecked Sendable {
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
          clock: any MonotonicClock, activity: ActivityEnvelope? = nil, datagrams: DatagramRelay? = nil,
          creator: String? = nil, journal: JournalStorage = .init(ledger: JournalLedger(perAddress: .max, total: .max), spool: nil),
-         counters: ServerCounters, logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+         counters: ServerCounters, logger: Logger, keeping: StateKeeping? = nil, restoring: AuthoritySnapshot? = nil,
+         onEnded: @escaping @Sendable (String) -> Void) {
+        self.keeping = keeping
         self.creator = creator
         self.counters = counters
         self.journal = journal
@@ -85,8 +89,9 @@ final class HostedSession: @unchecked Sendable {
         self.onEnded = onEnded
         var rules = configuration.authority
         rules.keepsAttachmentBytes = journal.spool == nil
-        self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: rules,
-                                          now: SessionInstant(nanoseconds: clock.now.nanoseconds))
+        self.authority = restoring.map { SessionAuthority(restoring: $0, configuration: rules) }
+            ?? SessionAuthority(sessionID: id, activity: activity, configuration: rules,
+                                now: SessionInstant(nanoseconds: clock.now.nanoseconds))
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
@@ -316,7 +321,9 @@ final class HostedSession: @unchecked Sendable {
 
     // MARK: - Actions
 
-    private func perform(_ actions: [SessionAuthority.Action]) {
+    func perform(_ actions: [SessionAuthority.Action]) {
+        // What the actions tell peers is kept first (`SessionStateStore`).
+        persist()
         var encoded: (ServerMessage, Frame)?
         for action in actions {
             switch action {
@@ -401,7 +408,7 @@ final class HostedSession: @unchecked Sendable {
         return message
     }
 
-    private func schedule(at deadline: SessionInstant) {
+    func schedule(at deadline: SessionInstant) {
         guard deadline < timerDeadline || timer == nil else { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -415,7 +422,7 @@ final class HostedSession: @unchecked Sendable {
     }
 
     /// The session clock: this server's monotonic clock, read as session time.
-    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
+    var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
 
     private func finish(_ reason: InvalidationReason) {
         guard !ended else { return }
@@ -428,6 +435,7 @@ final class HostedSession: @unchecked Sendable {
         connections.removeAll()
         settleJournal()
         journal.spool?.removeAll()
+        forgetState()
         // Connections that authenticated but never joined go too: nothing is left to join.
         let waiting = waitingToJoin.withLock { waiting in
             waiting.ended = true
