@@ -135,6 +135,39 @@ struct ServeStateProcessTests {
         _ = await server.exitCode(within: 10)
     }
 
+    @Test("with --state-dir SIGTERM ends no session (an upgrade): the relay exits 0, and its peers reconnect as themselves to the next start")
+    func gracefulStopKeepsSessions() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let state = directory + "/state"
+        var (server, port) = try await Self.serve(["--state-dir", state])
+        defer { server.stop() }
+        let invite = Invite.random(host: "127.0.0.1", port: port)
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: Self.options(host: true))
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: Self.options())
+        let watchers = [ann, bob].map { PeerWatcher($0) }
+        server.signal(SIGTERM)
+        #expect(await server.exitCode(within: 10) == 0, "stderr: \(server.stderr.suffix(1500))")
+        #expect(ann.closedReason == nil && bob.closedReason == nil, "\(String(describing: bob.closedReason))")
+        (server, _) = try await Self.serve(port: port, ["--state-dir", state])
+        #expect(await waitUntil(15) { watchers.allSatisfy { $0.reconnected == 1 } }, "\(watchers.map(\.reconnected))")
+        #expect(ann.localParticipantID == ParticipantID("p1") && bob.localParticipantID == ParticipantID("p2"))
+        #expect(ann.welcome.participants.first { $0.participant.id == ann.localParticipantID }?.isHost == true)
+
+        // Everyone leaves: the session ends and the relay forgets it (a third start has none).
+        await bob.close()
+        await ann.close()
+        try await Task.sleep(for: .milliseconds(300))
+        server.signal(SIGTERM)
+        #expect(await server.exitCode(within: 10) == 0)
+        (server, _) = try await Self.serve(port: port, ["--state-dir", state])
+        #expect(!server.stderr.contains("sessions restored"), "\(server.stderr)")
+        let late = try? await TandemClient.connect(invite: invite, name: "late", options: TandemClient.Options())
+        #expect(late == nil, "the ended session is gone")
+        server.signal(SIGTERM)
+        _ = await server.exitCode(within: 10)
+    }
+
     @Test("without --state-dir a restarted relay knows no session: its peers give up, told the server no longer has it")
     func withoutStateSessionsAreLost() async throws {
         var (server, port) = try await Self.serve([])
