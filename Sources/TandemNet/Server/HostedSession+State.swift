@@ -57,3 +57,7 @@ extension HostedSession {
         perform(authority.resumeAfterRestart(now: sessionNow))
     }
 }
+
+extension ClientMessage {
+    var isLinkReport: Bool { if case .linkReport = self { true } else { false } }
+}

@@ -152,7 +152,8 @@ final class HostedSession: @unchecked Sendable {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
         }
         guard case .journal(let journalMessage) = message else {
-            perform(authority.receive(message, from: participant, now: sessionNow))
+            // A link report (each second per peer) is a measurement the next link renews: not kept.
+            perform(authority.receive(message, from: participant, now: sessionNow), keeping: !message.isLinkReport)
             return
         }
         receiveJournal(checkChecksum(journalMessage, from: participant), from: participant, via: connection)
@@ -321,9 +322,9 @@ final class HostedSession: @unchecked Sendable {
 
     // MARK: - Actions
 
-    func perform(_ actions: [SessionAuthority.Action]) {
+    func perform(_ actions: [SessionAuthority.Action], keeping keep: Bool = true) {
         // What the actions tell peers is kept first (`SessionStateStore`).
-        persist()
+        if keep { persist() }
         var encoded: (ServerMessage, Frame)?
         for action in actions {
             switch action {
