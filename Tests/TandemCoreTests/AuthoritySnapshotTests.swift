@@ -76,6 +76,24 @@ struct AuthoritySnapshotTests {
         #expect(end.sessionEnd != nil)
     }
 
+    @Test("an upload in progress at the restart is dropped (its checksum cannot be finished); committed ones stay")
+    func unfinishedUploadIsDropped() throws {
+        var h = AuthorityHarness()
+        let ann = h.joinReady("ann", host: true)
+        let done = AttachmentInfo(id: "done", owner: ann, name: "a", size: 2, sha256: String(repeating: "0", count: 64))
+        h.send(.journal(.begin(done)), from: ann)
+        h.send(.journal(.chunk(id: "done", offset: 0, bytes: Data("ab".utf8))), from: ann)
+        h.send(.journal(.commit(id: "done")), from: ann)
+        let half = AttachmentInfo(id: "half", owner: ann, name: "b", size: 4, sha256: String(repeating: "0", count: 64))
+        h.send(.journal(.begin(half)), from: ann)
+        h.send(.journal(.chunk(id: "half", offset: 0, bytes: Data("ab".utf8))), from: ann)
+        var restored = try Self.roundTrip(h.authority)
+        #expect(restored.receivedBytes(ofAttachment: "half") == 2)
+        _ = restored.resumeAfterRestart(now: h.now)
+        #expect(restored.receivedBytes(ofAttachment: "half") == nil)
+        #expect(restored.committedAttachments.map(\.id) == ["done"])
+    }
+
     @Test("a snapshot of an ended session says so, and is not resumed")
     func endedSession() throws {
         var h = AuthorityHarness()

@@ -61,3 +61,9 @@ extension HostedSession {
 extension ClientMessage {
     var isLinkReport: Bool { if case .linkReport = self { true } else { false } }
 }
+
+extension JournalMessage {
+    /// A chunk changes only an upload in progress, which a restored session drops (its running SHA-256 is gone):
+    /// not worth a write per 64 KiB.
+    var isChunk: Bool { if case .chunk = self { true } else { false } }
+}

@@ -173,7 +173,7 @@ final class HostedSession: @unchecked Sendable {
         }
         var before: Int64?
         if case .chunk(let attachment, _, _) = message { before = authority.receivedBytes(ofAttachment: attachment) }
-        perform(authority.receive(.journal(message), from: participant, now: sessionNow))
+        perform(authority.receive(.journal(message), from: participant, now: sessionNow), keeping: !message.isChunk)
         if case .begin(let info) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
