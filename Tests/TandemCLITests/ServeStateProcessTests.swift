@@ -135,6 +135,53 @@ struct ServeStateProcessTests {
         _ = await server.exitCode(within: 10)
     }
 
+    @Test("tandem host --server and tandem join, playing a file on a relay killed with SIGKILL: both reconnect as themselves, keep playing the same timeline and follow the host's next pause")
+    func realPeersAcrossAKill() async throws {
+        typealias P = SessionProcessTests
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let state = directory + "/state"
+        var (server, port) = try await Self.serve(["--state-dir", state])
+        defer { server.stop() }
+        let host = try P.host(["--server", "tandem://127.0.0.1:\(port)"])
+        defer { host.stop() }
+        let invite = try await P.invite(of: host)
+        let bob = try P.join(invite, name: "bob")
+        defer { bob.stop() }
+        #expect(await host.wait(for: 30) { P.seesReady($0, ["bob"]) }, "bob never ready; host stderr: \(host.stderr.suffix(1000))")
+        let bobID = try #require(ReconnectProcessTests.participantID(bob))
+        host.send("play")
+        #expect(await bob.wait(for: 15) { P.lastTimeline($0)?["state"]?.string == "playing" })
+        let playing = try #require(P.lastTimeline(bob))
+
+        server.signal(SIGKILL)
+        _ = await server.exitCode(within: 5)
+        let restartedAt = ContinuousClock.now
+        (server, _) = try await Self.serve(port: port, ["--state-dir", state])
+        for peer in [host, bob] {
+            let back = await peer.event("reconnected", within: 20)
+            #expect(back != nil, "no reconnected event: \(peer.stdout.suffix(1500)) \(peer.stderr.suffix(500))")
+        }
+        print("serve --state-dir: host and joiner processes reconnected \(ContinuousClock.now - restartedAt) after the restart began")
+        #expect(bob.events("reconnected").first?["participant"]?.string == bobID)
+        // The same timeline: no new generation came from the restart itself.
+        #expect(P.lastTimeline(bob)?["generation"] == playing["generation"], "\(String(describing: P.lastTimeline(bob))) vs \(playing)")
+        #expect(P.lastTimeline(bob)?["state"]?.string == "playing")
+
+        host.send("pause")
+        #expect(await host.wait(for: 10) { P.lastTimeline($0)?["state"]?.string == "paused" })
+        let paused = P.generations(host).last
+        #expect(await ReconnectProcessTests.follows(bob, generation: paused, within: 10) { $0["state"]?.string == "paused" },
+                "bob did not follow the pause: \(String(describing: P.lastTimeline(bob)))")
+        #expect(host.exitCode == nil && bob.exitCode == nil)
+        bob.send("leave")
+        host.send("leave")
+        _ = await bob.exitCode(within: 10)
+        _ = await host.exitCode(within: 10)
+        server.signal(SIGTERM)
+        _ = await server.exitCode(within: 10)
+    }
+
     @Test("with --state-dir SIGTERM ends no session (an upgrade): the relay exits 0, and its peers reconnect as themselves to the next start")
     func gracefulStopKeepsSessions() async throws {
         let directory = try Self.scratch()
