@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 import TandemCore
 import TandemNet
 
@@ -24,6 +25,8 @@ public final class RelayStateStore: SessionStateStore {
     static let fileName = "relay.sqlite"
     private let database: DatabasePool
     private let logger: Logger
+    /// Each session's record as last written: an input that changed nothing (a refused request) writes nothing.
+    private let written = Mutex<[String: Data]>([:])
 
     /// Opens (or creates) the state in `directory`, which must be private: created 0700 if missing, refused when it
     /// belongs to another user or others may write to it.
@@ -103,13 +106,17 @@ public final class RelayStateStore: SessionStateStore {
 
     public func keep(_ session: StoredSession) throws(SessionStateError) {
         do {
-            let record = try JSONEncoder().encode(session)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let record = try encoder.encode(session)
+            if written.withLock({ $0[session.id] == record }) { return }
             try database.write { db in
                 try db.execute(sql: """
                     INSERT INTO sessions (id, record) VALUES (?, ?)
                     ON CONFLICT(id) DO UPDATE SET record = excluded.record
                     """, arguments: [session.id, record])
             }
+            written.withLock { $0[session.id] = record }
         } catch {
             throw SessionStateError("cannot write \(path): \(error)")
         }
@@ -118,6 +125,7 @@ public final class RelayStateStore: SessionStateStore {
     public func forget(session id: String) throws(SessionStateError) {
         do {
             try database.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id]) }
+            written.withLock { _ = $0.removeValue(forKey: id) }
         } catch {
             throw SessionStateError("cannot write \(path): \(error)")
         }

@@ -11,7 +11,7 @@ import Glibc
 @Suite("Relay state store (SQLite)", .serialized)
 struct RelayStateStoreTests {
     /// A session of `members` joined participants with an activity, as a relay would keep it.
-    static func session(_ id: String, members: Int) -> StoredSession {
+    static func session(_ id: String, members: Int, change: Int = 0) -> StoredSession {
         let activity = ActivityEnvelope(activityIdentifier: "Movie", metadata: GroupActivityMetadata(title: "movie"),
                                         payload: Data("{}".utf8), itemID: "movie.mkv")
         var authority = SessionAuthority(sessionID: id, activity: activity, configuration: AuthorityConfiguration(),
@@ -20,7 +20,7 @@ struct RelayStateStoreTests {
             _ = authority.join(name: "member \(index)", prerollEstimate: .milliseconds(300), wantsHost: index == 0,
                                newReconnectToken: "token-\(index)-\(UUID().uuidString)", now: .seconds(2))
         }
-        return StoredSession(id: id, key: Data(repeating: 7, count: 32), creator: "127.0.0.1", spoolName: nil,
+        return StoredSession(id: id, key: Data(repeating: 7, count: 32), creator: "127.0.0.1", spoolName: "change-\(change)",
                              authority: authority.snapshot, accounted: [:])
     }
 
@@ -49,10 +49,15 @@ struct RelayStateStoreTests {
         #expect(stat(store.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(stat(store.path + "-wal", &info) != 0 || info.st_mode & 0o777 == 0o600)
 
-        // 20 sessions of 16, each written 100 times: 20 rows, however often they change.
+        // 20 sessions of 16, each changed and written 100 times: 20 rows, however often they change.
         let sessions = (0..<20).map { Self.session("s\($0)", members: 16) }
+        let changes = (0..<100).map { change in sessions.map { session in
+            var changed = session
+            changed.spoolName = "change-\(change)"
+            return changed
+        } }
         let started = ContinuousClock.now
-        for _ in 0..<100 { for session in sessions { try store.keep(session) } }
+        for round in changes { for session in round { try store.keep(session) } }
         let elapsed = ContinuousClock.now - started
         let perWrite = elapsed / 2000
         print("relay state: 2000 writes of a 16-member session (\(try JSONEncoder().encode(sessions[0]).count) bytes of JSON) took \(elapsed), \(perWrite) each")
