@@ -3,7 +3,7 @@ SHELL := /bin/bash
 DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-tools gstreamer1.0-x pkg-config syncplay-server syncplay mpv libx11-dev \
                 xvfb chromium python3-venv python3-openssl openssl valgrind \
-                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2
+                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2 libsqlite3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debug builds without debug info: on two cores a clean build is about a fifth shorter (the whole of `make test`
 # must fit in 15 minutes). For a debugger: `make build SWIFT_BUILD_FLAGS=` (a full rebuild; keep one setting).

@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // GStreamer (and Xlib, for the video window the player owns) found through pkg-config.
@@ -71,6 +72,16 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // What a relay keeps across a restart (`tandem serve --state-dir`): sessions' snapshots in SQLite, through
+        // GRDB (Debian's libsqlite3), behind TandemNet's `SessionStateStore`.
+        .target(
+            name: "TandemRelayState",
+            dependencies: [
+                "TandemCore", "TandemNet",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Fakes for tests and benchmarks: a manual clock, an in-memory network, simulated links and link impairment.
         .target(name: "TandemTesting", dependencies: [
             "TandemCore", "TandemNet", .product(name: "NIOCore", package: "swift-nio"),
@@ -103,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "tandem",
             dependencies: [
-                "Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps",
+                "Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps", "TandemRelayState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

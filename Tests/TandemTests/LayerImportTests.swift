@@ -22,11 +22,12 @@ struct LayerImportTests {
                        "ServiceLifecycle"],
         "TandemPortMapping": ["TandemCore", "CTandemPortMapping"],
         "TandemOps": ["TandemCore", "TandemNet", "NIOCore", "NIOPosix", "NIOHTTP1", "CoreMetrics", "Prometheus"],
+        "TandemRelayState": ["TandemCore", "TandemNet", "GRDB", "Logging"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram", "CTandemBareSockets"],
-        "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps", "ArgumentParser", "Logging",
+        "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps", "TandemRelayState", "ArgumentParser", "Logging",
                    "ServiceLifecycle", "UnixSignals"],
     ]
 

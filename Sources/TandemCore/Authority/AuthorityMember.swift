@@ -1,25 +1,25 @@
 import Foundation
 
 /// An item and a position in it.
-struct ItemPosition: Hashable, Sendable {
+struct ItemPosition: Hashable, Sendable, Codable {
     var itemID: String
     var itemTime: ItemTime
 }
 
 /// Where a participant reported being prerolled.
-struct PreparedPosition: Hashable, Sendable {
+struct PreparedPosition: Hashable, Sendable, Codable {
     var generation: UInt64
     var position: ItemPosition
 }
 
 /// One suspension a participant holds.
-struct HeldSuspension: Hashable, Sendable {
+struct HeldSuspension: Hashable, Sendable, Codable {
     var id: UInt64
     var reason: SuspensionReason
 }
 
 /// What the authority knows about one participant.
-struct Member: Sendable {
+struct Member: Sendable, Codable {
     var participant: Participant
     var isHost: Bool
     /// The secret a reconnect of this participant must present (see `SessionAuthority.join`).

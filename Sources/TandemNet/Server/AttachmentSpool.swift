@@ -18,7 +18,9 @@ final class AttachmentSpool: Sendable {
 
     /// Opens the spool under `root` (created 0700 if missing; refused when it belongs to another user or others
     /// may write to it), removing what servers that are no longer running left there.
-    static func open(root: String) throws(SessionServerError) -> AttachmentSpool {
+    /// `kept`: the root itself is the server's directory and outlives the process (`tandem serve --state-dir`,
+    /// whose store names each session's directory; `removeUnused(keeping:)` clears the rest).
+    static func open(root: String, kept: Bool = false) throws(SessionServerError) -> AttachmentSpool {
         var info = stat()
         if Glibc.mkdir(root, 0o700) != 0, errno != EEXIST {
             throw .spool("cannot create \(root): \(String(cString: strerror(errno)))")
@@ -33,6 +35,7 @@ final class AttachmentSpool: Sendable {
             guard let pid = Int32(entry), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             try? FileManager.default.removeItem(atPath: root + "/" + entry)
         }
+        if kept { return AttachmentSpool(directory: root) }
         let directory = root + "/\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         guard Glibc.mkdir(directory, 0o700) == 0 else {
@@ -49,6 +52,19 @@ final class AttachmentSpool: Sendable {
     func session(_ id: String) -> SessionSpool {
         let name = SHA256Hex.hex(SHA256.hash(data: Data(id.utf8))).prefix(32) + "-" + UUID().uuidString.prefix(8)
         return SessionSpool(directory: directory + "/" + name)
+    }
+
+    /// The directory of a session restored after a restart, by its name (`SessionSpool.name`).
+    func session(named name: String) -> SessionSpool? {
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { return nil }
+        return SessionSpool(directory: directory + "/" + name)
+    }
+
+    /// Removes every session directory but those named (left by sessions that ended while nobody kept them).
+    func removeUnused(keeping names: Set<String>) {
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !names.contains(entry) {
+            try? FileManager.default.removeItem(atPath: directory + "/" + entry)
+        }
     }
 
     /// Removes this server's directory and everything in it.
@@ -72,6 +88,8 @@ final class AttachmentSpool: Sendable {
 /// call, so nothing is shared but the path).
 final class SessionSpool: Sendable {
     let directory: String
+    /// The directory's name in the spool.
+    var name: String { String(directory.split(separator: "/").last ?? "") }
 
     fileprivate init(directory: String) {
         self.directory = directory

@@ -18,12 +18,12 @@ final class HostedSession: @unchecked Sendable {
     let loop: any EventLoop
     private let configuration: ServerConfiguration
     private let clock: any MonotonicClock
-    private let logger: Logger
+    let logger: Logger
     private let onEnded: @Sendable (String) -> Void
     /// Where unreliable app messages go as datagrams to members whose UDP endpoint works.
     private let datagrams: DatagramRelay?
 
-    private var authority: SessionAuthority
+    var authority: SessionAuthority
     private var connections: [ParticipantID: ServerConnection] = [:] {
         didSet {
             broadcastTargets.removeAll(keepingCapacity: true)
@@ -51,7 +51,7 @@ final class HostedSession: @unchecked Sendable {
     /// Messages dropped because their recipient could not keep up (unreliable only).
     private(set) var droppedUnreliable = 0
     /// Whether anyone has joined (a remotely created session nobody joins expires).
-    private(set) var hasBeenJoined = false
+    var hasBeenJoined = false
     /// Connections that authenticated to this session and have not sent their `join` yet, and whether the session
     /// has ended — together, so that none is admitted after the end and left open. Touched from every loop.
     private let waitingToJoin = Mutex<(ended: Bool, connections: [ObjectIdentifier: ServerConnection])>((false, [:]))
@@ -61,7 +61,9 @@ final class HostedSession: @unchecked Sendable {
     /// Where the journal's bytes are accounted (across the server) and kept (the spool, when not in memory).
     let journal: JournalStorage
     /// Attachments the ledger holds bytes for: the address their upload came from and their announced size.
-    private var accounted: [String: (address: String, size: Int64)] = [:]
+    var accounted: [String: (address: String, size: Int64)] = [:]
+    /// Where this session is kept across a restart (nil: it lives as long as the process).
+    let keeping: StateKeeping?
 
     struct JournalStorage {
         let ledger: JournalLedger
@@ -71,7 +73,9 @@ final class HostedSession: @unchecked Sendable {
     init(id: String, key: SymmetricKey, loop: any EventLoop, configuration: ServerConfiguration,
          clock: any MonotonicClock, activity: ActivityEnvelope? = nil, datagrams: DatagramRelay? = nil,
          creator: String? = nil, journal: JournalStorage = .init(ledger: JournalLedger(perAddress: .max, total: .max), spool: nil),
-         counters: ServerCounters, logger: Logger, onEnded: @escaping @Sendable (String) -> Void) {
+         counters: ServerCounters, logger: Logger, keeping: StateKeeping? = nil, restoring: AuthoritySnapshot? = nil,
+         onEnded: @escaping @Sendable (String) -> Void) {
+        self.keeping = keeping
         self.creator = creator
         self.counters = counters
         self.journal = journal
@@ -85,8 +89,9 @@ final class HostedSession: @unchecked Sendable {
         self.onEnded = onEnded
         var rules = configuration.authority
         rules.keepsAttachmentBytes = journal.spool == nil
-        self.authority = SessionAuthority(sessionID: id, activity: activity, configuration: rules,
-                                          now: SessionInstant(nanoseconds: clock.now.nanoseconds))
+        self.authority = restoring.map { SessionAuthority(restoring: $0, configuration: rules) }
+            ?? SessionAuthority(sessionID: id, activity: activity, configuration: rules,
+                                now: SessionInstant(nanoseconds: clock.now.nanoseconds))
     }
 
     /// Joins `connection` as a participant. Calls back on the connection's loop with the id, or closes it.
@@ -147,7 +152,8 @@ final class HostedSession: @unchecked Sendable {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
         }
         guard case .journal(let journalMessage) = message else {
-            perform(authority.receive(message, from: participant, now: sessionNow))
+            // A link report (each second per peer) is a measurement the next link renews: not kept.
+            perform(authority.receive(message, from: participant, now: sessionNow), keeping: !message.isLinkReport)
             return
         }
         receiveJournal(checkChecksum(journalMessage, from: participant), from: participant, via: connection)
@@ -167,7 +173,7 @@ final class HostedSession: @unchecked Sendable {
         }
         var before: Int64?
         if case .chunk(let attachment, _, _) = message { before = authority.receivedBytes(ofAttachment: attachment) }
-        perform(authority.receive(.journal(message), from: participant, now: sessionNow))
+        perform(authority.receive(.journal(message), from: participant, now: sessionNow), keeping: !message.isChunk)
         if case .begin(let info) = message, uploads[info.id]?.owner == participant,
            !authority.isReceivingAttachment(info.id, from: participant) {
             uploads[info.id] = nil  // Refused (size, quota, id): nothing will be hashed.
@@ -207,7 +213,7 @@ final class HostedSession: @unchecked Sendable {
             fanOut(to: recipients.compactMap { connections[$0] }) {
                 try SessionCodec.encode(message, allocator: Self.allocator)
             }
-        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
+        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)], keeping: false)
         case .ignore: break
         }
     }
@@ -236,7 +242,7 @@ final class HostedSession: @unchecked Sendable {
                 try SessionCodec.forwardedAppMessage(source: participant, sequence: sequence, payload: payload,
                                                      allocator: Self.allocator)
             }
-        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)])
+        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)], keeping: false)
         case .ignore: break
         }
     }
@@ -316,7 +322,9 @@ final class HostedSession: @unchecked Sendable {
 
     // MARK: - Actions
 
-    private func perform(_ actions: [SessionAuthority.Action]) {
+    func perform(_ actions: [SessionAuthority.Action], keeping keep: Bool = true) {
+        // What the actions tell peers is kept first (`SessionStateStore`).
+        if keep { persist() }
         var encoded: (ServerMessage, Frame)?
         for action in actions {
             switch action {
@@ -401,7 +409,7 @@ final class HostedSession: @unchecked Sendable {
         return message
     }
 
-    private func schedule(at deadline: SessionInstant) {
+    func schedule(at deadline: SessionInstant) {
         guard deadline < timerDeadline || timer == nil else { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -415,7 +423,7 @@ final class HostedSession: @unchecked Sendable {
     }
 
     /// The session clock: this server's monotonic clock, read as session time.
-    private var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
+    var sessionNow: SessionInstant { SessionInstant(nanoseconds: clock.now.nanoseconds) }
 
     private func finish(_ reason: InvalidationReason) {
         guard !ended else { return }
@@ -428,6 +436,7 @@ final class HostedSession: @unchecked Sendable {
         connections.removeAll()
         settleJournal()
         journal.spool?.removeAll()
+        forgetState()
         // Connections that authenticated but never joined go too: nothing is left to join.
         let waiting = waitingToJoin.withLock { waiting in
             waiting.ended = true

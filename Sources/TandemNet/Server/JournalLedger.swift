@@ -32,6 +32,14 @@ final class JournalLedger: Sendable {
         }
     }
 
+    /// Counts `bytes` held already (a session restored after a restart), whatever the bounds.
+    func restore(_ bytes: Int64, for address: String) {
+        held.withLock { held in
+            held.total += bytes
+            held.byAddress[address, default: 0] += bytes
+        }
+    }
+
     func release(_ bytes: Int64, for address: String) {
         held.withLock { held in
             held.total -= bytes

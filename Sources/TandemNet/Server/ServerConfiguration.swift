@@ -51,6 +51,10 @@ public struct ServerConfiguration: Sendable {
     /// Where journal attachments are kept: files in a private directory under this one (`AttachmentSpool`), or
     /// the server's memory when nil (an embedded server's default).
     public var spoolDirectory: String?
+    /// Where sessions are kept across a restart of the server (`tandem serve --state-dir`); nil: they live as
+    /// long as the process. With a store, the spool is kept too (`spoolDirectory` is then used as it is, not
+    /// per process) and stopping the server leaves sessions to the next start instead of ending them.
+    public var stateStore: (any SessionStateStore)?
 
     /// Where a standalone server spools attachments unless told otherwise: `$TMPDIR/tandem-spool-UID`.
     public static var defaultSpoolDirectory: String {
@@ -107,6 +111,7 @@ public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertib
     case notRunning
     case tooManySessionsFromAddress(limit: Int)
     case spool(String)
+    case state(String)
 
     public var description: String {
         switch self {
@@ -119,6 +124,7 @@ public enum SessionServerError: Error, Hashable, Sendable, CustomStringConvertib
         case .tooManySessionsFromAddress(let limit):
             return "this address already has \(limit) live sessions on this server; end one before creating another"
         case .spool(let detail): return "attachment spool: \(detail)"
+        case .state(let detail): return "relay state: \(detail)"
         }
     }
 }

@@ -94,7 +94,10 @@ public final class SessionServer: Sendable {
                 throw SessionServerError.tls("cannot load \(tls.certificateChainPath) / \(tls.privateKeyPath): \(error)")
             }
         }
-        let spool = try configuration.spoolDirectory.map { root throws(SessionServerError) in try AttachmentSpool.open(root: root) }
+        let kept = configuration.stateStore != nil
+        let spool = try configuration.spoolDirectory.map { root throws(SessionServerError) in
+            try AttachmentSpool.open(root: root, kept: kept)
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let holder = ServerHolder()
         let clock = SystemMonotonicClock()
@@ -153,7 +156,7 @@ public final class SessionServer: Sendable {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
             try? await group.shutdownGracefully()
-            spool?.removeAll()
+            if !kept { spool?.removeAll() }
             throw SessionServerError.bindFailed(host: host, port: port, detail: "\(error)")
         }
         let boundPort = listener.localAddress?.port ?? port
@@ -164,6 +167,15 @@ public final class SessionServer: Sendable {
         let server = SessionServer(host: host, port: boundPort, tlsContext: sslContext, selfSigned: selfSigned,
                                    certificateSHA256: fingerprint, configuration: configuration, group: group,
                                    listener: listener, datagrams: datagrams, spool: spool, clock: clock, logger: logger)
+        do {
+            // Before the first connection is served: a peer coming back must find its session.
+            try await server.restoreSessions()
+        } catch {
+            try? await listener.close()
+            await datagrams?.close()
+            try? await group.shutdownGracefully()
+            throw error
+        }
         holder.server.withLock { $0 = server }
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.port)", "tls": "\(tls != nil)"])
         return server
@@ -285,13 +297,17 @@ public final class SessionServer: Sendable {
         stopped.withLock { $0 = true }
         try? await listener.close()
         await datagrams?.close()
-        let all = sessions.withLock { Array($0.values) }
+        // With a state store, sessions outlive the process: their peers see a lost link and reconnect to the next
+        // start (nothing final is sent to them).
+        let kept = configuration.stateStore != nil
+        let all = kept ? [] : sessions.withLock { Array($0.values) }
         for session in all {
             try? await session.loop.submit { session.shutdown(reason: reason) }.get()
         }
         // Let the close frames reach the sockets, then close whatever is left (e.g. unauthenticated peers).
         let open = connections.withLock { Array($0.values) }
-        for channel in open {
+        for channel in open where kept { channel.close(promise: nil) }
+        for channel in open where !kept {
             channel.eventLoop.execute {
                 let frame = FrameCodec.error(WireErrorCode(reason.code), reason.message, kind: .close,
                                              allocator: channel.allocator)
@@ -316,7 +332,7 @@ public final class SessionServer: Sendable {
         }
         for channel in open { try? await channel.closeFuture.get() }
         try? await group.shutdownGracefully()
-        spool?.removeAll()
+        if !kept { spool?.removeAll() }
         logger.info("server stopped", metadata: ["reason": "\(reason.message)"])
     }
 
@@ -328,15 +344,20 @@ public final class SessionServer: Sendable {
 
     /// Creates a session; `creator` is the address of a client that creates it remotely (bounded per address).
     @discardableResult
-    func createSession(id: String, key: SymmetricKey, activity: ActivityEnvelope? = nil,
-                       creator: String? = nil) throws(SessionServerError) -> HostedSession {
+    func createSession(id: String, key: SymmetricKey, activity: ActivityEnvelope? = nil, creator: String? = nil,
+                       restoring: StoredSession? = nil) throws(SessionServerError) -> HostedSession {
         guard Invite.isValidSessionID(id) else { throw .invalidSessionID(id) }
         guard !stopped.withLock({ $0 }) else { throw .notRunning }
         let loop = nextEventLoop()
+        let sessionSpool = restoring?.spoolName.flatMap { spool?.session(named: $0) } ?? spool?.session(id)
+        let keeping = configuration.stateStore.map {
+            StateKeeping(store: $0, key: key.withUnsafeBytes { Data($0) }, spoolName: sessionSpool?.name)
+        }
         let session = HostedSession(id: id, key: key, loop: loop, configuration: configuration, clock: clock,
                                     activity: activity, datagrams: datagrams, creator: creator,
-                                    journal: .init(ledger: journalLedger, spool: spool?.session(id)),
-                                    counters: counters, logger: logger) { [weak self] id in
+                                    journal: .init(ledger: journalLedger, spool: sessionSpool),
+                                    counters: counters, logger: logger, keeping: keeping,
+                                    restoring: restoring?.authority) { [weak self] id in
             self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
         let result: Result<Void, SessionServerError> = sessions.withLock { sessions in
@@ -345,6 +366,8 @@ public final class SessionServer: Sendable {
             if let creator, sessions.values.lazy.filter({ $0.creator == creator }).count >= configuration.maxSessionsPerAddress {
                 return .failure(.tooManySessionsFromAddress(limit: configuration.maxSessionsPerAddress))
             }
+            // Kept before anyone can reach it (and before its creator hears of it).
+            if restoring == nil { session.persist() }
             sessions[id] = session
             return .success(())
         }

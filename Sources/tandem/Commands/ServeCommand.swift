@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Tandem
 import TandemOps
 import TandemPeer
+import TandemRelayState
 
 /// `tandem serve`: a standalone session server (a relay on a public machine).
 struct ServeCommand: AsyncParsableCommand {
@@ -14,7 +15,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Hosts create sessions here with `tandem host FILE --server tandem://THIS-HOST:PORT`; the invite they \
             print names this server. Logs who joins and leaves. SIGINT or SIGTERM shut it down gracefully: every \
-            session ends with the reason "the server is shutting down".
+            session ends with the reason "the server is shutting down" — unless --state-dir is given: then \
+            sessions are kept there (ids, keys, roles, reconnect tokens, activity, queue, timeline, attachments) \
+            and continue when the server starts again on the same machine, their peers reconnecting as themselves.
 
             \(TandemExit.documentation)
             """
@@ -53,6 +56,11 @@ struct ServeCommand: AsyncParsableCommand {
         "Where attachments are kept instead of memory, in a private directory per server process (default: $TMPDIR/tandem-spool-UID).",
         valueName: "DIR"))
     var spoolDirectory = RelayLimits().spoolDirectory
+
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp(
+        "Keep sessions in this private directory (created 0700) so that they survive a restart of the server (a crash, kill -9, an upgrade) on this machine; attachments are spooled under it too, instead of --spool-dir.",
+        valueName: "DIR"))
+    var stateDirectory: String?
 
     @Option(name: .customLong("create-token-file"),
             help: ArgumentHelp("A file whose content (trimmed) is a token hosts must present to create sessions (tandem host --server URL --create-token-file FILE).",
@@ -102,6 +110,14 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = limits.serverConfiguration
             configuration.web = listen.webConfiguration
             configuration.createToken = try createTokenFile.map(CreateToken.read)
+            if let stateDirectory {
+                do {
+                    configuration.stateStore = try RelayStateStore(directory: stateDirectory, logger: Logger(label: "tandem.state"))
+                } catch {
+                    throw PeerFailure(.failure, "--state-dir: \(error)")
+                }
+                configuration.spoolDirectory = stateDirectory + "/spool"
+            }
             let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
                                                        configuration: configuration, logger: Logger(label: "tandem.server"))
             let syncplay = try await SyncplayGuests.start(relay: server, host: listen.bind, askedPort: syncplayPort)
