@@ -71,7 +71,12 @@ struct SessionProcessTests {
             #expect(!errors.isEmpty && errors.allSatisfy { abs($0) < 30 }, "position errors \(errors)")
             // On loopback the datagram path works: unreliable messages go over UDP.
             #expect(peer.events("position").last?["unreliablePath"]?.string == "udp")
+            // Each measures how far its picture is from the line (its render probe), and the other sees it.
+            let own = peer.events("position").suffix(2).compactMap { $0["renderOffsetMs"]?.number }
+            #expect(!own.isEmpty && own.allSatisfy { abs($0) < 30 }, "own render offsets \(own)")
         }
+        let seen = bob.events("participants").last?["participants"]?.array?.first { $0["name"]?.string == "ann" }
+        #expect(seen?["renderOffsetMs"]?.number.map { abs($0) < 30 } == true, "bob sees ann as \(String(describing: seen))")
 
         // A late joiner catches up without pausing anyone.
         let carol = try Self.join(invite, name: "carol")

@@ -170,7 +170,7 @@ struct PeerEventSchemaTests {
                                  generation: nil, clockOffsetMs: nil, errorBoundMs: nil, roundTripMs: nil)
             .line(at: Date(timeIntervalSince1970: 1_700_000_000.1234))
         #expect(line == #"{"clockOffsetMs":null,"errorBoundMs":null,"event":"position","expected":null,"generation":null,"#
-            + #""position":null,"positionErrorMs":null,"rate":null,"roundTripMs":null,"state":"connecting","streaming":null,"#
+            + #""position":null,"positionErrorMs":null,"rate":null,"renderOffsetMs":null,"roundTripMs":null,"state":"connecting","streaming":null,"#
             + #""time":1700000000.123,"unreliablePath":null}"#)
         #expect(EventUnits.seconds(1_234_567_890) == 1.235)
         #expect(EventUnits.milliseconds(1_234_567) == 1.235)
