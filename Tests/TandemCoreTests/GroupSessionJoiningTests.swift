@@ -39,6 +39,13 @@ import TandemTesting
             #expect(attachments[1].holds(MovieNight.self) && !attachments[0].holds(MovieNight.self))
             #expect(try await attachments[1].load(MovieNight.self) == MovieNight(movie: "Ronin"))
             await #expect(throws: GroupSessionJournal.JournalError.self) { try await attachments[0].load(MovieNight.self) }
+            // SharePlay's shape: bytes added as Data load as Data; a value does not.
+            #expect(attachments[0].holds(Data.self) && !attachments[1].holds(Data.self))
+            #expect(try await attachments[0].load(Data.self) == bytes)
+            await #expect(throws: GroupSessionJournal.JournalError.self) { try await attachments[1].load(Data.self) }
+            // Sessions are Identifiable by their id, as SharePlay's are.
+            func identity<Value: Identifiable>(_ value: Value) -> Value.ID { value.id }
+            #expect(identity(bob) == identity(alice) && identity(bob) == bobLink.welcome.sessionID)
 
             // Removed before it was loaded: a load says so instead of waiting.
             try await aliceJournal.add(Data([9]))

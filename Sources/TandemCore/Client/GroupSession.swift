@@ -9,7 +9,7 @@ import Synchronization
 /// leaves, someone ends it for everyone, or the connection is gone. Every property can be observed as an
 /// `AsyncStream` that starts with the current value. It follows the authority while its owner runs `run()`; it
 /// starts no task of its own.
-public final class GroupSession<Activity: GroupActivity>: Sendable {
+public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable {
     /// Where this participant stands in the session.
     public enum State: Sendable, Hashable {
         case waiting

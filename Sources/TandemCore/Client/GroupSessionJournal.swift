@@ -35,14 +35,22 @@ public final class GroupSessionJournal: Sendable {
             return try await storage.fetch(id)
         }
 
-        /// The value `add(_:)` shared, decoded. Throws `notAValue` when the attachment holds another type.
+        /// The value `add(_:)` shared, decoded; `load(Data.self)` gives the bytes of an attachment added as `Data`
+        /// (SharePlay's shape). Throws `notAValue` when the attachment holds another type.
         public func load<Value: Decodable>(_ type: Value.Type) async throws -> Value {
+            if Value.self == Data.self, isRawData, let data = try await load() as? Value { return data }
             guard holds(type) else { throw JournalError.notAValue(id: id, type: String(describing: type)) }
             return try JSONDecoder().decode(Value.self, from: try await load())
         }
 
-        /// Whether the attachment is a value of this type shared with `add(_:)` (known without loading it).
-        public func holds<Value>(_ type: Value.Type) -> Bool { info.name == GroupSessionJournal.valueName(type) }
+        /// Whether the attachment is a value of this type shared with `add(_:)` (known without loading it); an
+        /// attachment added as `Data` holds `Data`.
+        public func holds<Value>(_ type: Value.Type) -> Bool {
+            info.name == GroupSessionJournal.valueName(type) || (Value.self == Data.self && isRawData)
+        }
+
+        /// Added as bytes (`add(_ data: Data)`), not as an encoded value.
+        private var isRawData: Bool { !info.name.hasPrefix(GroupSessionJournal.valuePrefix) }
 
         /// Whether the bytes are here (an eager link, or loaded).
         public var isLoaded: Bool { storage.data.withLock { $0 != nil } }
@@ -97,7 +105,8 @@ public final class GroupSessionJournal: Sendable {
     public typealias Hasher = @Sendable (Data) -> String
 
     /// The name an attachment made by `add(_:)` from a value of type `Value` carries (sealed like any name).
-    static func valueName<Value>(_ type: Value.Type) -> String { "value:\(String(reflecting: type))" }
+    static let valuePrefix = "value:"
+    static func valueName<Value>(_ type: Value.Type) -> String { valuePrefix + String(reflecting: type) }
 
     struct Incoming {
         var info: AttachmentInfo
