@@ -79,4 +79,26 @@ import TandemTesting
             group.cancelAll()
         }
     }
+
+    @Test func messagesInSharePlaysShape() async throws {
+        let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        try await withThrowingDiscardingTaskGroup { group in
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            let carol = GroupSession<MovieNight>(link: try await hub.connect(name: "carol"))
+            for session in [alice, bob, carol] { group.addTask { await session.run() } }
+            for session in [alice, bob, carol] { session.join() }
+            _ = await collect(1, from: bob.activeParticipantsUpdates.filter { $0.count == 3 }.asStream())
+            let atBob = GroupSessionMessenger(session: bob).messages(of: Chat.self)
+            let atCarol = GroupSessionMessenger(session: carol).messages(of: Chat.self)
+            let messenger = GroupSessionMessenger(session: alice)
+            try await messenger.send(Chat(text: "for bob", number: 1), to: .only(bob.localParticipant))
+            try await messenger.send(Chat(text: "for both", number: 2), to: .only([bob.localParticipant, carol.localParticipant]))
+            let got = await collect(2, from: atBob)
+            #expect(got.map(\.0.number) == [1, 2])
+            #expect(got.allSatisfy { bob.participant(for: $0.1)?.name == "alice" }, "the sender resolves to a Participant")
+            #expect(await collect(1, from: atCarol).map(\.0.number) == [2])
+            group.cancelAll()
+        }
+    }
 }

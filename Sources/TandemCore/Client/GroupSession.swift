@@ -158,6 +158,11 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     /// The participants, then every change.
     public var activeParticipantsUpdates: AsyncStream<Set<Participant>> { participantsBox.subscribe() }
 
+    /// The participant a message came from (`context.source`), while it is in the session.
+    public func participant(for context: GroupSessionMessenger.MessageContext) -> Participant? {
+        activeParticipants.first { $0.id == context.source }
+    }
+
     /// Notices worth showing (who paused, who joined, who is waited for, different media, apps' own notices).
     public var notices: AsyncStream<Notice> { noticesBox.subscribe() }
 

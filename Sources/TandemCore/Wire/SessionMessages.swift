@@ -75,6 +75,11 @@ public enum MessageDelivery: String, Hashable, Sendable, Codable {
 public enum Recipients: Hashable, Sendable, Codable {
     case all
     case only(Set<ParticipantID>)
+
+    /// One participant, as SharePlay spells it (`.only(participant)`).
+    public static func only(_ participant: Participant) -> Recipients { .only([participant.id]) }
+    /// Some participants, as SharePlay spells it.
+    public static func only(_ participants: Set<Participant>) -> Recipients { .only(Set(participants.map(\.id))) }
 }
 
 /// An app message a participant sends.
