@@ -9,7 +9,8 @@ extension HostedSession {
     /// `participant` has joined (its welcome sent): records whether it resends, and asks the senders it names in
     /// `received` — now, or when they are back — to resend what it lacks.
     func resendJoined(_ participant: ParticipantID, resends: Bool, received: [AppMessageMark]) {
-        guard resends || !received.isEmpty || !resendHolds.pending.isEmpty || !resendHolds.isIdle else { return }
+        guard resends || !received.isEmpty || !resendHolds.pending.isEmpty || !resendHolds.isIdle
+              || resendHolds.resenders.contains(participant) else { return }
         let requests = resendHolds.joined(participant, resends: resends, received: received,
                                           members: authority.memberIDs,
                                           limit: authority.configuration.maxParticipants, now: sessionNow)
