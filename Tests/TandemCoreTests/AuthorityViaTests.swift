@@ -37,7 +37,7 @@ struct AuthorityViaTests {
         #expect(encoded.contains(#""via":"syncplay""#))
         #expect(!String(decoding: try JSONEncoder().encode(participants[ann]!), as: UTF8.self).contains("via"))
         let old = try JSONDecoder().decode(ClientMessage.self, from: Data(#"{"join":{"name":"x","prerollEstimate":0}}"#.utf8))
-        guard case .join(_, _, _, _, _, _, let via) = old else { Issue.record("not a join"); return }
+        guard case .join(_, _, _, _, _, _, let via, _, _) = old else { Issue.record("not a join"); return }
         #expect(via == nil)
     }
 }

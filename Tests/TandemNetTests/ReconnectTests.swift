@@ -152,6 +152,78 @@ struct ReconnectTests {
         await server.shutdown()
     }
 
+    @Test("reliable messages sent while a receiver's link was down reach it when it is back, each once and in order (its sender resends them)")
+    func noReliableMessageLostAcrossAReconnect() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: clientOptions(asHost: true))
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: reconnectingOptions(grace: 10))
+        let links = bob.connectionEvents()
+        let opened = NIOLockedValueBox<[Int]>([])
+        let stream = bob.appMessages()
+        let reader = Task {
+            for await message in stream {
+                if let number = Int(String(decoding: message.payload, as: UTF8.self)) { opened.withLockedValue { $0.append(number) } }
+            }
+        }
+        defer { reader.cancel() }
+        let total = 200
+        let sender = Task {
+            for number in 1...total {
+                try await host.sendAppMessage(Data("\(number)".utf8))
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        #expect(await waitUntil(10) { opened.withLockedValue { $0.count } >= 40 })
+        await bob.dropChannel()
+        let back = await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } }
+        #expect(back != nil, "bob did not reconnect")
+        try await sender.value
+        #expect(await waitUntil(10) { opened.withLockedValue { $0.last } == total })
+        let received = opened.withLockedValue { $0 }
+        #expect(received == Array(1...total), "lost: \(Set(1...total).subtracting(received).sorted()), received: \(received)")
+        #expect(!bob.appDataDrops.anyAltered, "\(bob.appDataDrops)")
+        await bob.close()
+        await host.close()
+        await server.shutdown()
+    }
+
+    @Test("a sender whose link drops mid-stream: what it sends waits for the new link, and its receiver gets every message once and in order")
+    func senderDropLosesNothing() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let host = try await TandemClient.connect(invite: invite, name: "host", options: reconnectingOptions(grace: 10))
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: reconnectingOptions(grace: 10))
+        let links = host.connectionEvents()
+        let opened = NIOLockedValueBox<[Int]>([])
+        let stream = bob.appMessages()
+        let reader = Task {
+            for await message in stream {
+                if let number = Int(String(decoding: message.payload, as: UTF8.self)) { opened.withLockedValue { $0.append(number) } }
+            }
+        }
+        defer { reader.cancel() }
+        let total = 200
+        let sender = Task {
+            for number in 1...total {
+                try await host.sendAppMessage(Data("\(number)".utf8))
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        #expect(await waitUntil(10) { opened.withLockedValue { $0.count } >= 40 })
+        await host.dropChannel()
+        let back = await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } }
+        #expect(back != nil, "the sender did not reconnect")
+        try await sender.value
+        #expect(await waitUntil(10) { opened.withLockedValue { $0.last } == total })
+        let received = opened.withLockedValue { $0 }
+        #expect(received == Array(1...total), "lost: \(Set(1...total).subtracting(received).sorted()), received: \(received)")
+        #expect(!bob.appDataDrops.anyAltered, "\(bob.appDataDrops)")
+        await bob.close()
+        await host.close()
+        await server.shutdown()
+    }
+
     @Test("a cut link through a proxy reconnects; with the server gone the connection ends with connectionLost after the grace period")
     func graceRunsOut() async throws {
         let server = try await startTestServer()

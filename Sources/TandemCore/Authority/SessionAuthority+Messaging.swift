@@ -80,6 +80,9 @@ extension SessionAuthority {
         return .deliver(to: chosenRecipients)
     }
 
+    /// Every member, connected or within its reconnect grace (those a resend request may wait for).
+    public var memberIDs: Set<ParticipantID> { Set(members.keys) }
+
     private static func presence(_ member: inout Member) -> (connected: Bool, joined: Bool) {
         (member.isConnected, member.hasJoined)
     }

@@ -250,6 +250,8 @@ public struct SessionAuthority: Sendable {
                 actions = changeActivity(to: envelope, by: id, now: now) + replaced
             case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
             }
+        case .resent:
+            return []  // The transport's business (it holds and releases messages around a resend).
         case .appMessage(let outgoing):
             // Changes nothing but the sender's message allowance: no deadline moves, so the checks below are not
             // needed (the relay's most frequent message).

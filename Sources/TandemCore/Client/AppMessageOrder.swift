@@ -55,6 +55,20 @@ public struct AppMessageOrder: Sendable {
     /// This receiver's link came back after a loss: the next gap of every sender is explained.
     public mutating func resumed() { resumes += 1 }
 
+    /// Where this receiver stands with each sender's reliable lanes (the highest number admitted in each), for a
+    /// resume's resend request; at most `limit` senders, those heard from most recently first.
+    public func marks(limit: Int) -> [AppMessageMark] {
+        var bySender: [ParticipantID: (mark: AppMessageMark, resumes: Int)] = [:]
+        for (key, track) in tracks where key.lane != .unreliable {
+            var entry = bySender[key.sender] ?? (AppMessageMark(participant: key.sender), track.resumes)
+            if key.lane == .everyone { entry.mark.everyone = track.highest } else { entry.mark.some = track.highest }
+            entry.resumes = max(entry.resumes, track.resumes)
+            bySender[key.sender] = entry
+        }
+        return bySender.values.sorted { ($0.resumes, $0.mark.participant.rawValue) > ($1.resumes, $1.mark.participant.rawValue) }
+            .prefix(max(0, limit)).map { $0.mark }
+    }
+
     /// Decides on a message that opened in its place: `sequence` in `sender`'s `lane`, sealed at the sender's link
     /// `epoch`. Admitted messages are recorded.
     public mutating func admit(sender: ParticipantID, lane: AppMessageLane, sequence: UInt64,

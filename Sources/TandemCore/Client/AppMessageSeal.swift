@@ -32,6 +32,8 @@ public final class AppMessageSeal: Sendable {
         var next: [AppMessageLane: UInt64] = [:]
         var order = AppMessageOrder()
         var drops = AppMessageDrops()
+        /// This participant's last reliable messages as sealed, for receivers that missed some.
+        var window = AppMessageWindow()
     }
 
     public let cipher: any PayloadCipher
@@ -49,18 +51,27 @@ public final class AppMessageSeal: Sendable {
     /// header carries it offset by this object's random start).
     public func seal(_ message: OutgoingAppMessage, from sender: ParticipantID, epoch: UInt32) throws -> OutgoingAppMessage {
         let lane = AppMessageLane(delivery: message.delivery, recipients: message.recipients)
-        let sequence = state.withLock { s -> UInt64 in
-            let next = s.next[lane, default: 1]
-            s.next[lane] = next + 1
-            return next
-        }
         let header = AppMessageHeader(toEveryone: message.recipients == .all, epoch: firstEpoch &+ epoch)
-        var sealed = message
-        sealed.sequence = sequence
-        sealed.payload = try cipher.seal(header.bytes + message.payload,
-                                         at: .message(sender: sender, delivery: message.delivery, sequence: sequence))
-        return sealed
+        return try state.withLock { s -> OutgoingAppMessage in
+            let sequence = s.next[lane, default: 1]
+            var sealed = message
+            sealed.sequence = sequence
+            sealed.payload = try cipher.seal(header.bytes + message.payload,
+                                             at: .message(sender: sender, delivery: message.delivery, sequence: sequence))
+            s.next[lane] = sequence + 1
+            s.window.keep(sealed)
+            return sealed
+        }
     }
+
+    /// The reliable messages sealed here that `receiver` lacks by `mark` (`AppMessageWindow.resend`): the same boxes
+    /// and numbers, addressed to it alone.
+    public func resend(to receiver: ParticipantID, after mark: AppMessageMark) -> [OutgoingAppMessage] {
+        state.withLock { $0.window.resend(to: receiver, after: mark) }
+    }
+
+    /// Where this receiver stands with each sender (`AppMessageOrder.marks`).
+    public func marks(limit: Int) -> [AppMessageMark] { state.withLock { $0.order.marks(limit: limit) } }
 
     /// Opens `message` in its place and decides whether it is shown.
     public func open(_ message: IncomingAppMessage) -> Opened {

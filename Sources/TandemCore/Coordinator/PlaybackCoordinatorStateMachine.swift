@@ -182,7 +182,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             if case .playing = target { issue(.pause, into: &actions); target = .paused }
             actions.append(.event(.invalidated(reason)))
             return actions
-        case .clockPong, .appMessage, .journal, .refused:
+        case .clockPong, .appMessage, .resend, .journal, .refused:
             // Clock sync, messenger and journal traffic belong to other parts of the peer.
             break
         }

@@ -279,8 +279,13 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// `waiting: true` (protocol 3) enters without taking part: the authority sends the activity and the
     /// participants only, until `takePart`. `lazyJournal: true` announces complete attachments as
     /// `journal(.available)` instead of sending their bytes; the participant `journal(.fetch)`es the ones it wants.
+    ///
+    /// To a server that offers resends (`accepted.appMessageResend`): `resends: true` says this peer keeps its last
+    /// reliable app messages and answers `resend` requests; `received` (on a reconnect) says where it stands with
+    /// each sender (`AppMessageMark`), so that each sends it again what it missed.
     case join(name: String, reconnectAs: ParticipantID?, reconnectToken: String? = nil, prerollEstimate: TimeSpan,
-              waiting: Bool? = nil, lazyJournal: Bool? = nil, via: String? = nil)
+              waiting: Bool? = nil, lazyJournal: Bool? = nil, via: String? = nil, resends: Bool? = nil,
+              received: [AppMessageMark]? = nil)
     /// Takes part after entering with `waiting`: the timeline, app messages, notices and the journal flow from now
     /// on (SharePlay's `join()`). A repeated one means nothing.
     case takePart
@@ -295,6 +300,9 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     case suspension(SuspensionUpdate)
     case setActivity(ActivityEnvelope)
     case appMessage(OutgoingAppMessage)
+    /// The answer to a `resend` request: the messages for `to` have been sent again (before this), and what this
+    /// peer sends it from now on may go on.
+    case resent(to: ParticipantID)
     case journal(JournalMessage)
     /// The peer's own estimate of its one-way delay and clock error, for scheduling and status. `renderOffset`
     /// (optional) is how far the peer's picture is from the group's line, as the peer measures it (positive:
@@ -323,6 +331,9 @@ public enum ServerMessage: Hashable, Sendable, Codable {
     /// The session's queue changed (entries, order or the entry that plays).
     case queue(SessionQueue)
     case appMessage(IncomingAppMessage)
+    /// The receiver `participant` has this peer's reliable app messages up to these numbers: send it the later ones
+    /// this peer still keeps, to it alone, then `resent(to:)` (only to a peer that joined with `resends`).
+    case resend(AppMessageMark)
     case journal(JournalMessage)
     case notice(Notice)
     /// A request could not be honoured (e.g. seek past the end); the text says why.

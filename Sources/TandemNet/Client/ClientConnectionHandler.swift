@@ -185,11 +185,16 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             startHeartbeat(context: context,
                            interval: TimeSpan(nanoseconds: Int64(accepted.heartbeatIntervalMs) * 1_000_000))
             state = .awaitingWelcome
+            // Resends (a server that offers them, app data sealed): on a reconnect, where this peer stands with
+            // each sender, so that each sends it again what it missed.
+            let resends = accepted.appMessageResend == true ? shared.appData : nil
+            let marks = resuming ? resends?.marks(limit: Self.maxResendMarks) : nil
             let join = ClientMessage.join(name: name, reconnectAs: options.reconnectAs,
                                           reconnectToken: options.reconnectToken,
                                           prerollEstimate: options.prerollEstimate,
                                           waiting: options.waitsToJoin ? true : nil,
-                                          lazyJournal: options.lazyAttachments ? true : nil, via: options.via)
+                                          lazyJournal: options.lazyAttachments ? true : nil, via: options.via,
+                                          resends: resends == nil ? nil : true, received: marks?.isEmpty == false ? marks : nil)
             context.writeAndFlush(wrapOutboundOut(try FrameCodec.json(.session, join, allocator: context.channel.allocator)),
                                   promise: nil)
         case .session, .appMessage, .journalChunk:
@@ -221,6 +226,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
                 startClockSync(context: context)
                 startDatagrams(context: context)
             case .joined:
+                if case .resend(let mark) = message { return resend(mark, context: context) }
                 if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
                     tap.handler(app, frame.receivedAt)
                     return

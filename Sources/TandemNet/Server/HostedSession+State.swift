@@ -67,3 +67,15 @@ extension JournalMessage {
     /// not worth a write per 64 KiB.
     var isChunk: Bool { if case .chunk = self { true } else { false } }
 }
+
+extension HostedSession {
+    /// A fresh reconnect token: 16 bytes from the system's cryptographic random source, base64url without padding.
+    static func newReconnectToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

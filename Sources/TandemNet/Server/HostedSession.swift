@@ -24,7 +24,7 @@ final class HostedSession: @unchecked Sendable {
     private let datagrams: DatagramRelay?
 
     var authority: SessionAuthority
-    private var connections: [ParticipantID: ServerConnection] = [:] {
+    var connections: [ParticipantID: ServerConnection] = [:] {
         didSet {
             broadcastTargets.removeAll(keepingCapacity: true)
             counters.participantsChanged(by: connections.count - countedParticipants)
@@ -43,6 +43,9 @@ final class HostedSession: @unchecked Sendable {
         let recipients: [ParticipantID]
         let connections: [ServerConnection]
     }
+    /// Resend requests waiting for their senders, and those open (`HostedSession+Resend`).
+    var resendHolds = ResendHolds()
+    var resendTimer: Scheduled<Void>?
     /// Running SHA-256 of each attachment being uploaded, checked at its commit.
     private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
@@ -52,8 +55,8 @@ final class HostedSession: @unchecked Sendable {
     private(set) var droppedUnreliable = 0
     /// Whether anyone has joined (a remotely created session nobody joins expires).
     var hasBeenJoined = false
-    /// Connections that authenticated to this session and have not sent their `join` yet, and whether the session
-    /// has ended — together, so that none is admitted after the end and left open. Touched from every loop.
+    /// Connections authenticated and not joined yet, and whether the session has ended — together, so that none is
+    /// admitted after the end and left open. Touched from every loop.
     private let waitingToJoin = Mutex<(ended: Bool, connections: [ObjectIdentifier: ServerConnection])>((false, [:]))
 
     /// The address of the client that created this session remotely (nil: created in-process).
@@ -101,7 +104,7 @@ final class HostedSession: @unchecked Sendable {
     /// reconnect that takes over a still-open connection closes the old one.
     func join(_ connection: ServerConnection, name: String, reconnectAs: ParticipantID?, reconnectToken: String?,
               prerollEstimate: TimeSpan, wantsHost: Bool, waiting: Bool = false, lazyJournal: Bool = false,
-              via: String? = nil) {
+              via: String? = nil, resends: Bool = false, received: [AppMessageMark] = []) {
         loop.preconditionInEventLoop()
         guard !ended else {
             connection.close(.sessionEnded, "the session has ended")
@@ -126,17 +129,8 @@ final class HostedSession: @unchecked Sendable {
             connections[participant] = connection
             connection.joined(as: participant, session: self)
             perform(actions)
+            resendJoined(participant, resends: resends, received: received)
         }
-    }
-
-    /// A fresh reconnect token: 16 bytes from the system's cryptographic random source, base64url without padding.
-    static func newReconnectToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 
     /// A session message from a joined participant.
@@ -144,9 +138,10 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         if case .appMessage(let outgoing) = message {
-            relay(outgoing, from: participant)
-            return
+            if !resendHolds.isIdle, relayWhileResending(outgoing, from: participant) { return }
+            return relay(outgoing, from: participant)
         }
+        if case .resent(let receiver) = message { return resendDone(from: participant, to: receiver) }
         var message = message
         if case .leave = message {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
@@ -227,6 +222,9 @@ final class HostedSession: @unchecked Sendable {
         guard !ended else { return }
         let cached = broadcastTargets[participant]
         guard (cached?.sender ?? connections[participant]) === connection else { return }
+        if !resendHolds.isIdle, resendHolds.isHolding(from: participant) {
+            return relayBroadcastHolding(sequence: sequence, payload: payload, from: participant)
+        }
         switch authority.admitAppMessage(payloadSize: payload.readableBytes, delivery: .reliable, recipients: .all,
                                          from: participant, now: sessionNow) {
         case .deliver(let recipients):
@@ -265,6 +263,7 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         connections[participant] = nil
+        resendLost(participant)
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
         perform(authority.connectionLost(participant, now: sessionNow, what: what))

@@ -294,14 +294,15 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id,
-                                    linkReportFrames: true)
+                                    linkReportFrames: true, appMessageResend: true)
             context.writeAndFlush(frameBytes(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)
 
         case .awaitingJoin(let session, let wantsHost):
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             let message = try SessionCodec.decodeClientMessage(frame)
-            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll, let waiting, let lazy, let via) = message else {
+            guard case .join(let name, let reconnectAs, let reconnectToken, let preroll, let waiting, let lazy, let via,
+                             let resends, let received) = message else {
                 throw FrameError.malformedBody(kind: .session, detail: "the first session message must be join")
             }
             guard let connection = self.connection else { return }
@@ -313,7 +314,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             session.loop.execute {
                 session.join(connection, name: name, reconnectAs: reconnectAs, reconnectToken: reconnectToken,
                              prerollEstimate: preroll, wantsHost: wantsHost, waiting: waiting ?? false,
-                             lazyJournal: lazy ?? false, via: via)
+                             lazyJournal: lazy ?? false, via: via, resends: resends ?? false, received: received ?? [])
             }
 
         case .joining(let session, var pending):

@@ -301,6 +301,9 @@ package struct Accepted: Codable, Sendable {
     var datagramChannel: UInt64?
     /// Whether the server takes link reports as `linkReport` frames (binary) besides JSON `session` frames.
     var linkReportFrames: Bool?
+    /// Whether the server passes resend requests between peers that keep their last reliable app messages
+    /// (`join.resends`, `join.received`, `resend`, `resent`).
+    var appMessageResend: Bool? = nil
 }
 
 /// Body of `error` and `close`.
