@@ -3,7 +3,8 @@ SHELL := /bin/bash
 DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-tools gstreamer1.0-x pkg-config syncplay-server syncplay mpv libx11-dev \
                 xvfb chromium python3-venv python3-openssl openssl valgrind \
-                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2 libsqlite3-dev
+                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2 libsqlite3-dev \
+                gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debug builds without debug info: on two cores a clean build is about a fifth shorter (the whole of `make test`
 # must fit in 15 minutes). For a debugger: `make build SWIFT_BUILD_FLAGS=` (a full rebuild; keep one setting).
@@ -22,6 +23,8 @@ MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 # relay's instructions per delivered message (`tandem bench relay --instructions`, README "The relay").
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked
 DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
+# H.264/AAC in MP4 for the tests that need it: made by `make samples` (or `make test`) when missing, not committed.
+MP4_SAMPLE := media-samples/h264-1080p.mp4
 # Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
 WEB_VENV := .build/web-venv
 
@@ -103,7 +106,7 @@ install-smoke:
 
 ## The whole test suite. One test at a time: on two cores, CPU-bound simulations running beside the tests that
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
-test: deps
+test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
 	@# go to a directory of this run's own, removed when it ends, pass or fail.
@@ -136,9 +139,15 @@ SOAK_SECONDS ?= 600
 soak: build
 	$(TANDEM) bench soak --duration $(SOAK_SECONDS)
 
-## Regenerates media-samples/ deterministically from GStreamer test sources.
+## Regenerates media-samples/ deterministically from GStreamer test sources, and makes the H.264/AAC MP4 the
+## tests that need it use (not committed: about 5 MB).
 samples: deps
 	bash scripts/make-samples.sh media-samples
+	bash scripts/make-mp4-sample.sh $(MP4_SAMPLE)
+
+## The MP4 sample, made once when missing.
+$(MP4_SAMPLE): | deps
+	bash scripts/make-mp4-sample.sh $(MP4_SAMPLE)
 
 clean:
 	rm -rf .build .build-fuzz dist

@@ -18,9 +18,14 @@ final class BusPump: @unchecked Sendable {
         /// then the buffer is still filling for the first time, which the load already judged (a streamed item is
         /// ready once it fetches faster than it plays: `GStreamerPlayer.waitUntilPlayableThrough`).
         var filled = false
+        /// The last buffering level reported (nil: none since the load began).
+        var level: Int?
         var stopped = false
         var started = false
     }
+
+    /// A buffering level (%) at which a buffer that is still filling for the first time counts as running dry.
+    static let nearlyEmpty = 10
 
     private let bus: UnsafeMutablePointer<GstBus>
     private let pipeline: UnsafeMutablePointer<GstElement>
@@ -70,6 +75,10 @@ final class BusPump: @unchecked Sendable {
             if loading {
                 $0.stalled = false
                 $0.filled = false
+                $0.level = nil
+            } else if let level = $0.level, level >= 100 {
+                // Full when the load ended: no later message may say so again before the level drops.
+                $0.filled = true
             }
         }
     }
@@ -117,8 +126,11 @@ final class BusPump: @unchecked Sendable {
             let percent = message.percent
             emit(.buffering(percent: percent))
             let change: PlaybackEngineEvent? = context.withLock { state in
+                state.level = percent
                 if percent >= 100, !state.loading { state.filled = true }
-                if percent < 100, state.filled, !state.stalled, !state.loading {
+                // A buffer that never filled since the load is running dry all the same when it is nearly empty
+                // (the link got slower than the media): that is a stall too.
+                if percent < 100, state.filled || percent <= Self.nearlyEmpty, !state.stalled, !state.loading {
                     state.stalled = true
                     return .stalled
                 }

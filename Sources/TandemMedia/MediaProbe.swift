@@ -138,7 +138,8 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         return MediaProbe(location: location, duration: r.duration >= 0 ? TimeSpan(nanoseconds: r.duration) : nil,
                           isSeekable: r.seekable != 0, container: string(r.container), title: string(r.title),
                           streams: streams,
-                          contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : nil)
+                          contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path)
+                            : MediaFingerprint.ofHTTP(source.uri))
     }
 
     public init(location: String, duration: TimeSpan?, isSeekable: Bool, container: String?, title: String?,

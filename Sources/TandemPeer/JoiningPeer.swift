@@ -31,12 +31,15 @@ package struct JoiningPeer: Sendable {
         activity.map { $0.metadata.title ?? $0.fileName } ?? connection.welcome.activity?.metadata.title
     }
 
-    /// The file to play and its probe: `file` when given, else the host's file name in `mediaDirectory` (or the
+    /// The file to play and its probe: `file` when given, else the item's URL when it is one (everyone streams it
+    /// from there; no probe), else the host's file name in `mediaDirectory` (or the
     /// current directory), else — or at once with `stream` — the host's copy when it shares it (no probe: the
     /// player fingerprints what it streams). When nothing can be played, the connection is closed and the problem
     /// says where to get a copy.
     package func media(file: String?, mediaDirectory: String?, stream: Bool = false)
         async throws(PeerFailure) -> (path: String, probe: MediaProbe?) {
+        // An item that is a URL plays from there for everyone (there is no host's copy to prefer).
+        if file == nil, let url = activity?.url { return (url, nil) }
         let streamed = activity.flatMap { $0.sharedByHost == true ? hostStreams(preferred: stream).url($0.itemID) : nil }
         if stream {
             if let streamed { return (streamed, nil) }

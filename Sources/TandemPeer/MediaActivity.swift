@@ -15,19 +15,30 @@ package struct MediaActivity: GroupActivity, Hashable {
     package var contentID: String?
     /// The host offers this item to the members over HTTP (`--share-media`): a joiner without a copy streams it.
     package var sharedByHost: Bool?
+    /// The item is this http(s) URL (`tandem host https://…`): every peer streams it from there itself.
+    package var url: String?
 
     /// The id the playback timeline uses for this item.
     package var itemID: String { contentID ?? fileName }
 
     /// The activity for a probed file; `title` and `type` default from the media itself.
     package init(probe: MediaProbe, path: String, title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?) {
-        let fileName = URL(fileURLWithPath: path).lastPathComponent
+        let web = Self.isWebURL(path) ? URL(string: path) : nil
+        let fileName = web.map { $0.lastPathComponent.isEmpty || $0.lastPathComponent == "/" ? ($0.host ?? path) : $0.lastPathComponent }
+            ?? URL(fileURLWithPath: path).lastPathComponent
         let defaultType: ActivityType = probe.hasVideo ? .watchTogether : .listenTogether
         metadata = GroupActivityMetadata(title: title ?? probe.title ?? fileName, subtitle: subtitle,
                                          fallbackURL: fallbackURL, type: type ?? defaultType)
         self.fileName = fileName
         duration = probe.duration
         contentID = probe.contentID
+        url = web == nil ? nil : path
+    }
+
+    /// Whether `location` is an http:// or https:// URL (an item every peer streams itself).
+    package static func isWebURL(_ location: String) -> Bool {
+        let lower = location.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
     }
 
     /// An activity known only by its file name (a Syncplay room's playlist entry), with `metadata` as given.

@@ -60,9 +60,10 @@ package final class QueueMedia: Sendable {
         return location
     }
 
-    /// Finds `media` in the directory (checking its fingerprint), else the host's copy when it shares it, else its
-    /// fallback URL; the host's copy first with `--stream`.
+    /// An item that is a URL plays from there; else finds `media` in the directory (checking its fingerprint), else
+    /// the host's copy when it shares it, else its fallback URL; the host's copy first with `--stream`.
     private func resolve(_ media: MediaActivity, itemID: String, title: String) async -> String {
+        if let url = media.url { return url }
         let directory = self.directory ?? FileManager.default.currentDirectoryPath
         if let stream = streamURL(for: media, itemID: itemID, preferredOnly: true) { return stream }
         let candidate = URL(fileURLWithPath: directory).appendingPathComponent(media.fileName).path
@@ -149,6 +150,7 @@ extension HostedItems {
     package func header(invite: Invite, paths: [String], web: Bool) -> [String] {
         var hosting = "Hosting \(activity.summary)"
         var joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join \(activity.fileName)"
+        if activity.url != nil { joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join (everyone streams the URL)" }
         if !following.isEmpty {
             hosting += " and \(following.count) more in the queue"
             joinLine = "Others join with: TANDEM_INVITE='\(invite)' tandem join --media-dir DIR "

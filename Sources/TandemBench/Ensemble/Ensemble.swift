@@ -26,6 +26,8 @@ package final class Ensemble: Sendable {
         package var policy: SyncPolicy = .tandem
         /// Plays the host's copy over HTTP instead of the file (the ensemble must share it: `start(sharesMedia:)`).
         package var streams = false
+        /// The port it reaches the server on, when not the server's own (a link in between: `ThrottledLink`).
+        package var port: Int?
     }
 
     /// One running peer.
@@ -122,6 +124,8 @@ package final class Ensemble: Sendable {
         options.clock = skewed
         if let impairment = setup.impairment { options.impair(with: impairment) }
         options.asHost = members.withLock { $0.isEmpty }
+        var invite = self.invite
+        if let port = setup.port { invite.port = port }
         let peer: any PeerDriver
         switch setup.policy {
         case .tandem where setup.streams:

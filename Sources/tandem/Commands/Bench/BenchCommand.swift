@@ -8,9 +8,9 @@ import TandemBench
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), the server under churn (soak), and browser pages (browser).",
+        abstract: "Measure render skew, drift and command latency (sync), the relay (relay), clock sync (clock), the server under churn (soak), browser pages (browser) and streaming the host's copy (stream).",
         subcommands: [SyncBenchCommand.self, RelayBenchCommand.self, ClockBenchCommand.self, SoakBenchCommand.self,
-                      BrowserBenchCommand.self, SyncplayBenchCommand.self, RelayLoadCommand.self,
+                      BrowserBenchCommand.self, SyncplayBenchCommand.self, StreamBenchCommand.self, RelayLoadCommand.self,
                       RelayFloorServeCommand.self]
     )
 }
