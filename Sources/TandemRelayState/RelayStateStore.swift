@@ -166,3 +166,12 @@ public final class RelayStateStore: SessionStateStore {
         }
     }
 }
+
+extension ServerConfiguration {
+    /// Keeps the server's sessions in `directory` (`relay.sqlite`, made private) so that they survive a restart, and
+    /// spools attachments under it (`directory/spool`) instead of `spoolDirectory`.
+    public mutating func keepState(in directory: String, logger: Logger = Logger(label: "tandem.state")) throws(SessionStateError) {
+        stateStore = try RelayStateStore(directory: directory, logger: logger)
+        spoolDirectory = directory + "/spool"
+    }
+}

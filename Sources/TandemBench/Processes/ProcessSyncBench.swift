@@ -63,6 +63,20 @@ package enum ProcessSyncBench {
     }
     static let ownShift = RenderLog.monotonicOffset()
 
+    /// Runs on loopback, and then in the lab when `netlab` is set, with the same configuration otherwise; prints
+    /// the figures side by side and writes them to `json` when given.
+    package static func runAll(_ configuration: Configuration, netlab: Bool, json: String?,
+                               say: @Sendable (String) -> Void) async throws {
+        var configuration = configuration
+        var results: [Result] = []
+        for network in netlab ? [Network.loopback, .netlab] : [.loopback] {
+            configuration.network = network
+            results.append(try await run(configuration, say: say))
+        }
+        say(summary(results))
+        if let json { try BenchJSON.write(results, to: json) }
+    }
+
     package static func run(_ configuration: Configuration, say: @Sendable (String) -> Void) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tandem-bench-\(getpid())-\(configuration.network.rawValue)")
         try? FileManager.default.removeItem(at: directory)

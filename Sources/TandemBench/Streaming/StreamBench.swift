@@ -18,6 +18,14 @@ package enum StreamBench {
         package init(file: String) { self.file = file }
     }
 
+    /// The command line that repeats a run of `configuration` (`file` as given, nil for the bundled sample).
+    package static func reproduceCommand(_ configuration: Configuration, file: String?) -> String {
+        let factors = configuration.factors.map { String(format: "%g", $0) }.joined(separator: " ")
+        let delay = Double(configuration.delay.components.attoseconds) / 1e15 + Double(configuration.delay.components.seconds) * 1000
+        return "tandem bench stream --factor \(factors) --delay \(String(format: "%g", delay)) "
+            + "--duration \(String(format: "%g", configuration.duration))" + (file.map { " --file \($0)" } ?? "")
+    }
+
     /// One run's figures; times in seconds, skews in milliseconds.
     package struct Run: Codable, Sendable {
         package var factor: Double

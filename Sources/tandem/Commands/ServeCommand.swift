@@ -110,14 +110,7 @@ struct ServeCommand: AsyncParsableCommand {
             var configuration = limits.serverConfiguration
             configuration.web = listen.webConfiguration
             configuration.createToken = try createTokenFile.map(CreateToken.read)
-            if let stateDirectory {
-                do {
-                    configuration.stateStore = try RelayStateStore(directory: stateDirectory, logger: Logger(label: "tandem.state"))
-                } catch {
-                    throw PeerFailure(.failure, "--state-dir: \(error)")
-                }
-                configuration.spoolDirectory = stateDirectory + "/spool"
-            }
+            do { try stateDirectory.map { try configuration.keepState(in: $0) } } catch { throw PeerFailure(.failure, "--state-dir: \(error)") }
             let server = try await SessionServer.start(host: listen.bind, port: listen.port, tls: listen.tls,
                                                        configuration: configuration, logger: Logger(label: "tandem.server"))
             let syncplay = try await SyncplayGuests.start(relay: server, host: listen.bind, askedPort: syncplayPort)

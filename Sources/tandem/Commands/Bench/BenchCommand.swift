@@ -129,17 +129,7 @@ extension SyncBenchCommand {
         configuration.duration = duration
         configuration.seed = seed
         configuration.maxClockShift = Int(maxClockOffset.rounded())
-        var results: [ProcessSyncBench.Result] = []
-        for network in netlab ? [ProcessSyncBench.Network.loopback, .netlab] : [.loopback] {
-            configuration.network = network
-            results.append(try await ProcessSyncBench.run(configuration, say: printLine))
-        }
-        printLine(ProcessSyncBench.summary(results))
-        if let json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(results).write(to: URL(fileURLWithPath: json))
-        }
+        try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }
 

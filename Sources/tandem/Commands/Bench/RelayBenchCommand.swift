@@ -82,28 +82,9 @@ struct RelayBenchCommand: AsyncParsableCommand {
                           + (perSession == 4 ? "" : " --per-session \(perSession)") + (linkReports ? "" : " --no-link-reports"))
                 return
             }
-            var level = participants
-            var rows: [RelayBenchmark.Result] = []
-            while true {
-                let result = try await RelayBenchmark.measure(participants: level, perSession: perSession, rate: rate,
-                                                              duration: duration, settle: settle, standalone: !inProcess,
-                                                              floor: floor, linkReports: linkReports)
-                rows.append(result)
-                printLine(result.description)
-                printLine("")
-                guard ramp, result.meetsTargets, level * 2 <= maxParticipants else { break }
-                level *= 2
-            }
-            if rows.count > 1 { printLine(RelayBenchmark.Result.table(rows)) }
-            var command = "tandem bench relay --participants \(participants) --per-session \(perSession) --rate \(String(format: "%g", rate)) --duration \(String(format: "%g", duration))"
-            if settle != 40 { command += " --settle \(String(format: "%g", settle))" }
-            if ramp { command += " --ramp" }
-            if ramp && maxParticipants != 16_000 { command += " --max-participants \(maxParticipants)" }
-            if inProcess { command += " --in-process" }
-            if floor { command += " --floor" }
-            if !linkReports { command += " --no-link-reports" }
-            printLine("machine: \(machineDescription())")
-            printLine("reproduce: \(command)")
+            try await RelayBenchmark.run(.init(participants: participants, perSession: perSession, rate: rate, duration: duration,
+                                               settle: settle, ramp: ramp, maxParticipants: maxParticipants,
+                                               inProcess: inProcess, floor: floor, linkReports: linkReports), say: printLine)
         }
     }
 }

@@ -57,17 +57,8 @@ struct StreamBenchCommand: AsyncParsableCommand {
             let runs = try await StreamBench.run(configuration, say: printLine)
             printLine(StreamBench.report(runs))
             printLine("machine: \(machineDescription())")
-            let factors = factor.map { String(format: "%g", $0) }.joined(separator: " ")
-            printLine("reproduce: tandem bench stream --factor \(factors) --delay \(String(format: "%g", delay)) "
-                + "--duration \(String(format: "%g", duration))" + (file.map { " --file \($0)" } ?? ""))
-            if let json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                // A run without frames to compare has no percentiles.
-                encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf",
-                                                                              negativeInfinity: "-inf", nan: "nan")
-                try encoder.encode(runs).write(to: URL(fileURLWithPath: json))
-            }
+            printLine("reproduce: " + StreamBench.reproduceCommand(configuration, file: file))
+            if let json { try BenchJSON.write(runs, to: json) }
         }
     }
 }
