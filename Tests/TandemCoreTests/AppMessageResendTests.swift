@@ -153,4 +153,37 @@ struct AppMessageResendTests {
         }
         #expect(crowded.pending.count == ResendHolds.maxPending)
     }
+
+    @Test("a sender back on a new link is asked, for each receiver that stayed, to resend what came after what the relay read from it")
+    func senderReturned() {
+        var holds = ResendHolds()
+        let members: Set = [ann, bob, carol]
+        let now = SessionInstant(nanoseconds: 0)
+        for who in [ann, bob, carol] { _ = holds.joined(who, resends: true, received: [], members: members, limit: 32, now: now) }
+        // Bob resumed before ann came back: his own request stands and is not doubled.
+        _ = holds.joined(bob, resends: true, received: [AppMessageMark(participant: ann, everyone: 3)],
+                         members: members, limit: 32, now: now)
+        holds.lost(ann)
+        var requests = holds.joined(ann, resends: true, received: [], members: members, limit: 32, now: now)
+        requests += holds.senderReturned(ann, relayed: AppMessageMark(participant: ann, everyone: 40, some: 2),
+                                         receivers: members, now: now)
+        #expect(requests.map(\.request) == [AppMessageMark(participant: bob, everyone: 3),
+                                             AppMessageMark(participant: carol, everyone: 40, some: 2)])
+        // While those are open, her new messages wait for her resends; they pass to each receiver alone.
+        #expect(!holds.forwards(from: ann, to: carol) && !holds.forwards(from: ann, to: bob))
+        let passed = holds.passes(from: ann, to: carol)
+        #expect(passed)
+        holds.resent(from: ann, to: carol)
+        holds.resent(from: ann, to: bob)
+        #expect(holds.isIdle)
+        // Nothing known of what the relay read (a restarted relay), or a sender that cannot resend: nothing asked.
+        #expect(holds.senderReturned(ann, relayed: AppMessageMark(participant: ann), receivers: members, now: now).isEmpty)
+        _ = holds.joined(carol, resends: false, received: [], members: members, limit: 32, now: now)
+        #expect(holds.senderReturned(carol, relayed: AppMessageMark(participant: carol, everyone: 1),
+                                     receivers: members, now: now).isEmpty)
+        // Receivers that cannot resend are not held for.
+        let toBobOnly = holds.senderReturned(ann, relayed: AppMessageMark(participant: ann, everyone: 41),
+                                             receivers: members, now: now)
+        #expect(toBobOnly.map(\.request.participant) == [bob])
+    }
 }

@@ -64,6 +64,9 @@ struct ConnectionPressureTests {
         // The event loops raw peers use are made on first use: make them before counting descriptors.
         try await RawPeer.connect(port: server.port, from: "127.0.0.3").channel.close()
         #expect(await HardeningServerTests.eventually(within: 2) { server.connectionCount == 1 })
+        // So are the timers of delayed work (a timerfd, kept for the process's life).
+        await withCheckedContinuation { done in DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { done.resume() } }
+        try await Task.sleep(for: .milliseconds(5))
         let baseline = Self.openDescriptors()
 
         // The attacker creates a session of its own from 127.0.0.2, then opens connections that authenticate to

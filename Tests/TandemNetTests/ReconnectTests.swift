@@ -14,15 +14,21 @@ final class BreakableProxy: Sendable {
     private let listener: any Channel
     private let channels: NIOLockedValueBox<[any Channel]>
 
+    /// While set, what clients send goes nowhere (a link that dies with bytes on the way); `cut` clears it.
+    private let swallowing: NIOLockedValueBox<Bool>
+
     private final class Forward: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         let other: any Channel
         let chop: Bool
-        init(to other: any Channel, chop: Bool = false) {
+        let swallowing: NIOLockedValueBox<Bool>?
+        init(to other: any Channel, chop: Bool = false, swallowing: NIOLockedValueBox<Bool>? = nil) {
             self.other = other
             self.chop = chop
+            self.swallowing = swallowing
         }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if swallowing?.withLockedValue({ $0 }) == true { return }
             var bytes = unwrapInboundIn(data)
             guard chop else {
                 other.writeAndFlush(bytes, promise: nil)
@@ -41,14 +47,17 @@ final class BreakableProxy: Sendable {
         func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
     }
 
-    private init(port: Int, listener: any Channel, channels: NIOLockedValueBox<[any Channel]>) {
+    private init(port: Int, listener: any Channel, channels: NIOLockedValueBox<[any Channel]>,
+                 swallowing: NIOLockedValueBox<Bool>) {
         self.port = port
         self.listener = listener
         self.channels = channels
+        self.swallowing = swallowing
     }
 
     static func start(forwardingTo target: Int, choppingReplies: Bool = false) async throws -> BreakableProxy {
         let channels = NIOLockedValueBox<[any Channel]>([])
+        let swallowing = NIOLockedValueBox(false)
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { inbound in
@@ -59,16 +68,21 @@ final class BreakableProxy: Sendable {
                         return outbound.eventLoop.makeCompletedFuture {
                             try outbound.pipeline.syncOperations.addHandler(Forward(to: inbound, chop: choppingReplies))
                         }.flatMap {
-                            inbound.pipeline.addHandler(Forward(to: outbound))
+                            inbound.pipeline.addHandler(Forward(to: outbound, swallowing: swallowing))
                         }
                     }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return BreakableProxy(port: listener.localAddress!.port!, listener: listener, channels: channels)
+        return BreakableProxy(port: listener.localAddress!.port!, listener: listener, channels: channels,
+                              swallowing: swallowing)
     }
 
-    /// Cuts every connection through the proxy.
+    /// From now until `cut`, what clients send is dropped here.
+    func swallow() { swallowing.withLockedValue { $0 = true } }
+
+    /// Cuts every connection through the proxy (what comes next is forwarded again).
     func cut() async {
+        swallowing.withLockedValue { $0 = false }
         for channel in channels.withLockedValue({ list in defer { list.removeAll() }; return list }) {
             try? await channel.close()
         }
@@ -221,6 +235,52 @@ struct ReconnectTests {
         #expect(!bob.appDataDrops.anyAltered, "\(bob.appDataDrops)")
         await bob.close()
         await host.close()
+        await server.shutdown()
+    }
+
+    @Test("a sender's last messages that die with its link on the way to the relay reach every receiver once and in order (the relay asks the sender for them)")
+    func messagesLostOnTheWayAreResent() async throws {
+        let server = try await startTestServer()
+        let invite = try server.createSession()
+        let proxy = try await BreakableProxy.start(forwardingTo: invite.port)
+        var viaProxy = invite
+        viaProxy.host = "127.0.0.1"
+        viaProxy.port = proxy.port
+        let host = try await TandemClient.connect(invite: viaProxy, name: "host", options: reconnectingOptions(grace: 10))
+        let bob = try await TandemClient.connect(invite: invite, name: "bob", options: reconnectingOptions(grace: 10))
+        let carol = try await TandemClient.connect(invite: invite, name: "carol", options: reconnectingOptions(grace: 10))
+        let links = host.connectionEvents()
+        var readers: [Task<Void, Never>] = []
+        var boxes: [NIOLockedValueBox<[Int]>] = []
+        for receiver in [bob, carol] {
+            let opened = NIOLockedValueBox<[Int]>([])
+            let stream = receiver.appMessages()
+            readers.append(Task {
+                for await message in stream {
+                    if let number = Int(String(decoding: message.payload, as: UTF8.self)) { opened.withLockedValue { $0.append(number) } }
+                }
+            })
+            boxes.append(opened)
+        }
+        defer { for reader in readers { reader.cancel() } }
+        for number in 1...20 { try await host.sendAppMessage(Data("\(number)".utf8)) }
+        #expect(await waitUntil(10) { boxes.allSatisfy { $0.withLockedValue { $0.count } == 20 } })
+        // 21…25 are written to a link whose bytes no longer reach the relay; then it breaks.
+        proxy.swallow()
+        for number in 21...25 { try await host.sendAppMessage(Data("\(number)".utf8)) }
+        try await Task.sleep(for: .milliseconds(100))
+        await proxy.cut()
+        let back = await firstConnectionEvent(in: links, within: 5) { if case .reconnected = $0 { true } else { false } }
+        #expect(back != nil, "the sender did not reconnect")
+        for number in 26...40 { try await host.sendAppMessage(Data("\(number)".utf8)) }
+        #expect(await waitUntil(10) { boxes.allSatisfy { $0.withLockedValue { $0.last } == 40 } })
+        for (receiver, opened) in zip([bob, carol], boxes) {
+            let received = opened.withLockedValue { $0 }
+            #expect(received == Array(1...40), "lost: \(Set(1...40).subtracting(received).sorted()), received: \(received)")
+            #expect(!receiver.appDataDrops.anyAltered, "\(receiver.appDataDrops)")
+        }
+        for client in [host, bob, carol] { await client.close() }
+        await proxy.stop()
         await server.shutdown()
     }
 

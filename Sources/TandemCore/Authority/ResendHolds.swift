@@ -86,6 +86,25 @@ public struct ResendHolds: Sendable {
         return requests.sorted { ($0.sender, $0.request.participant) < ($1.sender, $1.request.participant) }
     }
 
+    /// `sender` came back on a new link (it resends) while `receivers` stayed connected. Its last reliable messages
+    /// may have died with its old link on the way to the relay, where no receiver's mark can show it (nobody else
+    /// resumed). `relayed` is the relay's own record of what it read from the sender (the highest number in each
+    /// lane; nil: unknown, nothing asked there): for each receiver that resends and has no request open or waiting
+    /// with the sender, a request at those numbers. Returns the requests to send now; each opens a hold.
+    public mutating func senderReturned(_ sender: ParticipantID, relayed: AppMessageMark, receivers: Set<ParticipantID>,
+                                        now: SessionInstant) -> [(sender: ParticipantID, request: AppMessageMark)] {
+        guard resenders.contains(sender), relayed.everyone != nil || relayed.some != nil else { return [] }
+        var requests: [(sender: ParticipantID, request: AppMessageMark)] = []
+        for receiver in receivers.sorted() where receiver != sender && resenders.contains(receiver) {
+            let pair = Pair(sender: sender, receiver: receiver)
+            guard holds[pair] == nil, pending[pair] == nil, holds.count < Self.maxPending else { continue }
+            let request = AppMessageMark(participant: receiver, everyone: relayed.everyone, some: relayed.some)
+            holds[pair] = Hold(request: request, allowance: Self.maxResent, deadline: now + Self.holdTimeout)
+            requests.append((sender, request))
+        }
+        return requests
+    }
+
     /// `participant`'s link is gone: requests towards it end (it reports anew when it is back); its own open
     /// requests wait for it again (asked when it is back).
     public mutating func lost(_ participant: ParticipantID) {

@@ -7,21 +7,47 @@ import TandemCore
 // for that receiver are left to its resend (`ResendHolds`), so the receiver sees every message once and in order.
 extension HostedSession {
     /// `participant` has joined (its welcome sent): records whether it resends, and asks the senders it names in
-    /// `received` — now, or when they are back — to resend what it lacks.
-    func resendJoined(_ participant: ParticipantID, resends: Bool, received: [AppMessageMark]) {
+    /// `received` — now, or when they are back — to resend what it lacks. A participant back on a new link (it
+    /// `replac`es one, or its earlier link was lost) is asked in turn, for each receiver that stayed, to resend what
+    /// came after what the relay read from it: its last messages may have died with its old link. `fresh`: a
+    /// newcomer (it has sent nothing yet).
+    func resendJoined(_ participant: ParticipantID, resends: Bool, received: [AppMessageMark],
+                      replacing previous: ServerConnection?, fresh: Bool) {
+        if let previous { foldRelayed(participant, from: previous) }
+        if fresh { relayedMarks[participant] = AppMessageMark(participant: participant, everyone: 0, some: 0) }
         guard resends || !received.isEmpty || !resendHolds.pending.isEmpty || !resendHolds.isIdle
               || resendHolds.resenders.contains(participant) else { return }
-        let requests = resendHolds.joined(participant, resends: resends, received: received,
+        var requests = resendHolds.joined(participant, resends: resends, received: received,
                                           members: authority.memberIDs,
                                           limit: authority.configuration.maxParticipants, now: sessionNow)
+        if !fresh, let relayed = relayedMarks[participant] {
+            requests += resendHolds.senderReturned(participant, relayed: relayed, receivers: Set(connections.keys),
+                                                   now: sessionNow)
+        }
         for (sender, request) in requests { connections[sender]?.send(.resend(request)) }
         if !requests.isEmpty { scheduleResendExpiry() }
     }
 
     /// `participant`'s connection is gone.
-    func resendLost(_ participant: ParticipantID) {
+    func resendLost(_ participant: ParticipantID, via connection: ServerConnection) {
+        foldRelayed(participant, from: connection)
         guard !resendHolds.isIdle || resendHolds.resenders.contains(participant) else { return }
         resendHolds.lost(participant)
+    }
+
+    /// Adds what the relay read from `participant`'s `connection` (now replaced or gone) to `relayedMarks`; a lane
+    /// the relay knows nothing of stays unknown until a message comes in it. Entries of those no longer members go.
+    private func foldRelayed(_ participant: ParticipantID, from connection: ServerConnection) {
+        var mark = relayedMarks[participant] ?? AppMessageMark(participant: participant)
+        let everyone = connection.relayedEveryone.load(ordering: .relaxed)
+        let some = connection.relayedSome.load(ordering: .relaxed)
+        if everyone > 0 { mark.everyone = max(mark.everyone ?? 0, everyone) }
+        if some > 0 { mark.some = max(mark.some ?? 0, some) }
+        relayedMarks[participant] = mark
+        if relayedMarks.count > 2 * authority.configuration.maxParticipants {
+            let members = authority.memberIDs
+            relayedMarks = relayedMarks.filter { members.contains($0.key) }
+        }
     }
 
     /// `sender` has resent to `receiver`: its messages go to it again.
@@ -45,6 +71,7 @@ extension HostedSession {
             return true
         }
         guard outgoing.delivery == .reliable, resendHolds.isHolding(from: participant) else { return false }
+        connections[participant]?.noteRelayed(outgoing.sequence, everyone: outgoing.recipients == .all)
         switch authority.relayAppMessage(outgoing, from: participant, now: sessionNow) {
         case .deliver(let incoming, let recipients):
             let targets = recipients.filter { resendHolds.forwards(from: participant, to: $0) }.compactMap { connections[$0] }

@@ -79,3 +79,19 @@ extension HostedSession {
             .replacingOccurrences(of: "=", with: "")
     }
 }
+
+extension HostedSession {
+    /// Records that a participant has joined (called by the connection the session admitted).
+    func noteJoined() {
+        loop.preconditionInEventLoop()
+        hasBeenJoined = true
+    }
+
+    /// Ends the session if nobody has joined it yet; returns whether it did.
+    func expireIfUnjoined() -> Bool {
+        loop.preconditionInEventLoop()
+        guard !hasBeenJoined, !ended else { return false }
+        shutdown(reason: InvalidationReason(code: .ended, message: "nobody joined the session in time"))
+        return true
+    }
+}

@@ -46,6 +46,8 @@ final class HostedSession: @unchecked Sendable {
     /// Resend requests waiting for their senders, and those open (`HostedSession+Resend`).
     var resendHolds = ResendHolds()
     var resendTimer: Scheduled<Void>?
+    /// What the relay read from each sender's earlier links (`ResendHolds.senderReturned`).
+    var relayedMarks: [ParticipantID: AppMessageMark] = [:]
     /// Running SHA-256 of each attachment being uploaded, checked at its commit.
     private var uploads: [String: Upload] = [:]
     private var timer: Scheduled<Void>?
@@ -122,14 +124,16 @@ final class HostedSession: @unchecked Sendable {
             logger.info("joined", metadata: ["session": "\(id)", "participant": "\(participant)",
                                              "name": "\(authority.participantName(participant) ?? "")",
                                              "host": "\(isHost)", "reconnect": "\(reconnectAs == participant)"])
-            if let previous = connections[participant], previous !== connection {
+            let previous = connections[participant].flatMap { $0 !== connection ? $0 : nil }
+            if let previous {
                 uploads = uploads.filter { $0.value.owner != participant }
                 previous.close(.removed, "replaced by a newer connection of the same participant")
             }
             connections[participant] = connection
             connection.joined(as: participant, session: self)
             perform(actions)
-            resendJoined(participant, resends: resends, received: received)
+            resendJoined(participant, resends: resends, received: received, replacing: previous,
+                         fresh: reconnectAs != participant)
         }
     }
 
@@ -139,6 +143,9 @@ final class HostedSession: @unchecked Sendable {
         guard !ended, connections[participant] === connection else { return }
         if case .appMessage(let outgoing) = message {
             if !resendHolds.isIdle, relayWhileResending(outgoing, from: participant) { return }
+            if outgoing.delivery == .reliable {
+                connection.noteRelayed(outgoing.sequence, everyone: outgoing.recipients == .all)
+            }
             return relay(outgoing, from: participant)
         }
         if case .resent(let receiver) = message { return resendDone(from: participant, to: receiver) }
@@ -222,6 +229,7 @@ final class HostedSession: @unchecked Sendable {
         guard !ended else { return }
         let cached = broadcastTargets[participant]
         guard (cached?.sender ?? connections[participant]) === connection else { return }
+        connection.noteRelayed(sequence, everyone: true)
         if !resendHolds.isIdle, resendHolds.isHolding(from: participant) {
             return relayBroadcastHolding(sequence: sequence, payload: payload, from: participant)
         }
@@ -263,7 +271,7 @@ final class HostedSession: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !ended, connections[participant] === connection else { return }
         connections[participant] = nil
-        resendLost(participant)
+        resendLost(participant, via: connection)
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
         perform(authority.connectionLost(participant, now: sessionNow, what: what))
@@ -303,20 +311,6 @@ final class HostedSession: @unchecked Sendable {
     /// `connection` sent its `join`, or closed. Any loop.
     func stopWaitingToJoin(_ connection: ServerConnection) {
         _ = waitingToJoin.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
-    }
-
-    /// Records that a participant has joined (called by the connection the session admitted).
-    func noteJoined() {
-        loop.preconditionInEventLoop()
-        hasBeenJoined = true
-    }
-
-    /// Ends the session if nobody has joined it yet; returns whether it did.
-    func expireIfUnjoined() -> Bool {
-        loop.preconditionInEventLoop()
-        guard !hasBeenJoined, !ended else { return false }
-        shutdown(reason: InvalidationReason(code: .ended, message: "nobody joined the session in time"))
-        return true
     }
 
     // MARK: - Actions

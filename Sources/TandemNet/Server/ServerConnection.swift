@@ -12,6 +12,11 @@ final class ServerConnection: Sendable {
     private let handler: NIOLoopBound<ServerConnectionHandler>
     /// The connection's datagram channel id once it has joined (0: none), for the session's unreliable relay.
     let datagramChannel = Atomic<UInt64>(0)
+    /// The highest numbers of the reliable app messages the relay read from this link, in the `everyone` and the
+    /// `some` lane (0: none), for a resend when the link dies (`HostedSession.resendJoined`). The session's loop
+    /// writes them.
+    let relayedEveryone = Atomic<UInt64>(0)
+    let relayedSome = Atomic<UInt64>(0)
 
     init(channel: any Channel, handler: ServerConnectionHandler) {
         self.channel = channel
@@ -45,6 +50,16 @@ final class ServerConnection: Sendable {
             handler.value.enqueue(.storedChunk(chunk))
         } else {
             channel.eventLoop.execute { handler.value.enqueue(.storedChunk(chunk)) }
+        }
+    }
+
+    /// A reliable app message numbered `sequence` came from this link, in the `everyone` lane or the `some` lane.
+    @inline(__always)
+    func noteRelayed(_ sequence: UInt64, everyone: Bool) {
+        if everyone {
+            if sequence > relayedEveryone.load(ordering: .relaxed) { relayedEveryone.store(sequence, ordering: .relaxed) }
+        } else if sequence > relayedSome.load(ordering: .relaxed) {
+            relayedSome.store(sequence, ordering: .relaxed)
         }
     }
 
