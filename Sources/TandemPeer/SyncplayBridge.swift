@@ -199,7 +199,7 @@ package final class SyncplayBridge: Sendable {
                 await loaded(envelope)
             case .rejected(let requestID, _):
                 arrivalRefused(requestID)
-            case .refused(let reason):
+            case .refused(let reason, _, _):
                 await refused(reason)
             default:
                 continue

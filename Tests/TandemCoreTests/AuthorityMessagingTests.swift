@@ -38,7 +38,7 @@ struct AuthorityMessagingTests {
         let big = String(repeating: "x", count: 256 * 1024 + PayloadSealing.allowance + 1)
         let actions = h.send(message(.all, big), from: a)
         #expect(actions.messages(to: b).isEmpty)
-        guard case .refused(let reason)? = actions.messages(to: a).first else {
+        guard case .refused(let reason, _, _)? = actions.messages(to: a).first else {
             Issue.record("not refused: \(actions)")
             return
         }
@@ -58,7 +58,7 @@ struct AuthorityMessagingTests {
         let over = String(repeating: "x", count: limit + 1)
         let actions = h.send(message(.all, over, sequence: 2, delivery: .unreliable), from: a)
         #expect(actions.messages(to: b).isEmpty)
-        guard case .refused(let reason)? = actions.messages(to: a).first else {
+        guard case .refused(let reason, _, _)? = actions.messages(to: a).first else {
             Issue.record("not refused: \(actions)")
             return
         }

@@ -96,7 +96,7 @@ extension Array where Element == SessionAuthority.Action {
 
     /// Refusals sent to `id`.
     func refusals(to id: ParticipantID) -> [String] {
-        messages(to: id).compactMap { if case .refused(let reason) = $0 { return reason } else { return nil } }
+        messages(to: id).compactMap { if case .refused(let reason, _, _) = $0 { return reason } else { return nil } }
     }
 
     var wakeUps: [SessionInstant] { compactMap { if case .wakeUp(let t) = $0 { return t } else { return nil } } }

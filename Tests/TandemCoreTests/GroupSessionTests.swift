@@ -13,21 +13,24 @@ struct MovieNight: GroupActivity, Hashable {
         let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
         // The sessions run in a task group the test owns, as an app runs them.
         try await withThrowingDiscardingTaskGroup { group in
-            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            // Links that enter waiting (as `sessions(invites:)` makes them): the session is `.waiting` until `join()`.
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true, waiting: true))
             group.addTask { await alice.run() }
             #expect(alice.state == .waiting)
             #expect(alice.activity == MovieNight(movie: "Heat"))
-            #expect(alice.activeParticipants.map(\.name) == ["alice"])
+            #expect(alice.activeParticipants.isEmpty, "she is listed once she joins")
             let states = alice.states
             let people = alice.activeParticipantsUpdates
             alice.join()
             #expect(await collect(2, from: states) == [.waiting, .joined])
+            let listed = alice.activeParticipantsUpdates.filter { !$0.isEmpty }.asStream()
+            #expect(await collect(1, from: listed).first?.map(\.name) == ["alice"])
 
             // Subscribed before bob arrives, so that bob's notices are all seen, in order. (Subscribing after the
             // participants update of his join, as this test once did, raced his `joined` notice, which follows that
             // update: the notice could arrive after the subscription and be taken for the `left` one.)
             let notices = alice.notices.filter { $0.kind == .joined || $0.kind == .left }.asStream()
-            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob", waiting: true))
             group.addTask { await bob.run() }
             bob.join()
             let names = await collect(1, from: people.filter { $0.count == 2 }.asStream()).last.map { Set($0.map(\.name)) }

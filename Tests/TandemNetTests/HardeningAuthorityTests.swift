@@ -18,7 +18,7 @@ struct HardeningAuthorityTests {
     }
 
     static func refusal(in stream: AsyncStream<ServerMessage>) async -> String? {
-        guard case .refused(let reason)? = await firstMessage(in: stream, within: 3, where: {
+        guard case .refused(let reason, _, _)? = await firstMessage(in: stream, within: 3, where: {
             if case .refused = $0 { true } else { false }
         }) else { return nil }
         return reason

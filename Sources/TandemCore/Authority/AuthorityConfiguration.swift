@@ -87,6 +87,12 @@ public struct AuthorityConfiguration: Sendable, Hashable {
         treatsUnreportedReadinessAsLoading = true
     }
 
+    /// What participants other than the host may do, as the welcome announces it.
+    public var rules: SessionRules {
+        SessionRules(everyoneMayEndSession: everyoneMayEndSession, everyoneMayChangeActivity: everyoneMayChangeActivity,
+                     everyoneMayRemoveAttachments: everyoneMayRemoveAttachments)
+    }
+
     /// This configuration with the host's roles (ending the session, changing the activity, removing others'
     /// attachments) given to every participant, as SharePlay does.
     public var withHostRolesForEveryone: AuthorityConfiguration {

@@ -21,10 +21,11 @@ extension SessionAuthority {
     /// An app's notice: one bounded line from `id` to everyone, rate-limited with its app messages.
     mutating func appNotice(_ text: String, from id: ParticipantID, now: SessionInstant) -> [Action] {
         let line = TextBounds.line(text, maxBytes: TextBounds.maxNoticeBytes)
-        guard !line.isEmpty else { return [.send(.refused(reason: "an empty notice was not shown"), to: id)] }
+        guard !line.isEmpty else { return [.send(.refused(Refusal(.invalid, "an empty notice was not shown")), to: id)] }
         guard takeMessageToken(for: id, now: now) else {
-            return [.send(.refused(reason: "too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
-                                    + "(bursts of \(configuration.appMessageBurst)) — show notices less often"), to: id)]
+            return [.send(.refused(Refusal(.rateLimited, "too many messages: the limit is \(configuration.appMessagesPerSecond) "
+                                           + "per second (bursts of \(configuration.appMessageBurst)) — show notices less often")),
+                          to: id)]
         }
         return broadcast(.notice(Notice(kind: .app, participant: id, text: line, sessionTime: now)))
     }

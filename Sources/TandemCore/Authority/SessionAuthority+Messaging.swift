@@ -9,7 +9,7 @@ extension SessionAuthority {
     /// ignored (the sender is unknown or gone, or the session has ended).
     public enum AppMessageRelay: Sendable, Hashable {
         case deliver(IncomingAppMessage, to: [ParticipantID])
-        case refuse(String)
+        case refuse(Refusal)
         case ignore
     }
 
@@ -32,7 +32,7 @@ extension SessionAuthority {
     /// `admitAppMessage`'s answer: `relayAppMessage`'s without the message.
     public enum AppMessageAdmission: Sendable, Hashable {
         case deliver(to: [ParticipantID])
-        case refuse(String)
+        case refuse(Refusal)
         case ignore
     }
 
@@ -46,27 +46,28 @@ extension SessionAuthority {
         guard endReason == nil, let index = members.index(forKey: id) else { return .ignore }
         let (connected, joined) = Self.presence(&members.values[index])
         guard connected else { return .ignore }
-        guard joined else { return .refuse(Self.joinFirst) }
+        guard joined else { return .refuse(Refusal.joinFirst.requesting(.appMessage)) }
         guard payloadSize <= configuration.maxAppMessageSize + PayloadSealing.allowance else {
-            return .refuse("message of \(AuthorityText.bytes(Int64(payloadSize))) is larger than "
+            return .refuse(Refusal(.tooLarge, request: .appMessage, "message of \(AuthorityText.bytes(Int64(payloadSize))) is larger than "
                            + "the \(AuthorityText.bytes(Int64(configuration.maxAppMessageSize))) limit — "
-                           + "send it as a journal attachment instead")
+                           + "send it as a journal attachment instead"))
         }
         // Over TCP (the fallback when UDP is blocked) an unreliable message is still held to what one datagram
         // carries, so an app cannot come to rely on more than the datagram path delivers.
         let unreliableLimit = MessageDelivery.maxUnreliableSize + PayloadSealing.allowance
         guard delivery != .unreliable || payloadSize <= unreliableLimit else {
-            return .refuse("an unreliable message of \(AuthorityText.bytes(Int64(payloadSize))) "
+            return .refuse(Refusal(.tooLarge, request: .appMessage, "an unreliable message of \(AuthorityText.bytes(Int64(payloadSize))) "
                            + "is larger than one datagram carries (\(MessageDelivery.maxUnreliableSize) bytes "
-                           + "before sealing) — send it reliably")
+                           + "before sealing) — send it reliably"))
         }
         guard takeMessageToken(at: index, now: now) else {
-            return .refuse("too many messages: the limit is \(configuration.appMessagesPerSecond) per second "
-                           + "(bursts of \(configuration.appMessageBurst)) — send less often")
+            return .refuse(Refusal(.rateLimited, request: .appMessage, "too many messages: the limit is "
+                           + "\(configuration.appMessagesPerSecond) per second (bursts of \(configuration.appMessageBurst)) "
+                           + "— send less often"))
         }
         if case .only(let chosen) = recipients, chosen.count > configuration.maxParticipants {
-            return .refuse("a message for \(chosen.count) recipients; a session has at most "
-                           + "\(configuration.maxParticipants) participants")
+            return .refuse(Refusal(.limit, request: .appMessage, "a message for \(chosen.count) recipients; a session "
+                           + "has at most \(configuration.maxParticipants) participants"))
         }
         assert(connectedCache == connectedIDs, "the connected members' cache missed a change of membership")
         var chosenRecipients: [ParticipantID] = []
@@ -91,7 +92,7 @@ extension SessionAuthority {
     mutating func relay(_ message: OutgoingAppMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         switch relayAppMessage(message, from: id, now: now) {
         case .deliver(let incoming, let recipients): return recipients.map { .send(.appMessage(incoming), to: $0) }
-        case .refuse(let reason): return [.send(.refused(reason: reason), to: id)]
+        case .refuse(let refusal): return [.send(.refused(refusal), to: id)]
         case .ignore: return []
         }
     }
@@ -156,7 +157,7 @@ extension SessionAuthority {
                 (owner: $0.info.owner, isCommitted: $0.isCommitted, received: $0.received, size: $0.info.size)
             }
             guard let progress, progress.owner == id, !progress.isCommitted else {
-                return [.send(.refused(reason: "no attachment '\(Self.quoted(attachmentID))' of yours is being sent"), to: id)]
+                return refuse("no attachment '\(Self.quoted(attachmentID))' of yours is being sent", to: id)
             }
             guard offset == progress.received, progress.received + Int64(bytes.count) <= progress.size else {
                 return fail(attachmentID, reason: "chunk at offset \(offset) does not follow the \(progress.received) "
@@ -168,7 +169,7 @@ extension SessionAuthority {
 
         case .commit(let attachmentID):
             guard var stored = attachments[attachmentID], stored.info.owner == id, !stored.isCommitted else {
-                return [.send(.refused(reason: "no attachment '\(Self.quoted(attachmentID))' of yours is being sent"), to: id)]
+                return refuse("no attachment '\(Self.quoted(attachmentID))' of yours is being sent", to: id)
             }
             guard stored.received == stored.info.size else {
                 return fail(attachmentID, reason: "only \(stored.received) of \(stored.info.size) bytes arrived")
@@ -183,8 +184,8 @@ extension SessionAuthority {
             guard let stored = attachments[attachmentID] else { return [] }
             guard stored.info.owner == id || mayActAsHost(id, everyoneMay: configuration.everyoneMayRemoveAttachments) else {
                 // Not quoting the attachment's name: it travels sealed, so the authority only has a box.
-                return [.send(.refused(reason: "only the host can remove \(name(of: stored.info.owner))'s attachment; "
-                    + "you can remove your own attachments"), to: id)]
+                return [.send(.refused(.onlyTheHost("remove \(name(of: stored.info.owner))'s attachment",
+                                                    request: .journal, otherwise: "you can remove your own attachments")), to: id)]
             }
             discardAttachment(attachmentID)
             return broadcast(.journal(entry), except: id)
@@ -197,7 +198,7 @@ extension SessionAuthority {
                         to: stored.isCommitted ? connectedIDs.filter { $0 != id } : eagerIDs(except: id))
 
         case .available:
-            return [.send(.refused(reason: "'available' is sent by the server, not to it"), to: id)]
+            return refuse("'available' is sent by the server, not to it", to: id)
 
         case .fetch(let attachmentID):
             return fetch(attachmentID, for: id, now: now)

@@ -12,10 +12,10 @@ extension SessionAuthority {
     mutating func handleQueue(_ request: QueueRequest, from id: ParticipantID, now: SessionInstant) -> [Action] {
         switch request {
         case .add(let proposed, let index):
-            guard mayEditQueue(id) else { return refuse("only the host can add to the queue", to: id) }
+            if let refusal = refusingQueueEdit("add to the queue", by: id) { return [.send(.refused(refusal), to: id)] }
             return addToQueue(proposed, at: index, by: id, now: now)
         case .remove(let entryID):
-            guard mayEditQueue(id) else { return refuse("only the host can remove from the queue", to: id) }
+            if let refusal = refusingQueueEdit("remove from the queue", by: id) { return [.send(.refused(refusal), to: id)] }
             guard let index = queue.index(of: entryID) else { return refuse(noSuchEntry(entryID), to: id) }
             guard index != queue.currentIndex else {
                 return refuse("cannot remove \"\(queue.entries[index].title)\" while it plays — go to another item first", to: id)
@@ -25,7 +25,7 @@ extension SessionAuthority {
             return broadcast(.queue(queue))
                 + broadcast(notice(.info, id, "\(name(of: id)) removed \(removed.title) from the queue", now))
         case .move(let entryID, let to):
-            guard mayEditQueue(id) else { return refuse("only the host can reorder the queue", to: id) }
+            if let refusal = refusingQueueEdit("reorder the queue", by: id) { return [.send(.refused(refusal), to: id)] }
             guard let index = queue.index(of: entryID) else { return refuse(noSuchEntry(entryID), to: id) }
             let currentID = queue.current?.id
             let entry = queue.entries.remove(at: index)
@@ -100,17 +100,17 @@ extension SessionAuthority {
         let limit = configuration.queue.maxEntries
         guard !proposed.isEmpty else { return refuse("nothing to add to the queue", to: id) }
         guard queue.entries.count + proposed.count <= limit else {
-            return refuse("the queue would hold \(queue.entries.count + proposed.count) items; the limit is \(limit) — "
+            return refuse(.limit, "the queue would hold \(queue.entries.count + proposed.count) items; the limit is \(limit) — "
                 + "remove some first", to: id)
         }
         var added: [QueueEntry] = []
         for var entry in proposed {
             switch bounded(entry.activity) {
             case .success(let envelope): entry.activity = envelope
-            case .failure(let problem): return refuse(problem.reason, to: id)
+            case .failure(let problem): return refuse(.tooLarge, problem.reason, to: id)
             }
             if let contentID = entry.contentID, contentID.utf8.count > TextBounds.maxIdentifierBytes {
-                return refuse("a queue item's content fingerprint is \(contentID.utf8.count) bytes; the limit is "
+                return refuse(.tooLarge, "a queue item's content fingerprint is \(contentID.utf8.count) bytes; the limit is "
                     + "\(TextBounds.maxIdentifierBytes)", to: id)
             }
             added.append(entry)
@@ -121,7 +121,7 @@ extension SessionAuthority {
         if let current = next.currentIndex, current >= at { next.currentIndex = current + added.count }
         let size = (try? JSONEncoder().encode(next.entries).count) ?? Int.max
         guard size <= configuration.queue.maxBytes else {
-            return refuse("the queue would take \(AuthorityText.bytes(Int64(size))) encoded; the limit is "
+            return refuse(.tooLarge, "the queue would take \(AuthorityText.bytes(Int64(size))) encoded; the limit is "
                 + "\(AuthorityText.bytes(Int64(configuration.queue.maxBytes))) — add fewer or smaller items", to: id)
         }
         // Ids are taken only once the whole request is accepted.
@@ -138,10 +138,19 @@ extension SessionAuthority {
     }
 
     func mayEditQueue(_ id: ParticipantID) -> Bool {
-        mayActAsHost(id, everyoneMay: configuration.everyoneMayChangeActivity)
+        refusingQueueEdit("edit the queue", by: id) == nil
     }
 
-    func refuse(_ reason: String, to id: ParticipantID) -> [Action] { [.send(.refused(reason: reason), to: id)] }
+    func refusingQueueEdit(_ what: String, by id: ParticipantID) -> Refusal? {
+        configuration.rules.refusingQueueEdit(what, isHost: members[id]?.isHost == true)
+    }
+
+    /// A refusal of a request that makes no sense now (`Refusal.Code.invalid`).
+    func refuse(_ reason: String, to id: ParticipantID) -> [Action] { refuse(.invalid, reason, to: id) }
+
+    func refuse(_ code: Refusal.Code, _ reason: String, to id: ParticipantID) -> [Action] {
+        [.send(.refused(Refusal(code, reason)), to: id)]
+    }
 
     func noSuchEntry(_ entryID: String) -> String {
         "there is no queue item \(TextBounds.line(entryID, maxBytes: 64)) — list the queue to see its items"

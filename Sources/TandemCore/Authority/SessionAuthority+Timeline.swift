@@ -141,8 +141,8 @@ extension SessionAuthority {
         case .begin(let suspensionID, let reason):
             guard !member.suspensions.contains(where: { $0.id == suspensionID }) else { return [] }
             guard member.suspensions.count < TextBounds.maxSuspensionsPerParticipant else {
-                return [.send(.refused(reason: "too many suspensions: the limit is "
-                    + "\(TextBounds.maxSuspensionsPerParticipant) at once — end one first"), to: id)]
+                return [.send(.refused(Refusal(.limit, "too many suspensions: the limit is "
+                    + "\(TextBounds.maxSuspensionsPerParticipant) at once — end one first")), to: id)]
             }
             member.suspensions.append(HeldSuspension(id: suspensionID, reason: Self.bounded(reason)))
         case .end(let suspensionID, let proposedItemTime):

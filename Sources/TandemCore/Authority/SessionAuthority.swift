@@ -196,10 +196,20 @@ public struct SessionAuthority: Sendable {
     }
 
     /// The refusal of anything shared before joining.
-    static let joinFirst = "join the session first: nothing is shared before you join"
+    static let joinFirst = Refusal.joinFirst.reason
 
     /// Handles one message from a connected participant. Messages from unknown or disconnected ids are ignored.
+    /// A refusal names the kind of request it refuses (`Refusal.Request`).
     public mutating func receive(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
+        let actions = handle(message, from: id, now: now)
+        guard let request = Refusal.Request(message) else { return actions }
+        return actions.map { action in
+            guard case .send(.refused(let reason, let code, nil), let target) = action, target == id else { return action }
+            return .send(.refused(reason: reason, code: code ?? .other, request: request), to: target)
+        }
+    }
+
+    private mutating func handle(_ message: ClientMessage, from id: ParticipantID, now: SessionInstant) -> [Action] {
         guard endReason == nil, let member = members[id], member.isConnected else { return [] }
         var actions: [Action]
         if !member.hasJoined {
@@ -207,7 +217,7 @@ public struct SessionAuthority: Sendable {
             case .join, .clockPing, .linkReport, .leave, .takePart: break
             default:
                 // Enforced here, not only by the client: nothing shared is sent or changed before joining.
-                return [.send(.refused(reason: Self.joinFirst), to: id)]
+                return [.send(.refused(.joinFirst), to: id)]
             }
         }
         switch message {
@@ -238,17 +248,17 @@ public struct SessionAuthority: Sendable {
         case .suspension(let update):
             actions = updateSuspension(update, of: id, now: now)
         case .setActivity(let envelope):
-            guard mayActAsHost(id, everyoneMay: configuration.everyoneMayChangeActivity) else {
-                return [.send(.refused(reason: "only the host can change the activity"), to: id)]
+            if let refusal = configuration.rules.refusingActivityChange(isHost: member.isHost) {
+                return [.send(.refused(refusal), to: id)]
             }
             switch bounded(envelope) {
             case .success(let envelope):
                 guard let replaced = replaceCurrentEntry(with: envelope) else {
-                    return refuse("the queue has no room for this activity (\(configuration.queue.maxEntries) items, "
+                    return refuse(.limit, "the queue has no room for this activity (\(configuration.queue.maxEntries) items, "
                         + "\(AuthorityText.bytes(Int64(configuration.queue.maxBytes))) encoded) — remove an item first", to: id)
                 }
                 actions = changeActivity(to: envelope, by: id, now: now) + replaced
-            case .failure(let problem): return [.send(.refused(reason: problem.reason), to: id)]
+            case .failure(let problem): return refuse(.tooLarge, problem.reason, to: id)
             }
         case .resent:
             return []  // The transport's business (it holds and releases messages around a resend).
@@ -269,9 +279,8 @@ public struct SessionAuthority: Sendable {
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:
-            guard mayActAsHost(id, everyoneMay: configuration.everyoneMayEndSession) else {
-                return [.send(.refused(reason: "only the host can end the session for everyone; leave with q instead"),
-                              to: id)]
+            if let refusal = configuration.rules.refusingEnd(isHost: member.isHost) {
+                return [.send(.refused(refusal), to: id)]
             }
             actions = endSession(InvalidationReason(code: .ended, message: "\(member.participant.name) ended the session"))
         }
@@ -348,7 +357,8 @@ extension SessionAuthority {
         return SessionSnapshot(sessionID: sessionID, localParticipant: members[id]!.participant, activity: activity,
                                timeline: joined ? timeline : nil, participants: participants,
                                attachments: joined && !lazy ? committedAttachments : [],
-                               reconnectToken: members[id]!.reconnectToken, queue: joined ? queue : nil)
+                               reconnectToken: members[id]!.reconnectToken, queue: joined ? queue : nil,
+                               rules: configuration.rules)
     }
 
     /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.

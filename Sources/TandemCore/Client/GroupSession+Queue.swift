@@ -10,10 +10,12 @@ extension GroupSession {
 
     /// Appends `activity` to the queue (or inserts it before index `at`). `itemID` names the item the timeline
     /// refers to while it plays (defaults to the title); `contentID` is its content fingerprint, when known, so that
-    /// others can check their copy. Editing the queue is the host's unless the session gives it to everyone; the
-    /// authority's refusal arrives as a notice-worthy `refused` message.
+    /// others can check their copy. Editing the queue is the host's unless the session's rules give it to everyone
+    /// (else `GroupSessionError.refused`, `.notHost`); what the authority refuses later (a bound) arrives on
+    /// `refusals`.
     public func addToQueue(_ activity: Activity, itemID: String? = nil, contentID: String? = nil,
                            at index: Int? = nil) async throws {
+        try check { rules, isHost in rules.refusingQueueEdit("add to the queue", isHost: isHost) }
         let envelope: ActivityEnvelope
         do { envelope = try activity.envelope(itemID: itemID) } catch {
             throw SessionError.encodingFailed(String(describing: error))
@@ -23,11 +25,13 @@ extension GroupSession {
 
     /// Removes a queue entry that is not playing.
     public func removeFromQueue(entryID: String) async throws {
+        try check { rules, isHost in rules.refusingQueueEdit("remove from the queue", isHost: isHost) }
         try await send(.queue(.remove(id: entryID)))
     }
 
     /// Moves a queue entry to `index`.
     public func moveInQueue(entryID: String, to index: Int) async throws {
+        try check { rules, isHost in rules.refusingQueueEdit("reorder the queue", isHost: isHost) }
         try await send(.queue(.move(id: entryID, to: index)))
     }
 
@@ -49,6 +53,7 @@ extension GroupSession {
     /// Appends `entries` to the queue in one request (or inserts them before index `at`): all are added, or none
     /// (the authority refuses the whole request when one is out of bounds). Their ids are the authority's.
     public func addToQueue(entries: [QueueEntry], at index: Int? = nil) async throws {
+        try check { rules, isHost in rules.refusingQueueEdit("add to the queue", isHost: isHost) }
         try await send(.queue(.add(entries, at: index)))
     }
 }

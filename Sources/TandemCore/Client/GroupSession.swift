@@ -4,11 +4,20 @@ import Synchronization
 /// One live session of an activity, as SharePlay's `GroupSession`: its state, participants and activity, over a
 /// `SessionLink` to the session's authority.
 ///
-/// A session starts `.waiting`; `join()` makes it `.joined` and tells the authority, which sends a participant that
-/// entered waiting (`TandemClient.Options.waitsToJoin`) nothing but the activity and the participants until then; it ends `.invalidated(reason:)` when the participant
-/// leaves, someone ends it for everyone, or the connection is gone. Every property can be observed as an
-/// `AsyncStream` that starts with the current value. It follows the authority while its owner runs `run()`; it
-/// starts no task of its own.
+/// A session over a link that entered waiting (`TandemClient.Options.waitsToJoin`, the links `sessions(invites:)`
+/// makes) starts `.waiting`: the authority sends it nothing but the activity and the participants until `join()`
+/// makes it `.joined`. A link that joined as it connected gives a session that is `.joined` from the start (the
+/// authority already counts it in; `join()` then does nothing): the state always says what the authority does. It
+/// ends `.invalidated(reason:)` when the participant leaves, someone ends it for everyone, or the connection is
+/// gone. Every property can be observed as an `AsyncStream` that starts with the current value.
+///
+/// It follows the authority while `run()` runs: run it in a task its owner owns; `join()` and the `activity`
+/// setter start it themselves when nobody has (so a forgotten `run()` costs nothing but the task's ownership).
+///
+/// Requests the authority may refuse throw `GroupSessionError`: what the session's rules (`rules`, announced in the
+/// welcome) refuse is thrown before anything is sent, with the authority's words; what the authority still refuses
+/// (a bound, a race with a change of host) arrives on `refusals`, and a refused activity change puts the group's
+/// activity back.
 public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable {
     /// Where this participant stands in the session.
     public enum State: Sendable, Hashable {
@@ -19,24 +28,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     }
 
     /// Errors from changing the session.
-    public enum SessionError: Error, Sendable, Hashable, CustomStringConvertible {
-        /// The activity could not be encoded.
-        case encodingFailed(String)
-        /// The session is over.
-        case invalidated(InvalidationReason)
-        /// Only a participant that has joined can do this: call `join()` first.
-        case notJoined
-        /// A notice with no text left once cleaned.
-        case emptyNotice
-        public var description: String {
-            switch self {
-            case .encodingFailed(let why): return "the activity could not be encoded: \(why)"
-            case .invalidated(let reason): return "the session is over: \(reason.message)"
-            case .notJoined: return "join the session first"
-            case .emptyNotice: return "the notice has no text to show"
-            }
-        }
-    }
+    public typealias SessionError = GroupSessionError
 
     /// The connection to the authority; messengers, journals and coordinators of this session use it too.
     public let link: any SessionLink
@@ -52,6 +44,10 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     private let activityBox: FanOut<ActivityEnvelope>
     private let noticesBox: FanOut<Notice>
     let queueBox: FanOut<SessionQueue>
+    private let refusalsBox = FanOut<Refusal>(replay: .none, buffering: .newest(64))
+    /// What the authority has said about roles and rules, and the activity before this participant's last proposal
+    /// (put back when the authority refuses it).
+    private let standing: GroupSessionStanding
     /// The link's messages, subscribed to on creation so that nothing sent after the welcome is missed; `run()`
     /// consumes them.
     private let upstream: Mutex<AsyncStream<ServerMessage>?>
@@ -67,7 +63,10 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         let welcome = link.welcome
         id = welcome.sessionID
         localParticipant = welcome.localParticipant
-        stateBox = FanOut(initial: .waiting, replay: .latest)
+        let joinedAlready = welcome.participants.contains { $0.participant.id == welcome.localParticipant.id && $0.hasJoined }
+        stateBox = FanOut(initial: joinedAlready ? .joined : .waiting, replay: .latest)
+        standing = GroupSessionStanding(rules: welcome.rules ?? SessionRules(),
+                                        hostIDs: Set(welcome.participants.filter(\.isHost).map(\.participant.id)))
         participantsBox = FanOut(initial: Self.joined(welcome.participants), replay: .latest)
         activityBox = FanOut(initial: welcome.activity, replay: .latest)
         noticesBox = FanOut(replay: .none, buffering: .newest(256))
@@ -78,9 +77,14 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     /// Follows the session: applies what the authority sends to the state, participants, activity and notices,
     /// and sends the activities the `activity` setter proposes. Returns when the session is invalidated (or the
     /// calling task is cancelled); run it for as long as the session is in use, in a task its owner owns, as
-    /// `PlaybackCoordinator.run()`. Call it once.
+    /// `PlaybackCoordinator.run()`. Called again while it runs (or after `join()` started it), it waits for the
+    /// session's end (or the caller's cancellation) without following twice.
     public func run() async {
-        guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else { return }
+        standing.withLock { $0.following = true }
+        guard let upstream = upstream.withLock({ u in defer { u = nil }; return u }) else {
+            for await state in states { if case .invalidated = state { return } }
+            return
+        }
         let proposed = proposals.subscribe()
         let requests = outbox.subscribe()
         await withTaskGroup(of: Void.self) { group in
@@ -111,17 +115,27 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
             switch message {
             case .welcome(let snapshot):
                 // A reconnected link's fresh snapshot: catch up with what changed while it was down.
+                noteRoles(snapshot.participants, rules: snapshot.rules)
                 participantsBox.send(Self.joined(snapshot.participants))
                 if let envelope = snapshot.activity, envelope != activityBox.latest { activityBox.send(envelope) }
                 if let queue = snapshot.queue, queue != queueBox.latest { queueBox.send(queue) }
             case .queue(let queue):
                 queueBox.send(queue)
             case .participants(let states):
+                noteRoles(states, rules: nil)
                 participantsBox.send(Self.joined(states))
             case .activity(let envelope):
                 activityBox.send(envelope)
             case .notice(let notice):
                 noticesBox.send(notice)
+            case .refused:
+                guard let refusal = message.refusal else { break }
+                if refusal.request == .setActivity,
+                   let before = standing.withLock({ s in defer { s.beforeProposal = nil }; return s.beforeProposal }),
+                   before != activityBox.latest {
+                    activityBox.send(before)  // the group's activity, not the one refused
+                }
+                refusalsBox.send(refusal)
             case .invalidated(let reason):
                 invalidate(reason)
                 return
@@ -141,6 +155,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         participantsBox.finish()
         activityBox.finish()
         noticesBox.finish()
+        refusalsBox.finish()
         queueBox.finish()
         proposals.finish()
         outbox.finish()
@@ -166,6 +181,45 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     /// Notices worth showing (who paused, who joined, who is waited for, different media, apps' own notices).
     public var notices: AsyncStream<Notice> { noticesBox.subscribe() }
 
+    /// What the authority refused of this participant's requests after they were sent (a call that could see it
+    /// threw it instead), as they come.
+    public var refusals: AsyncStream<Refusal> { refusalsBox.subscribe() }
+
+    /// What participants other than the host may do in this session, as the authority announced it.
+    public var rules: SessionRules { standing.withLock { $0.rules } }
+
+    /// Whether this participant holds the host's role.
+    public var isLocalHost: Bool { standing.withLock { $0.hostIDs.contains(localParticipant.id) } }
+
+    private func noteRoles(_ states: [ParticipantState], rules: SessionRules?) {
+        standing.withLock { standing in
+            standing.hostIDs = Set(states.filter(\.isHost).map(\.participant.id))
+            if let rules { standing.rules = rules }
+        }
+    }
+
+    /// Throws what the authority would answer: `notJoined` before joining, `invalidated` after the end, and the
+    /// session rules' refusal (`refuse`, given whether this participant is the host).
+    func check(_ refuse: (SessionRules, Bool) -> Refusal?) throws {
+        switch state {
+        case .invalidated(let reason): throw SessionError.invalidated(reason)
+        case .waiting: throw SessionError.notJoined
+        case .joined: break
+        }
+        let (rules, isHost) = standing.withLock { ($0.rules, $0.hostIDs.contains(localParticipant.id)) }
+        if let refusal = refuse(rules, isHost) { throw SessionError.refused(refusal) }
+    }
+
+    /// Starts `run()` in a task of the session's own when its owner has not started it.
+    private func followUnlessFollowed() {
+        guard !standing.withLock({ $0.following }) else { return }
+        Task { [self] in
+            await Task.yield()  // an owner's `Task { await session.run() }` made just before goes first
+            guard !standing.withLock({ $0.following }) else { return }
+            await run()
+        }
+    }
+
     /// The activity as it travels (identifier, metadata, item).
     public var activityEnvelope: ActivityEnvelope? { activityBox.latest }
     /// The envelope, then every change.
@@ -180,14 +234,17 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         }
         set {
             guard let newValue else { return }
-            // A property setter cannot wait: `run()` sends it, and a failure shows as the session's state.
+            // A property setter cannot wait: `run()` sends it; what it refuses arrives on `refusals`.
             proposals.send(newValue)
+            followUnlessFollowed()
         }
     }
 
     /// Proposes a new activity to everyone; every participant converges on it. `itemID` names the item the
-    /// playback timeline refers to (defaults to the activity's title).
+    /// playback timeline refers to (defaults to the activity's title). Throws `GroupSessionError.refused` when the
+    /// session's rules do not let this participant change it (`.notHost`), `notJoined` before joining.
     public func setActivity(_ activity: Activity, itemID: String? = nil) async throws {
+        try check { rules, isHost in rules.refusingActivityChange(isHost: isHost) }
         let payload: Data
         do { payload = try JSONEncoder().encode(activity) } catch {
             throw SessionError.encodingFailed(String(describing: error))
@@ -195,8 +252,10 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         let envelope = ActivityEnvelope(activityIdentifier: Activity.activityIdentifier, metadata: activity.metadata,
                                         payload: payload,
                                         itemID: itemID ?? activity.metadata.title ?? Activity.activityIdentifier)
+        let before = activityBox.latest
         try await send(.setActivity(envelope))
-        // The authority does not echo our own change back; apply it here.
+        // The authority does not echo our own change back; apply it here (a refusal puts `before` back).
+        standing.withLock { $0.beforeProposal = before }
         activityBox.send(envelope)
     }
 
@@ -208,6 +267,7 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         guard case .waiting = state else { return }
         stateBox.send(.joined)
         outbox.send(.takePart)
+        followUnlessFollowed()
     }
 
     /// `join()` for a caller that can wait: returns once the request is on the link, so anything sent after it
@@ -239,8 +299,10 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         invalidate(InvalidationReason(code: .left, message: "you left the session"))
     }
 
-    /// Ends the session for everyone.
+    /// Ends the session for everyone. Throws `GroupSessionError.refused` (`.notHost`) when the session's rules keep
+    /// that for the host (`rules.everyoneMayEndSession`), `notJoined` before joining.
     public func end() async throws {
+        try check { rules, isHost in rules.refusingEnd(isHost: isHost) }
         try await send(.end)
     }
 
@@ -278,5 +340,52 @@ extension GroupActivity {
             }
             return GroupSession<Self>(link: link)
         }
+    }
+}
+
+/// Errors from changing a `GroupSession`.
+public enum GroupSessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The activity could not be encoded.
+    case encodingFailed(String)
+    /// The session is over.
+    case invalidated(InvalidationReason)
+    /// Only a participant that has joined can do this: call `join()` first.
+    case notJoined
+    /// A notice with no text left once cleaned.
+    case emptyNotice
+    /// The session's authority refuses this (its rules, announced in the welcome: `code` says what kind, `reason`
+    /// in words a user can read).
+    case refused(Refusal)
+
+    public var description: String {
+        switch self {
+        case .encodingFailed(let why): return "the activity could not be encoded: \(why)"
+        case .invalidated(let reason): return "the session is over: \(reason.message)"
+        case .notJoined: return "join the session first"
+        case .emptyNotice: return "the notice has no text to show"
+        case .refused(let refusal): return refusal.reason
+        }
+    }
+}
+
+/// What a `GroupSession` knows of roles and rules, the activity before its last proposal (put back when the
+/// authority refuses it), and whether `run()` has started (by its owner, or by `join()`).
+final class GroupSessionStanding: @unchecked Sendable {
+    // @unchecked Sendable: `standing` is touched only under `lock`.
+    struct Standing {
+        var rules: SessionRules
+        var hostIDs: Set<ParticipantID>
+        var beforeProposal: ActivityEnvelope?
+        var following = false
+    }
+    private let lock = NSLock()
+    private var standing: Standing
+    init(rules: SessionRules, hostIDs: Set<ParticipantID>) {
+        standing = Standing(rules: rules, hostIDs: hostIDs)
+    }
+    func withLock<T>(_ body: (inout Standing) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&standing)
     }
 }

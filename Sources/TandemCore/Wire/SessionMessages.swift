@@ -241,9 +241,12 @@ public struct SessionSnapshot: Hashable, Sendable, Codable {
     public var reconnectToken: String?
     /// The session's queue (absent from servers before protocol version 3, and empty without one).
     public var queue: SessionQueue?
+    /// What participants other than the host may do (absent from older authorities: then only the host may).
+    public var rules: SessionRules?
     public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
                 participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil,
-                queue: SessionQueue? = nil) {
+                queue: SessionQueue? = nil, rules: SessionRules? = nil) {
+        self.rules = rules
         self.queue = queue
         self.sessionID = sessionID
         self.localParticipant = localParticipant
@@ -338,7 +341,21 @@ public enum ServerMessage: Hashable, Sendable, Codable {
     case notice(Notice)
     /// A request could not be honoured (e.g. seek past the end); the text says why.
     case rejected(requestID: UInt64, reason: String)
-    /// An app message or journal entry was refused (size, rate); the text says why.
-    case refused(reason: String)
+    /// A request was refused (not the host's, not joined, size, rate…); the text says why, `code` what kind of
+    /// refusal and `request` which kind of request (both absent from authorities before them). See `Refusal`.
+    case refused(reason: String, code: Refusal.Code? = nil, request: Refusal.Request? = nil)
     case invalidated(InvalidationReason)
+}
+
+extension ServerMessage {
+    /// `refusal` on the wire.
+    public static func refused(_ refusal: Refusal) -> ServerMessage {
+        .refused(reason: refusal.reason, code: refusal.code, request: refusal.request)
+    }
+
+    /// The refusal this message carries, if it is one (`.other` for an authority that gives no code).
+    public var refusal: Refusal? {
+        guard case .refused(let reason, let code, let request) = self else { return nil }
+        return Refusal(code ?? .other, reason, request: request)
+    }
 }

@@ -78,7 +78,7 @@ extension HostedSession {
             guard !targets.isEmpty, let frame = try? SessionCodec.encode(ServerMessage.appMessage(incoming),
                                                                          allocator: ByteBufferAllocator()) else { break }
             for target in targets { target.send(frame) }
-        case .refuse(let reason): connections[participant]?.send(.refused(reason: reason))
+        case .refuse(let refusal): connections[participant]?.send(.refused(refusal))
         case .ignore: break
         }
         return true

@@ -215,7 +215,7 @@ final class HostedSession: @unchecked Sendable {
             fanOut(to: recipients.compactMap { connections[$0] }) {
                 try SessionCodec.encode(message, allocator: Self.allocator)
             }
-        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)], keeping: false)
+        case .refuse(let refusal): perform([.send(.refused(refusal), to: participant)], keeping: false)
         case .ignore: break
         }
     }
@@ -248,7 +248,7 @@ final class HostedSession: @unchecked Sendable {
                 try SessionCodec.forwardedAppMessage(source: participant, sequence: sequence, payload: payload,
                                                      allocator: Self.allocator)
             }
-        case .refuse(let reason): perform([.send(.refused(reason: reason), to: participant)], keeping: false)
+        case .refuse(let refusal): perform([.send(.refused(refusal), to: participant)], keeping: false)
         case .ignore: break
         }
     }

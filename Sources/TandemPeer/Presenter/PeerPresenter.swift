@@ -177,7 +177,7 @@ package final class PeerPresenter: Sendable {
             // What the authority refused (the last item of the queue, a queue change that is the host's).
             group.addTask {
                 for await message in serverMessages {
-                    if case .refused(let reason) = message { self.warn(reason) }
+                    if case .refused(let reason, _, _) = message { self.warn(reason) }
                 }
             }
             for task in beside { group.addTask { await task() } }
