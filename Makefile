@@ -20,7 +20,7 @@ ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 # The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
 # Run-time exclusivity checks are left out of it (debug builds, and so every test, keep them): they were 13 % of the
-# relay's instructions per delivered message (`tandem bench relay --instructions`, README "The relay").
+# relay's instructions per delivered message (`tandem bench relay --instructions`, docs/BENCHMARKS.md "The relay").
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked
 DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
 # H.264/AAC in MP4 for the tests that need it: made by `make samples` (or `make test`) when missing, not committed.
@@ -83,14 +83,14 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/systemd/system/tandem-serve.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/tandem
 
-## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, docs) and its SHA-256.
+## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, CHANGELOG, docs) and its SHA-256.
 release: deps
 	swift build $(RELEASE_FLAGS) --product tandem
 	swift build $(RELEASE_FLAGS) --product generate-manual
 	rm -rf dist/tandem-$(VERSION)-linux-$(ARCH)
 	@$(MAKE) --no-print-directory install-files BIN="$$(swift build $(RELEASE_FLAGS) --show-bin-path)" \
 	  DESTDIR= PREFIX=$(CURDIR)/dist/tandem-$(VERSION)-linux-$(ARCH) UNIT_BINDIR=/usr/local/bin
-	cp -r README.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
+	cp -r README.md CHANGELOG.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
 	tar -C dist -czf dist/tandem-$(VERSION)-linux-$(ARCH).tar.gz tandem-$(VERSION)-linux-$(ARCH)
 	cd dist && sha256sum tandem-$(VERSION)-linux-$(ARCH).tar.gz | tee tandem-$(VERSION)-linux-$(ARCH).tar.gz.sha256
 
