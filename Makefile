@@ -28,7 +28,7 @@ MP4_SAMPLE := media-samples/h264-1080p.mp4
 # Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
 WEB_VENV := .build/web-venv
 
-.PHONY: deps build release install uninstall install-smoke test demo samples fuzz fuzz-corpus soak clean
+.PHONY: deps build release install uninstall install-smoke test api-check api-baseline demo samples fuzz fuzz-corpus soak clean
 
 ## Installs the Debian packages Tandem needs, only those that are missing. Quiet: one line, and apt's output
 ## only when it fails.
@@ -108,12 +108,25 @@ install-smoke:
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
 test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh
 	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
 	@# go to a directory of this run's own, removed when it ends, pass or fail.
 	@scratch=$$(mktemp -d /tmp/tandem-test.XXXXXX) && echo "TMPDIR=$$scratch swift test --skip-build --no-parallel" && \
 	  TMPDIR=$$scratch swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS); \
 	  status=$$?; rm -rf "$$scratch"; exit $$status
 	@$(MAKE) --no-print-directory install-smoke
+
+## The library's public API (Tandem and the modules it re-exports) against the baseline in api/: a breaking
+## change fails, naming it (a few seconds after a build; part of `make test`). docs/DEVELOPMENT.md says more.
+api-check: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh
+
+## Takes the current public API as the baseline in api/: for a breaking change made on purpose (commit api/ with
+## it, and name the change in CHANGELOG.md).
+api-baseline: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh --update
 
 ## A real watch-together session on the bundled samples.
 demo: build
