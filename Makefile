@@ -20,7 +20,7 @@ ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
 # The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
 # Run-time exclusivity checks are left out of it (debug builds, and so every test, keep them): they were 13 % of the
-# relay's instructions per delivered message (`tandem bench relay --instructions`, README "The relay").
+# relay's instructions per delivered message (`tandem bench relay --instructions`, docs/BENCHMARKS.md "The relay").
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked
 DEPS_LOG := $(or $(TMPDIR),/tmp)/tandem-deps.log
 # H.264/AAC in MP4 for the tests that need it: made by `make samples` (or `make test`) when missing, not committed.
@@ -28,7 +28,7 @@ MP4_SAMPLE := media-samples/h264-1080p.mp4
 # Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
 WEB_VENV := .build/web-venv
 
-.PHONY: deps build release install uninstall install-smoke test demo samples fuzz fuzz-corpus soak clean
+.PHONY: deps build release install uninstall install-smoke test api-check api-baseline demo samples fuzz fuzz-corpus soak clean
 
 ## Installs the Debian packages Tandem needs, only those that are missing. Quiet: one line, and apt's output
 ## only when it fails.
@@ -83,14 +83,14 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/systemd/system/tandem-serve.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/tandem
 
-## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, docs) and its SHA-256.
+## A release archive: dist/tandem-VERSION-linux-ARCH.tar.gz (bin/, share/, README, CHANGELOG, docs) and its SHA-256.
 release: deps
 	swift build $(RELEASE_FLAGS) --product tandem
 	swift build $(RELEASE_FLAGS) --product generate-manual
 	rm -rf dist/tandem-$(VERSION)-linux-$(ARCH)
 	@$(MAKE) --no-print-directory install-files BIN="$$(swift build $(RELEASE_FLAGS) --show-bin-path)" \
 	  DESTDIR= PREFIX=$(CURDIR)/dist/tandem-$(VERSION)-linux-$(ARCH) UNIT_BINDIR=/usr/local/bin
-	cp -r README.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
+	cp -r README.md CHANGELOG.md docs dist/tandem-$(VERSION)-linux-$(ARCH)/
 	tar -C dist -czf dist/tandem-$(VERSION)-linux-$(ARCH).tar.gz tandem-$(VERSION)-linux-$(ARCH)
 	cd dist && sha256sum tandem-$(VERSION)-linux-$(ARCH).tar.gz | tee tandem-$(VERSION)-linux-$(ARCH).tar.gz.sha256
 
@@ -108,12 +108,25 @@ install-smoke:
 ## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
 test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh
 	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
 	@# go to a directory of this run's own, removed when it ends, pass or fail.
 	@scratch=$$(mktemp -d /tmp/tandem-test.XXXXXX) && echo "TMPDIR=$$scratch swift test --skip-build --no-parallel" && \
 	  TMPDIR=$$scratch swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS); \
 	  status=$$?; rm -rf "$$scratch"; exit $$status
 	@$(MAKE) --no-print-directory install-smoke
+
+## The library's public API (Tandem and the modules it re-exports) against the baseline in api/: a breaking
+## change fails, naming it (a few seconds after a build; part of `make test`). docs/DEVELOPMENT.md says more.
+api-check: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh
+
+## Takes the current public API as the baseline in api/: for a breaking change made on purpose (commit api/ with
+## it, and name the change in CHANGELOG.md).
+api-baseline: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	bash scripts/api-check.sh --update
 
 ## A real watch-together session on the bundled samples.
 demo: build

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks whose figures the README publishes, with a release build, one after another (nothing else
+# Runs the benchmarks whose figures docs/BENCHMARKS.md publishes, with a release build, one after another (nothing else
 # should run on the machine meanwhile). Writes each report (.txt), its figures (.json) and plot (.svg) to
 # docs/bench/ (or the directory given).
 #

@@ -1,5 +1,5 @@
 /// Tandem's release version (`tandem --version`, `make release`'s archive name). The wire protocol has its own
 /// number, `tandemProtocolVersion`.
 public enum TandemVersion {
-    public static let string = "0.11.0"
+    public static let string = "0.12.0"
 }

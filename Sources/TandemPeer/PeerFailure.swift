@@ -1,7 +1,7 @@
 import Foundation
 import Tandem
 
-/// What a failure means for the person, and the documented exit code `tandem` ends with for it (README "Exit codes").
+/// What a failure means for the person, and the documented exit code `tandem` ends with for it (docs/SCRIPTING.md, "Errors and exit codes").
 package enum TandemExit: Int32, CaseIterable, Sendable {
     case ok = 0
     /// Internal failure that is not the user's doing.

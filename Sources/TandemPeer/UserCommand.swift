@@ -57,7 +57,7 @@ package enum UserCommand: Equatable, Sendable {
     package static let offsetStepMilliseconds = 10.0
 
     /// One command on standard input: how it is written and what it does. `help` on standard input, the man page,
-    /// the unknown-command warning and the README come from `lineCommands`.
+    /// the unknown-command warning and the README's command table come from `lineCommands`.
     package struct LineCommand: Sendable {
         package var syntax: String
         package var what: String
@@ -198,7 +198,7 @@ package enum UserCommand: Equatable, Sendable {
         package var command: UserCommand
     }
 
-    /// Every key: the terminal, the video window, `?` help, the README and the man page all come from here.
+    /// Every key: the terminal, the video window, `?` help, the README's key table and the man page all come from here.
     package static let keyBindings: [KeyBinding] = [
         KeyBinding(terminal: [0x20], window: ["space"], command: .togglePlayPause),
         KeyBinding(terminal: [], window: ["Left"], command: .seekBy(-10)),

@@ -71,7 +71,7 @@ struct ThrottledStreamTests {
             let waited = stall.to.time - stall.from.time
             // Known to fail now and then: the stall is heard from the download buffer's level, which sometimes
             // lags the starved sink by far more than 2–3 s (once 11 s of a 16 s wait); watching the sink's renders
-            // instead is the fix to make (README, limits).
+            // instead is the fix to make (docs/USAGE.md, "Without a copy").
             withKnownIssue("a streamer's stall is sometimes heard late", isIntermittent: true) {
                 #expect(annAhead < waited / 2,
                         "ann played \(Double(annAhead) / 1e9) s on while bob waited \(Double(waited) / 1e9) s")

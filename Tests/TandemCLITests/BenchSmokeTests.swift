@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Short runs of the benchmarks with loose bounds, so they cannot rot. The figures themselves come from the
-/// published runs (README), never from tests on a busy machine.
+/// published runs (docs/BENCHMARKS.md), never from tests on a busy machine.
 @Suite("Benchmark smoke runs", .serialized)
 struct BenchSmokeTests {
     @Test("bench sync: a few seconds with three peers on a simulated LAN writes a report, JSON and a plot")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A short run of `tandem bench stream` with loose bounds, so that it cannot rot; its figures come from the
-/// published runs (README), never from a test on a busy machine.
+/// published runs (docs/BENCHMARKS.md), never from a test on a busy machine.
 @Suite("Benchmark smoke runs: stream", .serialized)
 struct StreamBenchSmokeTests {
     @Test("bench stream: a few seconds through a 3× link report a first frame, bytes fetched and skew against a local peer")

@@ -3,7 +3,7 @@ import Tandem
 import Testing
 import TandemPeer
 
-/// The `--json` event types against the README's table of events and fields, so that neither can drift.
+/// The `--json` event types against docs/SCRIPTING.md's table of events and fields, so that neither can drift.
 @Suite("JSON events")
 struct PeerEventSchemaTests {
     /// One of each event with every optional field set (three participants show every readiness).
@@ -89,12 +89,12 @@ struct PeerEventSchemaTests {
         return nil
     }
 
-    /// The README's table: event name → its fields as documented.
+    /// docs/SCRIPTING.md's table: event name → its fields as documented.
     static func documented() throws -> [String: Fields] {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        guard let start = text.range(of: "### Scripted use and `--json`") else { return [:] }
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/SCRIPTING.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        guard let start = text.range(of: "## Scripted use and `--json`") else { return [:] }
         var events: [String: Fields] = [:]
         for line in text[start.upperBound...].split(separator: "\n").drop(while: { !$0.hasPrefix("| event") }).dropFirst(2) {
             guard line.hasPrefix("|") else { break }
@@ -136,14 +136,14 @@ struct PeerEventSchemaTests {
         return pieces + [current]
     }
 
-    @Test("the README documents every event type, and only those")
+    @Test("docs/SCRIPTING.md documents every event type, and only those")
     func eventNames() throws {
         let documented = try Self.documented()
         #expect(Set(documented.keys) == Set(allPeerEventTypes.map { $0.name }))
         #expect(Set(Self.examples.map { type(of: $0).name }) == Set(allPeerEventTypes.map { $0.name }))
     }
 
-    @Test("each event's fields, and the fields of its objects, are the README's")
+    @Test("each event's fields, and the fields of its objects, are docs/SCRIPTING.md's")
     func eventFields() throws {
         let documented = try Self.documented()
         for example in Self.examples {
@@ -154,13 +154,13 @@ struct PeerEventSchemaTests {
             var actual = Self.fields(of: object) ?? Fields()
             actual.names["event"] = nil
             actual.names["time"] = nil
-            var expected = try #require(documented[name], "\(name) is not in the README")
+            var expected = try #require(documented[name], "\(name) is not in docs/SCRIPTING.md")
             // `waitingFor` is keyed by participant ids, not by field names.
             if expected.names["waitingFor"] != nil {
                 expected.names["waitingFor"] = .some(nil)
                 actual.names["waitingFor"] = .some(nil)
             }
-            #expect(actual == expected, "\(name): types have \(actual), the README says \(expected)")
+            #expect(actual == expected, "\(name): types have \(actual), docs/SCRIPTING.md says \(expected)")
         }
     }
 

@@ -3,7 +3,7 @@ import Testing
 import Tandem
 import TandemPeer
 
-// The README's embedding example, run for real: an embedded server, two participants with headless GStreamer
+// docs/EMBEDDING.md's example, run for real: an embedded server, two participants with headless GStreamer
 // players, the group starting together, an app message and an attachment.
 
 /// What the app shares.
@@ -17,7 +17,7 @@ struct Reaction: Codable, Sendable, Equatable {
     var emoji: String
 }
 
-@Suite("Embedding the library (the README example)", .serialized)
+@Suite("Embedding the library (the docs/EMBEDDING.md example)", .serialized)
 struct EmbeddingExampleTests {
     static let movie = try! Samples.path("countdown.webm")
 

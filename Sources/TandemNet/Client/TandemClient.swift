@@ -66,7 +66,7 @@ public enum TandemClient {
         public var clockProbesOverDatagrams = true
         /// With `clockProbesOverDatagrams`: send every probe over TCP as well while the UDP path works, so that the
         /// estimator also has the TCP path's samples (often the best ones while that connection is quiet). Measured
-        /// with `tandem bench clock --transfer` (README): both paths gave the lowest median error.
+        /// with `tandem bench clock --transfer` (docs/BENCHMARKS.md): both paths gave the lowest median error.
         public var clockProbesAlsoOverTCP = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One kind of `--json` event (README "Scripted use and `--json`"): its fields, plus `event` (its name) and `time`
+/// One kind of `--json` event (docs/SCRIPTING.md, "Scripted use and `--json`"): its fields, plus `event` (its name) and `time`
 /// (Unix seconds, to the millisecond), written as one JSON object per line with sorted keys.
 package protocol PeerEvent: Codable, Sendable {
     /// The `event` field.

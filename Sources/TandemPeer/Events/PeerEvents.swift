@@ -1,7 +1,7 @@
 import Foundation
 import Tandem
 
-// The `--json` events, one type each, in the order the README's table lists them.
+// The `--json` events, one type each, in the order docs/SCRIPTING.md's table lists them.
 
 /// `invite` (host only, first): the invite to hand on.
 package struct InviteEvent: PeerEvent, Equatable {

@@ -40,7 +40,7 @@ struct PeerOptions: ParsableArguments {
             + "Bluetooth headphones that lag; keys - and + change it in 10 ms steps.", valueName: "MS"))
     var offset: Double?
 
-    @Flag(help: "Print one JSON object per line on standard output for every event (see the README for the schema).")
+    @Flag(help: "Print one JSON object per line on standard output for every event (docs/SCRIPTING.md has the schema).")
     var json = false
 
     @Flag(name: .shortAndLong, help: "Debug logging on standard error.")

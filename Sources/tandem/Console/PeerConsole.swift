@@ -7,7 +7,7 @@ import TandemPeer
 ///
 /// Interactive (stdin is a terminal): keys act at once, one status line redraws in place, notices appear above it.
 /// Scripted (stdin is not a terminal): one command per line on stdin; notices as plain lines, or with `--json` one
-/// JSON object per event on stdout (schema in the README).
+/// JSON object per event on stdout (schema in docs/SCRIPTING.md).
 final class PeerConsole: PeerOutput {
     enum Mode: Sendable, Equatable {
         case interactive
