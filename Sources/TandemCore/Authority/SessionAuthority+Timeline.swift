@@ -55,7 +55,15 @@ extension SessionAuthority {
                                         reason: "invalid playback rate \(rate) — use a finite rate greater than 0"), to: id)]
             }
             var actions: [Action]
-            if timeline.isPlaying {
+            if timeline.isPlaying, everyoneChangesRateInPlace {
+                // Every player switches rate without stopping: the new line continues the current one from where
+                // the group will be once the request has reached everyone (the same point a stop would name), and
+                // nobody prerolls.
+                let (switchAt, itemTime) = stopPoint(now: now)
+                stopWaiting()
+                actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
+                                  originator: id)
+            } else if timeline.isPlaying {
                 // A player changes rate with a flushing seek, so this goes like a seek to where the group will be
                 // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,
                 // short of that point, and prerolls there at the new rate; all start together as soon as the last
@@ -356,6 +364,16 @@ extension SessionAuthority {
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
         let stopAt = now + maxOneWayDelay + configuration.startMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
+    }
+
+    /// Whether every connected participant has the item loaded in a player that changes rate in place
+    /// (`MediaInfo.changesRateInPlace`); one that does not (or has not said) makes a rate change a stop and a start.
+    var everyoneChangesRateInPlace: Bool {
+        let ids = connectedIDs
+        return !ids.isEmpty && ids.allSatisfy { id in
+            guard case .ready(let info) = members[id]?.readiness else { return false }
+            return info.changesRateInPlace
+        }
     }
 
     var maxOneWayDelay: TimeSpan {
