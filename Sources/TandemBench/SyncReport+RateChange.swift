@@ -13,8 +13,8 @@ package struct RateChangeFigures: Codable, Sendable {
     package var toNewRate: Double?
     /// The longest any peer held one frame within 2 s of the request (ms).
     package var longestHold: Double
-    /// The most frames one peer left unshown within 2 s of the request: each hold counted as the frames that would
-    /// have been shown meanwhile at the faster of the two rates, less the one held.
+    /// The most frames one peer left unshown within 2 s of the request: each hold counted as the frames due meanwhile
+    /// (at the old rate until the peer renders at the new one), less the one held.
     package var framesLost: Int
     /// Render skew of the frames shown within 1 s after the last peer reached the new rate (ms).
     package var skewAfter: SyncReport.Stats
@@ -36,16 +36,17 @@ package struct RateChangeFigures: Codable, Sendable {
             let reached = present.map { outcome.truth.effectTime(of: $0, after: mark.time, .rate(next), frameInterval: frameInterval) }
             let last = reached.contains { $0 == nil || $0! - mark.time > TimeSpan.seconds(5).nanoseconds }
                 ? nil : reached.compactMap { $0 }.max()
-            let nominal = Double(frameInterval) / max(rate, next)
             var longest: Int64 = 0
             var lost = 0
-            for peer in present {
+            for (peer, arrival) in zip(present, reached) {
                 let frames = outcome.truth.frames[peer].filter { $0.time >= mark.time - frameInterval && $0.time <= mark.time + window }
                 var peerLost = 0
                 for (a, b) in zip(frames, frames.dropFirst()) {
                     let hold = b.time - a.time
                     longest = max(longest, hold)
-                    peerLost += max(0, Int((Double(hold) / nominal).rounded()) - 1)
+                    // Until the peer shows the new rate, frames are due at the old one.
+                    let due = Double(frameInterval) / (arrival.map { b.time > $0 } == true ? next : rate)
+                    peerLost += max(0, Int((Double(hold) / due).rounded()) - 1)
                 }
                 lost = max(lost, peerLost)
             }
