@@ -64,7 +64,7 @@ extension SessionAuthority {
                 actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
                                   originator: id)
             } else if timeline.isPlaying {
-                // A player changes rate with a flushing seek, so this goes like a seek to where the group will be
+                // Someone's player changes rate with a flushing seek, so this goes like a seek to where the group will be
                 // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,
                 // short of that point, and prerolls there at the new rate; all start together as soon as the last
                 // is prepared (instead of after a worst-case preroll estimate). Resuming past every peer's stop
