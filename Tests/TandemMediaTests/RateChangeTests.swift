@@ -58,6 +58,50 @@ struct RateChangeTests {
         await player.close()
     }
 
+    @Test("changes in a row, and one after a flushing start at another rate, land on their lines too")
+    func changesInARowAndAfterAFlush() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        func now() -> Int64 { player.sessionTimeNow().nanoseconds }
+        /// Switches the playing `line` to `rate` 150 ms from now; returns the new line (session ns, item ns, rate).
+        func switchRate(_ line: (Int64, Int64, Double), to rate: Double) async throws -> (Int64, Int64, Double) {
+            let anchor = now() + TimeSpan.milliseconds(150).nanoseconds
+            let item = line.1 + Int64(Double(anchor - line.0) * line.2)
+            try await player.play(from: ItemTime(nanoseconds: item), atSessionTime: SessionInstant(nanoseconds: anchor), rate: rate)
+            #expect(player.lastRateSwitch?.rate == rate, "the change to \(rate)× was not made in place")
+            return (anchor, item, rate)
+        }
+        /// The median distance (ms) of the frames rendered from 50 ms after `line`'s anchor to `until` from it.
+        func offLine(_ frames: [RenderRecord], _ line: (Int64, Int64, Double), until: Int64) -> Double {
+            let mine = frames.filter { $0.monotonicTime > line.0 + 50_000_000 && $0.monotonicTime < until }
+            #expect(mine.count > 10)
+            return median(mine.map { abs(Double($0.monotonicTime - (line.0 + Int64(Double($0.itemTime - line.1) / line.2)))) / 1e6 })
+        }
+
+        var line: (Int64, Int64, Double) = (now() + TimeSpan.milliseconds(300).nanoseconds, TimeSpan.seconds(1).nanoseconds, 1)
+        try await player.play(from: ItemTime(nanoseconds: line.1), atSessionTime: SessionInstant(nanoseconds: line.0), rate: 1)
+        try await sleep(ms: 700)
+        let fast = try await switchRate(line, to: 1.5)
+        try await sleep(ms: 700)
+        line = try await switchRate(fast, to: 1)
+        try await sleep(ms: 700)
+        var frames = player.renderProbe.drain().filter { $0.kind == .video && $0.isExact }
+        #expect(offLine(frames, fast, until: line.0 - 10_000_000) < 8)
+        #expect(offLine(frames, line, until: .max) < 8)
+
+        // A flushing start at 0.75× elsewhere, then in place to 1.25×.
+        try await player.prepare(at: .seconds(20), rate: 0.75)
+        let slow: (Int64, Int64, Double) = (now() + TimeSpan.milliseconds(200).nanoseconds, TimeSpan.seconds(20).nanoseconds, 0.75)
+        try await player.play(from: ItemTime(nanoseconds: slow.1), atSessionTime: SessionInstant(nanoseconds: slow.0), rate: 0.75)
+        try await sleep(ms: 700)
+        _ = player.renderProbe.drain()
+        let last = try await switchRate(slow, to: 1.25)
+        try await sleep(ms: 800)
+        frames = player.renderProbe.drain().filter { $0.kind == .video && $0.isExact }
+        #expect(offLine(frames, last, until: .max) < 8)
+        await player.close()
+    }
+
     @Test("where the pipeline cannot change rate in place (oggdemux), or the player is told not to, it says so at load")
     func fallbackIsAnnouncedAtLoad() async throws {
         let opus = try Samples.headlessPlayer()
