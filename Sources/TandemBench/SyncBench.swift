@@ -22,10 +22,12 @@ package struct SyncBench {
         package var file = ""
         /// `GStreamerPlayer.Configuration.preciseWait` of every peer.
         package var preciseWait: TimeSpan = .zero
+        /// `GStreamerPlayer.Configuration.changesRateInPlace` of every peer; off, a rate change stops and starts.
+        package var rateInPlace = true
 
         package init(peers: Int = 4, link: String = "loopback", duration: Double = 120, policy: SyncPolicy = .tandem,
                      seed: UInt64 = 1, maxClockOffset: Double = 10, maxDriftPPM: Double = 200, file: String = "",
-                     preciseWait: TimeSpan = .zero) {
+                     preciseWait: TimeSpan = .zero, rateInPlace: Bool = true) {
             self.peers = peers
             self.link = link
             self.duration = duration
@@ -35,6 +37,21 @@ package struct SyncBench {
             self.maxDriftPPM = maxDriftPPM
             self.file = file
             self.preciseWait = preciseWait
+            self.rateInPlace = rateInPlace
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case peers, link, duration, policy, seed, maxClockOffset, maxDriftPPM, file, preciseWait, rateInPlace
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(peers: try c.decode(Int.self, forKey: .peers), link: try c.decode(String.self, forKey: .link),
+                      duration: try c.decode(Double.self, forKey: .duration), policy: try c.decode(SyncPolicy.self, forKey: .policy),
+                      seed: try c.decode(UInt64.self, forKey: .seed), maxClockOffset: try c.decode(Double.self, forKey: .maxClockOffset),
+                      maxDriftPPM: try c.decode(Double.self, forKey: .maxDriftPPM), file: try c.decode(String.self, forKey: .file),
+                      preciseWait: try c.decode(TimeSpan.self, forKey: .preciseWait),
+                      rateInPlace: try c.decodeIfPresent(Bool.self, forKey: .rateInPlace) ?? true)
         }
     }
 
@@ -260,6 +277,7 @@ private struct PeerSetups {
             : SimulatedNetworkPath(profile: profile, seed: configuration.seed &* 1_000_003 &+ UInt64(index))
         var player = GStreamerPlayer.Configuration.headless
         player.preciseWait = configuration.preciseWait
+        player.changesRateInPlace = configuration.rateInPlace
         return Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,
                                   impairment: link, player: player, policy: configuration.policy)
     }

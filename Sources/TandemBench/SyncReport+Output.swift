@@ -34,6 +34,7 @@ extension SyncBench.Configuration {
     package var command: String {
         var command = "tandem bench sync --peers \(peers) --link \(link) --duration \(String(format: "%g", duration)) --policy \(policy.rawValue) --seed \(seed)"
         if preciseWait != .zero { command += " --precise-wait \(String(format: "%g", Double(preciseWait.nanoseconds) / 1e3))" }
+        if !rateInPlace { command += " --rate-fallback" }
         return command
     }
 }

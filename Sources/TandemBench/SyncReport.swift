@@ -87,6 +87,8 @@ package struct SyncReport: Codable, Sendable {
     package var peakMemoryMBPerPeer: Double?
     package var corrections: [String: Int]
     package var probeRecordsDropped: UInt64
+    /// What each rate change cost (absent in reports from before it was measured).
+    package var rateChanges: [RateChangeFigures]?
 
     /// Builds the report; `series` gets each peer's offset from the group over time (for the plot).
     package static func make(_ outcome: SyncBench.Outcome, command: String) -> SyncReport {
@@ -224,7 +226,8 @@ package struct SyncReport: Codable, Sendable {
             coordinationCPUPercentPerPeer: Double(outcome.cpu.other) / elapsed / peerCount * 100,
             peakMemoryMBPerPeer: outcome.peakMemory.map { Double($0) / 1_048_576 / peerCount },
             corrections: outcome.corrections,
-            probeRecordsDropped: outcome.truth.dropped)
+            probeRecordsDropped: outcome.truth.dropped,
+            rateChanges: RateChangeFigures.make(outcome, frameInterval: frameInterval))
     }
 
     // MARK: Text
@@ -268,6 +271,10 @@ package struct SyncReport: Codable, Sendable {
         }
         lines.append(commandTable.rendered)
         lines.append("")
+        if let rateChanges {
+            lines.append(RateChangeFigures.rendered(rateChanges))
+            lines.append("")
+        }
         let joins = lateJoinToInSync.map { $0.map { String(format: "%.2f s", $0) } ?? "never" }.joined(separator: ", ")
         lines.append("late joiner → within 1 ms of the group: \(joins.isEmpty ? "–" : joins)")
         if let clockError {

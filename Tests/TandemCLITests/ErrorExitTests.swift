@@ -135,7 +135,8 @@ struct HelpTextTests {
         #expect(serve.contains("--max-sessions") && serve.contains("--max-participants") && serve.contains("SIGTERM")
                 && serve.contains("--web"))
         let bench = try await Self.help(["bench", "sync"])
-        for word in ["--peers", "--link", "--policy", "--duration", "--json", "--plot", "syncplay-rules", "jellyfin-rules"] {
+        for word in ["--peers", "--link", "--policy", "--duration", "--json", "--plot", "syncplay-rules", "jellyfin-rules",
+                     "--rate-fallback"] {
             #expect(bench.contains(word), "bench sync --help lacks \(word)")
         }
     }

@@ -108,6 +108,31 @@ void tdm_gst_tune_audio_sinks(GstElement *bin, int64_t drift_tolerance_us, uint6
 /// Swift calibrates and reads it through GStreamer itself (gst_clock_set_calibration, gst_clock_get_time).
 GstClock *tdm_gst_clock_new_monotonic(uint64_t spin_ns);
 
+// MARK: - Instant rate change (instant_rate.c)
+
+/// What an instant rate change came to: when it was sent, and the sync time the pipeline chose for it.
+typedef struct {
+    int64_t sent_at;                  ///< CLOCK_MONOTONIC (ns) just before the seek was sent
+    int sinks;                        ///< base sinks that received the pipeline's INSTANT_RATE_SYNC_TIME
+    double multiplier;                ///< the rate multiplier it carried (new rate / the segment's rate)
+    uint64_t running_time;            ///< the running time at which the sinks switched (the pipeline's choice:
+                                      ///< its clock minus its base time when it handled the request)
+    uint64_t upstream_running_time;   ///< the same instant in the running time upstream elements see
+} tdm_gst_instant_rate_result;
+
+/// Sends `pipeline` a seek with only GST_SEEK_FLAG_INSTANT_RATE_CHANGE to `rate` (start and stop types NONE: only
+/// the rate multiplier of the current segment changes, nothing is flushed) and waits up to `wait_ns` for the
+/// pipeline's INSTANT_RATE_SYNC_TIME to reach a sink. Returns 1 when the sinks applied it (`out` says at which
+/// running time), 0 when the seek was accepted but no sink was told (an element ignored the flag: the rate did not
+/// change), -1 when the seek was refused. A rate of the other sign is not an instant change: do not ask for one.
+/// Blocking; call it from the player's queue. Nothing to free.
+int tdm_gst_instant_rate_change(GstElement *pipeline, double rate, int64_t wait_ns, tdm_gst_instant_rate_result *out);
+
+/// 1 when the loaded pipeline holds an element known to turn an instant-rate seek into an instant-rate-change
+/// event (matroskademux, qtdemux, the adaptive demuxers, appsrc), else 0. Only then is
+/// tdm_gst_instant_rate_change safe: other demuxers take the seek for a non-flushing seek.
+int tdm_gst_supports_instant_rate(GstElement *pipeline);
+
 // MARK: - Render probe (render_probe.c)
 
 /// Stream kinds of render records.

@@ -50,34 +50,7 @@ extension SessionAuthority {
             return actions + reconcile(now: now)
 
         case .rate(let rate):
-            guard rate.isFinite, rate > 0 else {
-                return [.send(.rejected(requestID: request.requestID,
-                                        reason: "invalid playback rate \(rate) — use a finite rate greater than 0"), to: id)]
-            }
-            var actions: [Action]
-            if timeline.isPlaying {
-                // A player changes rate with a flushing seek, so this goes like a seek to where the group will be
-                // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,
-                // short of that point, and prerolls there at the new rate; all start together as soon as the last
-                // is prepared (instead of after a worst-case preroll estimate). Resuming past every peer's stop
-                // means nobody sees a frame twice; a peer the request reaches later still says so
-                // (`renderedPast`) and the group resumes from there.
-                let (stopAt, itemTime) = stopPoint(now: now)
-                stopWaiting()
-                waitingRequiresPreparation = true
-                let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
-                                        requiringPreparation: true)
-                actions = publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
-                                  rate: rate, originator: id)
-                beginWaiting(blocking, now: now)
-                actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
-                return actions + reconcile(now: now)
-            } else {
-                actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
-                                  anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)
-            }
-            actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
-            return actions
+            return changeRate(to: rate, request: request, from: id, now: now)
         }
     }
 

@@ -67,7 +67,13 @@ extension PlaybackCoordinatorStateMachine {
             let sNow = mapping.sessionTime(atLocal: now)
             // After missed starts the engine is slower than its estimate: allow one more preroll per miss.
             let needed = configuration.prerollEstimate * Int64(min(missedStarts, 7) + 1) + configuration.joinMargin
-            if case .playing = target, line.fromAnchor > sNow + configuration.joinMargin {
+            if case .playing(let current) = target, loaded.info?.changesRateInPlace == true,
+               (current(line.fromAnchor) - line.toAnchor).magnitude <= .milliseconds(1),
+               line.fromAnchor > sNow + configuration.inPlaceSwitchMargin {
+                // The new line continues the one playing (a rate change): the engine switches rate at the anchor
+                // without stopping, so it needs no preroll, only the time to hand the command over.
+                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+            } else if case .playing = target, line.fromAnchor > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping.
                 issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
             } else if line.fromAnchor >= sNow + configuration.prerollEstimate

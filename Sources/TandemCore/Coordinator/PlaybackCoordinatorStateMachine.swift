@@ -26,6 +26,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         public var prerollEstimate: TimeSpan = .milliseconds(300)
         /// Extra time added to the preroll when this peer joins a running timeline on its own.
         public var joinMargin: TimeSpan = .milliseconds(100)
+        /// How far ahead a line that continues the playing one (a rate change) must still be for an engine that
+        /// changes rate in place (`MediaInfo.changesRateInPlace`) to switch to it at its anchor; closer than this,
+        /// the peer joins the new line on its own like a late joiner.
+        public var inPlaceSwitchMargin: TimeSpan = .milliseconds(10)
         /// The drift watchdog resynchronises when the engine strays further than this from the timeline…
         public var driftThreshold: TimeSpan = .milliseconds(20)
         /// …for at least this long.

@@ -10,15 +10,48 @@ public struct MediaInfo: Sendable, Codable, Hashable {
     public var contentID: String?
     /// The item's own title tag, if any.
     public var title: String?
+    /// Whether this player changes the rate of this item in place while it plays (no flush, no preroll): a `play`
+    /// given while playing, on a line that continues the one it plays, switches rate at its session time. The
+    /// authority then schedules a rate change as a new playing line at once, instead of a stop and a prepare round,
+    /// when every participant says so. Absent (older peers, the browser page) means no.
+    public var changesRateInPlace: Bool
 
     public init(duration: TimeSpan?, isSeekable: Bool, hasVideo: Bool, hasAudio: Bool,
-                contentID: String? = nil, title: String? = nil) {
+                contentID: String? = nil, title: String? = nil, changesRateInPlace: Bool = false) {
         self.duration = duration
         self.isSeekable = isSeekable
         self.hasVideo = hasVideo
         self.hasAudio = hasAudio
         self.contentID = contentID
         self.title = title
+        self.changesRateInPlace = changesRateInPlace
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case duration, isSeekable, hasVideo, hasAudio, contentID, title, changesRateInPlace
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        duration = try c.decodeIfPresent(TimeSpan.self, forKey: .duration)
+        isSeekable = try c.decode(Bool.self, forKey: .isSeekable)
+        hasVideo = try c.decode(Bool.self, forKey: .hasVideo)
+        hasAudio = try c.decode(Bool.self, forKey: .hasAudio)
+        contentID = try c.decodeIfPresent(String.self, forKey: .contentID)
+        title = try c.decodeIfPresent(String.self, forKey: .title)
+        changesRateInPlace = try c.decodeIfPresent(Bool.self, forKey: .changesRateInPlace) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(duration, forKey: .duration)
+        try c.encode(isSeekable, forKey: .isSeekable)
+        try c.encode(hasVideo, forKey: .hasVideo)
+        try c.encode(hasAudio, forKey: .hasAudio)
+        try c.encodeIfPresent(contentID, forKey: .contentID)
+        try c.encodeIfPresent(title, forKey: .title)
+        // Written only when true, so what older peers receive is unchanged.
+        if changesRateInPlace { try c.encode(true, forKey: .changesRateInPlace) }
     }
 }
 
@@ -116,7 +149,9 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     /// If not prepared at `itemTime`, the engine prepares first (so call `prepare` ahead of time for precision).
     /// An engine never moves a start: if, once prerolled, `sessionTime` is already past (or too close to make),
     /// it throws `PlaybackError.startMissed` and stays prerolled without playing. Where a late peer joins the
-    /// running timeline instead is the coordinator's decision.
+    /// running timeline instead is the coordinator's decision. Given while playing, on a line that continues the one
+    /// playing (a rate change), an engine whose `MediaInfo.changesRateInPlace` is true switches rate at `sessionTime`
+    /// without stopping; one that cannot stops and starts as above.
     func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws
 
     /// Pauses at once and returns the item time it paused at.

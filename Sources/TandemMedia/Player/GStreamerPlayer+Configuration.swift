@@ -46,6 +46,10 @@ extension GStreamerPlayer {
         public var preferredAudioTrack: Int?
         /// The subtitle track to show after each load (0-based, as `subtitleTrackCount` counts), when it exists.
         public var preferredSubtitleTrack: Int?
+        /// Whether a rate change while playing is made in place, with GStreamer's instant rate change, where the
+        /// item's pipeline supports it (`MediaInfo.changesRateInPlace`); off, every rate change stops, prerolls at
+        /// the new rate and starts again. On by default; benchmarks turn it off to compare.
+        public var changesRateInPlace = true
         /// The video window's title (`setWindowTitle` changes it), when the player owns the window (an X sink).
         public var windowTitle: String?
 

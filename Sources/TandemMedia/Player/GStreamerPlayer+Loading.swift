@@ -55,7 +55,8 @@ extension GStreamerPlayer {
             isSeekable: pipeline.querySeekable(),
             hasVideo: hasVideo, hasAudio: hasAudio,
             contentID: source.isFile ? MediaFingerprint.ofFile(atPath: source.path) : contentID,
-            title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)))
+            title: GStreamer.take(tdm_gst_error_trap_title(handles.trap)),
+            changesRateInPlace: configuration.changesRateInPlace && tdm_gst_supports_instant_rate(pipeline) != 0)
         state.withLock {
             $0.transport = .paused(info, .prerolled(Prepared(itemTime: 0, rate: 1), at: 0))
             $0.location = source.uri

@@ -35,6 +35,8 @@ extension GStreamerPlayer {
     func playOnQueue(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) throws(PlaybackError) {
         try ensureOpen()
         let info = try validate(itemTime: itemTime, rate: rate)
+        // Already playing a line this one continues (a rate change): switch without stopping, when the pipeline can.
+        if switchRateInPlace(from: itemTime, atSessionTime: sessionTime, rate: rate) { return }
         let pipeline = handles.pipeline
         let start = try prerolledForStart(from: itemTime, atSessionTime: sessionTime, rate: rate)
         let latency = pipeline.queryLatency()
@@ -48,6 +50,9 @@ extension GStreamerPlayer {
             guard base >= 0 else { return base }
             $0.transport = .playing(info)
             $0.playingRate = rate
+            $0.playingLine = ItemProjection(from: start.sessionTime, to: start.itemTime, rate: rate)
+            $0.runningTimeOrigin = start.sessionTime
+            $0.pipelineLatency = TimeSpan(nanoseconds: Int64(latency))
             return base
         }
         guard base >= 0 else {

@@ -48,6 +48,14 @@ struct PlayerState: Sendable {
     var outputOffset: TimeSpan = .zero
     /// The rate the pipeline plays at (set by `play`), to turn the offset into item time.
     var playingRate = 1.0
+    /// The line the pipeline plays (session time → item time) since the latest `play`, or an in-place rate change.
+    var playingLine: ItemProjection?
+    /// The session time at which running time is 0 for the playing pipeline (the start of the latest `play`).
+    var runningTimeOrigin: SessionInstant = .zero
+    /// The latency the latest `play` set on the pipeline.
+    var pipelineLatency: TimeSpan = .zero
+    /// The latest rate change made in place.
+    var lastRateSwitch: GStreamerPlayer.RateSwitch?
 
     init(clock: ClockHandle, calibration: ClockMapping, probeAttached: Set<RenderRecord.StreamKind>) {
         self.clock = clock

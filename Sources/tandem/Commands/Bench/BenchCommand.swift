@@ -65,6 +65,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
         valueName: "µs"))
     var preciseWait = 0.0
 
+    @Flag(name: .customLong("rate-fallback"), help: "Players change rate by stopping and starting again (a flushing seek and a prepare round), as without GStreamer's instant rate change: to compare with the in-place change.")
+    var rateFallback = false
+
     @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
     var json: String?
 
@@ -89,8 +92,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if processes || netlab {
             if let peers, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
             guard policy == [.tandem] else { throw ValidationError("--processes and --netlab run Tandem's own policy only; leave out --policy") }
-            guard plot == nil, frames == nil, preciseWait == 0 else {
-                throw ValidationError("--plot, --frames and --precise-wait are for the in-process run; leave them out with --processes or --netlab")
+            guard plot == nil, frames == nil, preciseWait == 0, !rateFallback else {
+                throw ValidationError("--plot, --frames, --precise-wait and --rate-fallback are for the in-process run; leave them out with --processes or --netlab")
             }
         }
         guard (2...32).contains(peers ?? 4) else { throw ValidationError("--peers must be 2 to 32") }
@@ -112,7 +115,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             if processes || netlab { return try await runProcesses(path) }
             let configuration = SyncBench.Configuration(
                 peers: peers ?? 4, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
-                maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait))
+                maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait), rateInPlace: !rateFallback)
             _ = try await SyncBench.run(configuration, policies: policy,
                                         outputs: .init(frames: frames, plot: plot, json: json),
                                         progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)

@@ -1,0 +1,55 @@
+// A rate request: a new line that continues the current one where every player changes rate in place, a stop and
+// a prepare round otherwise (ARCHITECTURE.md, "Changing rate without stopping").
+
+extension SessionAuthority {
+    mutating func changeRate(to rate: Double, request: TimelineRequest, from id: ParticipantID,
+                             now: SessionInstant) -> [Action] {
+        let who = name(of: id)
+        guard rate.isFinite, rate > 0 else {
+            return [.send(.rejected(requestID: request.requestID,
+                                    reason: "invalid playback rate \(rate) — use a finite rate greater than 0"), to: id)]
+        }
+        var actions: [Action]
+        if timeline.isPlaying, everyoneChangesRateInPlace {
+            // Every player switches rate without stopping: the new line continues the current one from where
+            // the group will be once the request has reached everyone (the same point a stop would name), and
+            // nobody prerolls.
+            let (switchAt, itemTime) = stopPoint(now: now)
+            stopWaiting()
+            actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
+                              originator: id)
+        } else if timeline.isPlaying {
+            // Someone's player changes rate with a flushing seek, so this goes like a seek to where the group will be
+            // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,
+            // short of that point, and prerolls there at the new rate; all start together as soon as the last
+            // is prepared (instead of after a worst-case preroll estimate). Resuming past every peer's stop
+            // means nobody sees a frame twice; a peer the request reaches later still says so
+            // (`renderedPast`) and the group resumes from there.
+            let (stopAt, itemTime) = stopPoint(now: now)
+            stopWaiting()
+            waitingRequiresPreparation = true
+            let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
+                                    requiringPreparation: true)
+            actions = publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
+                              rate: rate, originator: id)
+            beginWaiting(blocking, now: now)
+            actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
+            return actions + reconcile(now: now)
+        } else {
+            actions = publish(status: timeline.status, anchorSessionTime: timeline.anchorSessionTime,
+                              anchorItemTime: timeline.anchorItemTime, rate: rate, originator: id)
+        }
+        actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
+        return actions
+    }
+
+    /// Whether every connected participant has the item loaded in a player that changes rate in place
+    /// (`MediaInfo.changesRateInPlace`); one that does not (or has not said) makes a rate change a stop and a start.
+    var everyoneChangesRateInPlace: Bool {
+        let ids = connectedIDs
+        return !ids.isEmpty && ids.allSatisfy { id in
+            guard case .ready(let info) = members[id]?.readiness else { return false }
+            return info.changesRateInPlace
+        }
+    }
+}

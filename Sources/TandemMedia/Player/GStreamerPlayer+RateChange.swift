@@ -1,0 +1,83 @@
+import CTandemGStreamer
+import CTandemGStreamerShim
+import Foundation
+import Logging
+import TandemCore
+
+// Changing rate without stopping: GStreamer's instant rate change (GST_SEEK_FLAG_INSTANT_RATE_CHANGE), asked for
+// at the moment the new line starts, so the switch lands on the group's anchor.
+//
+// After `play` the sinks render item time p at running time (p − X) / r (X the start, r the rate), and running time
+// t when the clock reads base + t + latency. An instant rate change keeps the segment and only changes the rate from
+// a running time on: the pipeline takes its clock minus its base time when the request reaches it, the sinks work out
+// the position there and go on from it at the new rate. The buffer rendered at session time S has running time
+// S − start (the base time holds the lead and the latency), and the pipeline's "now" runs `latency` ahead of what
+// the sinks release, so the change is asked for when the engine clock reads anchor − latency: the pipeline then picks
+// the anchor's running time, where the current line reaches the anchor's item time, and the new line goes on from
+// that very frame. Asked e late, it switches e late: the line is off by e × (1 − old rate / new rate), a fraction of
+// e (the GStreamerPlayer tests measure both).
+extension GStreamerPlayer {
+    /// What the latest in-place rate change came to: the running time it was meant for and the one the pipeline
+    /// switched at.
+    public struct RateSwitch: Sendable, Hashable {
+        public var rate: Double
+        public var intendedRunningTime: TimeSpan
+        public var appliedRunningTime: TimeSpan
+        /// How much later than intended the switch happened (negative: earlier).
+        public var lateness: TimeSpan { appliedRunningTime - intendedRunningTime }
+    }
+
+    /// The latest rate change made in place, if any.
+    public var lastRateSwitch: RateSwitch? { state.withLock { $0.lastRateSwitch } }
+
+    /// How long after the seek the pipeline's sync-time event may still come (it normally comes before the seek
+    /// returns).
+    static let instantRateWait = TimeSpan.milliseconds(100)
+
+    /// A start given while playing, on a line that continues the one playing at `sessionTime`: changes rate there
+    /// without flushing. Returns false (nothing changed) when it cannot: then the caller takes the flushing path.
+    func switchRateInPlace(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant,
+                           rate: Double) -> Bool {
+        let (playing, line, origin, latency, info) = state.withLock {
+            ($0.transport.isPlaying, $0.playingLine, $0.runningTimeOrigin, $0.pipelineLatency, $0.transport.info)
+        }
+        guard playing, info?.changesRateInPlace == true, let line else { return false }
+        // Only a line that continues the playing one (the same frame at the anchor) and keeps its direction.
+        guard (line(sessionTime) - itemTime).magnitude <= .milliseconds(2), (rate > 0) == (line.rate > 0) else { return false }
+        let next = ItemProjection(from: sessionTime, to: itemTime, rate: rate)
+        if rate == line.rate {
+            state.withLock { $0.playingLine = next }
+            return true
+        }
+        let askAt = sessionTime - latency
+        // Too close to make (the command arrived late): a switch now would land off the line; the coordinator
+        // plans a join instead once the flushing path refuses the start.
+        guard sessionTimeNow() + .milliseconds(1) <= askAt else { return false }
+        Self.sleep(until: monotonicTime(atSessionTime: askAt))
+        var result = tdm_gst_instant_rate_result()
+        let outcome = tdm_gst_instant_rate_change(handles.pipeline, rate, Self.instantRateWait.nanoseconds, &result)
+        guard outcome == 1 else {
+            logger.warning("the pipeline did not change rate in place; stopping to change it",
+                           metadata: ["rate": "\(rate)", "outcome": "\(outcome)"])
+            return false
+        }
+        let switched = RateSwitch(rate: rate, intendedRunningTime: sessionTime - origin,
+                                  appliedRunningTime: TimeSpan(nanoseconds: Int64(clamping: result.running_time)))
+        state.withLock {
+            $0.playingLine = next
+            $0.playingRate = rate
+            $0.lastRateSwitch = switched
+        }
+        logger.debug("changed rate in place", metadata: ["rate": "\(rate)",
+                                                         "late_us": "\(switched.lateness.nanoseconds / 1000)"])
+        return true
+    }
+
+    /// Blocks the calling thread (the player's queue) until CLOCK_MONOTONIC reaches `deadline`.
+    static func sleep(until deadline: LocalInstant) {
+        var spec = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000),
+                            tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        guard deadline.nanoseconds > 0 else { return }
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
+    }
+}
