@@ -119,4 +119,27 @@ import TandemTesting
         let newer = Data(#"{"refused":{"reason":"r","code":"somethingNew","request":"dance"}}"#.utf8)
         #expect(try JSONDecoder().decode(ServerMessage.self, from: newer).refusal?.code.rawValue == "somethingNew")
     }
+
+    @Test("showNotice(GroupSessionEvent) shows who did what, with its URL, on this participant's notices only, as SharePlay does")
+    func eventsShowLocally() async throws {
+        let hub = InMemorySessionHub(activity: try MovieNight(movie: "Heat").envelope())
+        try await withThrowingDiscardingTaskGroup { group in
+            let alice = GroupSession<MovieNight>(link: try await hub.connect(name: "alice", isHost: true))
+            let bob = GroupSession<MovieNight>(link: try await hub.connect(name: "bob"))
+            for session in [alice, bob] { group.addTask { await session.run() } }
+            let bobNotices = bob.notices.filter { $0.kind != .joined }.asStream()
+            let aliceNotices = alice.notices.filter { $0.kind != .joined }.asStream()
+            let link = try #require(URL(string: "movienight://scene/12"))
+            bob.showNotice(GroupSessionEvent(originator: alice.localParticipant, action: .pause, url: link))
+            bob.showNotice(GroupSessionEvent(originator: bob.localParticipant, action: .init(rawValue: "added a poster"), url: nil))
+            let shown = await collect(2, from: bobNotices)
+            #expect(shown.map(\.kind) == [.paused, .app])
+            #expect(shown.map(\.text) == ["alice paused", "bob added a poster"])
+            #expect(shown.first?.participant == alice.localParticipant.id && shown.first?.url == link)
+            // Nothing went to alice: the first notice she sees is bob's next one for everyone.
+            try await bob.showNotice("hello")
+            #expect(await collect(1, from: aliceNotices).first?.text == "hello")
+            group.cancelAll()
+        }
+    }
 }

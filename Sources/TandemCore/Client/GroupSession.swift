@@ -181,6 +181,9 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
     /// Notices worth showing (who paused, who joined, who is waited for, different media, apps' own notices).
     public var notices: AsyncStream<Notice> { noticesBox.subscribe() }
 
+    /// Shows `notice` in this participant's own `notices` only.
+    func showLocally(_ notice: Notice) { noticesBox.send(notice) }
+
     /// What the authority refused of this participant's requests after they were sent (a call that could see it
     /// threw it instead), as they come.
     public var refusals: AsyncStream<Refusal> { refusalsBox.subscribe() }

@@ -221,12 +221,17 @@ public struct Notice: Hashable, Sendable, Codable {
     public var text: String
     /// Session time at which it happened.
     public var sessionTime: SessionInstant
-    public init(kind: Kind, participant: ParticipantID?, text: String, sessionTime: SessionInstant) {
+    /// Where in the app it happened, for a notice an app shows from a `GroupSessionEvent` (never sent).
+    public var url: URL?
+    public init(kind: Kind, participant: ParticipantID?, text: String, sessionTime: SessionInstant, url: URL? = nil) {
         self.kind = kind
         self.participant = participant
         self.text = text
         self.sessionTime = sessionTime
+        self.url = url
     }
+
+    private enum CodingKeys: String, CodingKey { case kind, participant, text, sessionTime }
 }
 
 /// Everything a (late) joiner needs to take part.
