@@ -255,11 +255,16 @@ public final class GroupSession<Activity: GroupActivity>: Sendable, Identifiable
         let envelope = ActivityEnvelope(activityIdentifier: Activity.activityIdentifier, metadata: activity.metadata,
                                         payload: payload,
                                         itemID: itemID ?? activity.metadata.title ?? Activity.activityIdentifier)
+        // The authority does not echo our own change back: it is applied here, before it is sent, so that a refusal
+        // (which may arrive before the send returns) finds `before` to put back.
         let before = activityBox.latest
-        try await send(.setActivity(envelope))
-        // The authority does not echo our own change back; apply it here (a refusal puts `before` back).
         standing.withLock { $0.beforeProposal = before }
         activityBox.send(envelope)
+        do { try await send(.setActivity(envelope)) } catch {
+            let unsent = standing.withLock { s in defer { s.beforeProposal = nil }; return s.beforeProposal != nil }
+            if unsent, let before, activityBox.latest == envelope { activityBox.send(before) }
+            throw error
+        }
     }
 
     // MARK: Life cycle
