@@ -6,6 +6,7 @@ import Tandem
 import TandemOps
 import TandemPeer
 import TandemRelayState
+import UnixSignals
 
 /// `tandem serve`: a standalone session server (a relay on a public machine).
 struct ServeCommand: AsyncParsableCommand {
@@ -116,6 +117,8 @@ struct ServeCommand: AsyncParsableCommand {
             let syncplay = try await SyncplayGuests.start(relay: server, host: listen.bind, askedPort: syncplayPort)
             let operatorListener = try await OperatorListener.start(at: metrics, serving: server)
             let address = advertisedHost(bind: listen.bind)
+            // Trapped before "listening on" is said: a SIGTERM right after it still shuts down gracefully.
+            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
             printLine("tandem serve: listening on \(listen.bind):\(server.port)\(server.usesTLS ? " (TLS)" : "")")
             printLine("hosts start sessions here with: tandem host FILE --server '\(server.address(advertising: address))'")
             if listen.web {
@@ -124,12 +127,12 @@ struct ServeCommand: AsyncParsableCommand {
             }
             for line in (syncplay?.relayHeader(advertising: address) ?? []) + (operatorListener?.announcement ?? []) { printLine(line) }
             let group = ServiceGroup(configuration: .init(
-                services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: SessionServerService(server: server), successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+            let stopper = Task { for await _ in signals { return await group.triggerGracefulShutdown() } }
             var failure: (any Error)?
             do { try await group.run() } catch { failure = error }
-            await syncplay?.close()
-            await operatorListener?.close()
+            stopper.cancel()
+            await syncplay?.close(); await operatorListener?.close()
             if let failure { throw PeerFailure(.failure, "the server stopped: \(failure)") }
         }
     }
