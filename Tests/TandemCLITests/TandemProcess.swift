@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TandemBench
 import TandemCore
 import TandemPeer
 #if canImport(Glibc)
@@ -87,9 +88,10 @@ final class TandemProcess: Sendable {
         self.process = process
         self.input = input
         let output = self.output
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+        let exit = self.exit
+        process.terminationHandler = { process in exit.withLock { $0 = process.terminationStatus } }
+        try process.run()
+        PipeReader.drain(stdout.fileHandleForReading) { data in
             let text = String(decoding: data, as: UTF8.self)
             output.withLock { out in
                 out.stdout += text
@@ -103,14 +105,9 @@ final class TandemProcess: Sendable {
                 }
             }
         }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+        PipeReader.drain(stderr.fileHandleForReading) { data in
             output.withLock { $0.stderr += String(decoding: data, as: UTF8.self) }
         }
-        let exit = self.exit
-        process.terminationHandler = { process in exit.withLock { $0 = process.terminationStatus } }
-        try process.run()
     }
 
     var pid: Int32 { process.processIdentifier }

@@ -63,9 +63,10 @@ package final class PeerProcess: Sendable {
         self.process = process
         self.input = input
         let output = self.output
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+        let exited = self.exited
+        process.terminationHandler = { process in exited.withLock { $0 = process.terminationStatus } }
+        do { try process.run() } catch { throw BenchError("cannot start \(name): \(error)") }
+        PipeReader.drain(stdout.fileHandleForReading) { data in
             output.withLock { out in
                 out.partial += String(decoding: data, as: UTF8.self)
                 while let newline = out.partial.firstIndex(of: "\n") {
@@ -74,14 +75,9 @@ package final class PeerProcess: Sendable {
                 }
             }
         }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else { handle.readabilityHandler = nil; return }
+        PipeReader.drain(stderr.fileHandleForReading) { data in
             output.withLock { $0.stderr = String(($0.stderr + String(decoding: data, as: UTF8.self)).suffix(4000)) }
         }
-        let exited = self.exited
-        process.terminationHandler = { process in exited.withLock { $0 = process.terminationStatus } }
-        do { try process.run() } catch { throw BenchError("cannot start \(name): \(error)") }
     }
 
     package var exitCode: Int32? { exited.value }
