@@ -141,6 +141,10 @@ max_lifetime=$MAX_LEASE
 allow 1024-65535 192.168.1.0/24 1024-65535
 deny 0-65535 0.0.0.0/0 0-65535
 EOF
+    # The previous daemon's log is emptied here, not only by the background redirection below: otherwise the wait
+    # for "Listening for NAT-PMP" can read the old daemon's line before the new one has started (a restart then
+    # returns early and a client's first request goes unanswered).
+    : > "$DIR/miniupnpd.log"
     # -d: in the foreground (here, in the background of this script), logging to its file.
     # Its own process with the log as output and no other descriptor of ours: a caller that waits for this script
     # (or for the end of its output) must not wait for miniupnpd as well.

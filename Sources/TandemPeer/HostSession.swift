@@ -79,7 +79,8 @@ package struct HostSession: Sendable {
                 items.media.share { item, path in
                     // Items that are URLs are not the host's to serve.
                     guard !path.contains("://") else { return }
-                    shared.offer(session: sessionID, item: item, path: path)
+                    shared.offer(session: sessionID, item: item, path: path,
+                                 contentID: MediaProbe.fingerprint(ofFile: path))
                 }
             }
             let started = try await SessionServer.start(host: bind, port: port, tls: tls, configuration: configuration,

@@ -17,6 +17,16 @@ struct MediaFingerprintTests {
         #expect(MediaFingerprint.ofFile(atPath: Samples.path(name)) == fingerprint)
     }
 
+    /// What a server says in `Tandem-Content-ID` is taken only in the fingerprint's own form.
+    @Test("a content ID header is taken only as 64 lowercase hex digits")
+    func headerForm() {
+        #expect(MediaFingerprint.isFingerprint(String(repeating: "0a", count: 32)))
+        for said in ["", String(repeating: "0A", count: 32), String(repeating: "0a", count: 33),
+                     String(repeating: "0a", count: 31) + "0g", "../" + String(repeating: "0", count: 61)] {
+            #expect(!MediaFingerprint.isFingerprint(said), "\(said)")
+        }
+    }
+
     /// The definition, checked against coreutils: SHA-256 of "<size>\n", the first and the last 64 KiB.
     @Test("equals sha256sum of the size, the first and the last 64 KiB",
           arguments: [0, 1, 65_535, 65_536, 65_537, 200_000])

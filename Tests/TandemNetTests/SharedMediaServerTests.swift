@@ -74,6 +74,23 @@ struct SharedMediaServerTests {
         await server.shutdown()
     }
 
+    @Test("the host's content fingerprint of an item rides on its answers; an item offered without one has none")
+    func contentIDHeader() async throws {
+        let fingerprint = String(repeating: "ab", count: 32)
+        let (server, invite) = try await Self.start(files: ["plain": Self.sample])
+        let shared = try #require(server.configuration.web?.sharedMedia)
+        shared.offer(session: "film", item: "known", path: Self.sample, contentID: fingerprint)
+        let known = try await Self.get(server.port, Self.target(invite, item: "known", participant: "p1"), range: "bytes=0-0")
+        #expect(known.received.hasPrefix("HTTP/1.1 206"), "\(known.received.prefix(200))")
+        #expect(known.received.contains("Tandem-Content-ID: \(fingerprint)\r\n"), "\(known.received.prefix(400))")
+        let plain = try await Self.get(server.port, Self.target(invite, item: "plain", participant: "p1"), range: "bytes=0-0")
+        #expect(plain.received.hasPrefix("HTTP/1.1 206") && !plain.received.contains("Tandem-Content-ID"))
+        // Never to a stranger: a wrong token is the same 404 as before, without the header.
+        let stranger = try await Self.get(server.port, Self.target(invite, item: "known", participant: "p1", secret: "guess"))
+        #expect(stranger.received.hasPrefix("HTTP/1.1 404") && !stranger.received.contains(fingerprint))
+        await server.shutdown()
+    }
+
     @Test("a third stream from one participant is refused, and one beyond the server's limit; an idle reader is closed")
     func streamBounds() async throws {
         // Large enough that a reader that does not read stalls its stream (kernel buffers take a few MB).

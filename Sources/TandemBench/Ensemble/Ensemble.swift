@@ -107,7 +107,9 @@ package final class Ensemble: Sendable {
         quiet.logLevel = .warning
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0, configuration: configuration, logger: quiet)
         let invite = try server.createSession(activity: try activity.envelope)
-        if sharesMedia { shared.offer(session: invite.session, item: activity.itemID, path: file) }
+        if sharesMedia {
+            shared.offer(session: invite.session, item: activity.itemID, path: file, contentID: probe.contentID)
+        }
         return Ensemble(server: server, invite: invite, file: file)
     }
 

@@ -56,6 +56,7 @@ package final class PeerProcess: Sendable {
         env["DISPLAY"] = nil
         env["WAYLAND_DISPLAY"] = nil
         process.environment = env
+        PipeReader.ignoreBrokenPipes()
         let input = Pipe(), stdout = Pipe(), stderr = Pipe()
         process.standardInput = input
         process.standardOutput = stdout

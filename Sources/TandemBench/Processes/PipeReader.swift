@@ -8,6 +8,13 @@ import Glibc
 /// (`_dispatch_event_loop_drain`) when a descriptor it watched (`FileHandle.readabilityHandler`) closed underneath
 /// it, and that took a whole test run with it.
 package enum PipeReader {
+    /// Makes a write to a child that has gone (its stdin's reader closed) fail with `EPIPE` instead of killing this
+    /// whole process with SIGPIPE: a test that sends a line to a process that already exited then fails alone,
+    /// instead of taking every test after it down.
+    package static func ignoreBrokenPipes() { _ = ignoringBrokenPipes }
+
+    private static let ignoringBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     package static func drain(_ handle: FileHandle, _ body: @escaping @Sendable (Data) -> Void) {
         nonisolated(unsafe) let handle = handle
         let thread = Thread {

@@ -137,7 +137,7 @@ public final class SessionServer: Sendable {
                         let media = WebMedia(lookup: { [weak server] id, item in
                             let offered = if let item { web.sharedMedia?.path(session: id, item: item) } else { web.mediaFiles[id] }
                             guard let path = offered, let session = server?.session(named: id) else { return nil }
-                            return (path, session.key)
+                            return (path, session.key, item.flatMap { web.sharedMedia?.contentID(session: id, item: $0) })
                         }, streams: mediaStreams, admission: admission,
                            pacing: .init(bytesPerSecond: web.mediaBytesPerSecond, idleTimeout: TimeAmount(web.mediaIdleTimeout)))
                         let setup = TransportSniffer.Setup(native: tandem, web: { channel in

@@ -11,13 +11,21 @@ import TandemCore
 /// The participant in it is what the per-participant bound counts (`WebConfiguration.maxMediaStreamsPerParticipant`);
 /// it is a member's claim, so the bound on all streams of the server is the one a dishonest member meets.
 public final class SharedMedia: Sendable, Hashable {
-    private let files = Mutex<[String: [String: String]]>([:])
+    private let files = Mutex<[String: [String: Offer]]>([:])
+
+    /// A file offered, and its content fingerprint when the host knows it (sent as `Tandem-Content-ID`, so that a
+    /// joiner need not fetch two ranges of it to fingerprint what it streams).
+    struct Offer: Sendable {
+        var path: String
+        var contentID: String?
+    }
 
     public init() {}
 
-    /// Offers `path` as the item `item` of `session` (replacing what was offered under that id).
-    public func offer(session: String, item: String, path: String) {
-        files.withLock { $0[session, default: [:]][item] = path }
+    /// Offers `path` as the item `item` of `session` (replacing what was offered under that id), with its content
+    /// fingerprint (`MediaInfo.contentID`) when known.
+    public func offer(session: String, item: String, path: String, contentID: String? = nil) {
+        files.withLock { $0[session, default: [:]][item] = Offer(path: path, contentID: contentID) }
     }
 
     /// Withdraws everything offered for `session`.
@@ -27,7 +35,12 @@ public final class SharedMedia: Sendable, Hashable {
 
     /// The file offered as `item` of `session`, or nil.
     public func path(session: String, item: String) -> String? {
-        files.withLock { $0[session]?[item] }
+        files.withLock { $0[session]?[item]?.path }
+    }
+
+    /// The content fingerprint the host gave with `item` of `session`, or nil.
+    public func contentID(session: String, item: String) -> String? {
+        files.withLock { $0[session]?[item]?.contentID }
     }
 
     public static func token(key: SymmetricKey, session: String, item: String, participant: String) -> String {

@@ -16,7 +16,7 @@ import Synchronization
 /// `maxMediaStreams` stream at once on a server, and `maxMediaStreamsPerParticipant` for one participant.
 struct WebMedia: Sendable {
     /// The file and key of a session's media (`item` nil: the `--web-media` file), or nil.
-    let lookup: @Sendable (_ session: String, _ item: String?) -> (path: String, key: SymmetricKey)?
+    let lookup: @Sendable (_ session: String, _ item: String?) -> (path: String, key: SymmetricKey, contentID: String?)?
     let streams: StreamCount
     let admission: ConnectionAdmission.Ticket?
     let pacing: Pacing
@@ -92,6 +92,9 @@ struct WebMedia: Sendable {
         }
     }
 
+    /// The header that carries the host's content fingerprint of a shared item (`SharedMedia.offer`).
+    static let contentIDHeader = "Tandem-Content-ID"
+
     static func contentType(of path: String) -> String {
         switch URL(fileURLWithPath: path).pathExtension.lowercased() {
         case "webm": return "video/webm"
@@ -121,7 +124,7 @@ struct WebMedia: Sendable {
             fields[String(pair[0])] = String(pair[1]).removingPercentEncoding ?? String(pair[1])
         }
         guard let found = lookup(session, item) else { return false }
-        let (path, key) = found
+        let (path, key, contentID) = found
         let participant = item == nil ? nil : fields["p"].map { "\(session)\n\($0)" }
         let expected: String
         if let item {
@@ -163,6 +166,7 @@ struct WebMedia: Sendable {
         headers.add(name: "Content-Length", value: "\(bytes.count)")
         headers.add(name: "Connection", value: "close")
         if range != .whole { headers.add(name: "Content-Range", value: "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)") }
+        if let contentID { headers.add(name: Self.contentIDHeader, value: contentID) }
         let status: HTTPResponseStatus = range == .whole ? .ok : .partialContent
         channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: head.version, status: status, headers: headers)),
                       promise: nil)
