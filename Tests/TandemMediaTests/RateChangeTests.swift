@@ -113,11 +113,12 @@ struct RateChangeTests {
         let off = try GStreamerPlayer(configuration: configuration)
         #expect(try await off.load(Samples.countdown).changesRateInPlace == false)
         // Told to play at another rate while playing, it stops and starts again (a flush): the start it was given is
-        // too close for a preroll here, so it refuses it, as it refuses any start it cannot make.
+        // already past once it has prerolled, so it refuses it, as it refuses any start it cannot make. (An anchor
+        // 10 ms ahead was once made on a busy machine: a start in the past cannot be.)
         let start = off.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
         try await off.play(from: .seconds(2), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
         try await sleep(ms: 600)
-        let anchor = off.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(10).nanoseconds
+        let anchor = off.sessionTimeNow().nanoseconds - TimeSpan.milliseconds(50).nanoseconds
         await #expect(throws: PlaybackError.self) {
             try await off.play(from: ItemTime(nanoseconds: TimeSpan.seconds(2).nanoseconds + anchor - start),
                                atSessionTime: SessionInstant(nanoseconds: anchor), rate: 1.5)

@@ -7,11 +7,14 @@ import TandemCore
 /// now and then far later, while the others play on). And ends a streamed item's stall the way its load ends (`GStreamerPlayer.waitUntilPlayableThrough`): once
 /// `playThroughLead` is fetched ahead of the position and the fetch runs `playThroughRate` times faster than play
 /// (or the item is fetched to its end), rather than when GStreamer's download buffer is full again (2 s or 2 MB
-/// ahead, or the end of a small item). Checks five times a second, and only while the bus says stalled.
+/// ahead, or the end of a small item). Checks five times a second, the end only while the bus says stalled; the
+/// two on timers of their own, since the pipeline's queries the end is judged by can block for seconds while the
+/// source waits for bytes, and a starving sink must be heard all the same.
 final class StallWatch: @unchecked Sendable {
-    // `@unchecked`: the timer is set up once in `start` and otherwise only cancelled (thread-safe in Dispatch); the
-    // samples live behind their mutex.
+    // `@unchecked`: the timers are set up once in `start` and otherwise only cancelled (thread-safe in Dispatch);
+    // the samples live behind their mutex.
     private let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tandem.media.stall-watch"))
+    private let starvation = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tandem.media.starvation"))
     private let first = Mutex<(at: LocalInstant, reach: Double)?>(nil)
     private let bus: BusPump
 
@@ -26,14 +29,16 @@ final class StallWatch: @unchecked Sendable {
     /// the playing line of such a source (nil when it is not playing). Called once.
     func start(measure: @escaping @Sendable () -> (ahead: TimeSpan, position: ItemTime, duration: TimeSpan)?,
                renderLag: @escaping @Sendable () -> TimeSpan?) {
+        starvation.schedule(deadline: .now() + 0.2, repeating: 0.2)
+        starvation.setEventHandler { [weak self] in
+            guard let self, !bus.isStalled, let lag = renderLag(), lag > Self.starvedLag else { return }
+            _ = bus.beginStall()
+        }
+        starvation.resume()
         timer.schedule(deadline: .now() + 0.2, repeating: 0.2)
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            if !bus.isStalled, let lag = renderLag(), lag > Self.starvedLag {
-                _ = bus.beginStall()
-                return
-            }
-            check(measure())
+            check(bus.isStalled ? measure() : nil)
         }
         timer.resume()
     }
@@ -59,5 +64,8 @@ final class StallWatch: @unchecked Sendable {
         if recovered, bus.endStall() { first.withLock { $0 = nil } }
     }
 
-    func stop() { timer.cancel() }
+    func stop() {
+        starvation.cancel()
+        timer.cancel()
+    }
 }
