@@ -78,6 +78,9 @@ import TandemTesting
             == "cannot seek to 30.0 s: the item lasts 25.0 s")
         #expect(limits.refusingSeek(to: .seconds(1e6), itemDuration: nil) == nil)
         #expect(limits.offset(of: .farBack) == .seconds(-60) && limits.offset(of: .forward) == .seconds(10))
+        // A range configured down to 0 still refuses 0: no player plays at it.
+        #expect(PlaybackLimits(minimumRate: 0).refusingRate(0)?.code == .invalid)
+        #expect(PlaybackLimits(minimumRate: 0).refusingRate(0.1) == nil)
     }
 
     @Test("a coordinator takes the limits from its welcome, refuses what they refuse before sending, and hears on refusals what the authority refuses of what it sent")

@@ -67,9 +67,10 @@ public struct PlaybackLimits: Hashable, Sendable, Codable {
         }
     }
 
-    /// Whether the group may play at `rate`; nil when it may, else the refusal, in the words the authority uses.
+    /// Whether the group may play at `rate`; nil when it may, else the refusal, in the words the authority uses. A
+    /// rate of 0 or less is refused whatever the range says (a player cannot play at it).
     public func refusingRate(_ rate: Double) -> Refusal? {
-        guard rate.isFinite, rate >= minimumRate, rate <= maximumRate else {
+        guard rate.isFinite, rate > 0, rate >= minimumRate, rate <= maximumRate else {
             return Refusal(.invalid, request: .timeline, "rate \(Self.rateText(rate)) is out of range — use a rate from "
                            + "\(Self.rateText(minimumRate)) to \(Self.rateText(maximumRate)) (1 is normal speed)")
         }
