@@ -529,6 +529,20 @@ def main():
             check("the page follows the host's seek", True)
 
             page.click("h1")  # nothing focused: the page's keys apply
+            # The keys use the session's limits, announced in the welcome (defaults: 10 s steps, rates 0.5 to 2).
+            limits = page.evaluate("tandem.limits")
+            check("the welcome announces the session's playback limits", bool(limits)
+                  and limits.get("smallSeekStep") == 10e9 and limits.get("maximumRate") == 4, str(limits))
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("Math.abs(tandem.timeline.anchorItemTime - 13e9) < 1e6", timeout=5000)
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_function("Math.abs(tandem.timeline.anchorItemTime - 3e9) < 1e6", timeout=5000)
+            check("→ and ← seek the group by the session's small step", True)
+            page.keyboard.press("]")
+            page.wait_for_function("tandem.timeline.rate === 1.25 && $('rate').value === '1.25'", timeout=5000)
+            page.keyboard.press("[")
+            page.wait_for_function("tandem.timeline.rate === 1", timeout=5000)
+            check("] and [ step the group's rate through the session's steps", True)
             page.keyboard.press("Space")
             page.wait_for_function("statusOf(tandem.timeline) === 'playing' && !video.paused", timeout=10000)
             played = host.wait_for(lambda l: "browser played" in l, 5)

@@ -103,15 +103,15 @@ package final class LocalPeer: Sendable {
         let mapping = connection.clockMapping()
         let sessionNow = mapping?.sessionTime(atLocal: now)
         let timeline = await coordinator.timeline
-        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0).nanoseconds }
+        let expected = sessionNow.flatMap { timeline?.expectedItemTime(atSessionTime: $0) }
         let quality = connection.clockQuality()
         var status = PeerStatus(
-            timeline: timeline, position: engine.currentItemTime()?.nanoseconds, expected: expected,
-            duration: player.mediaInfo?.duration?.nanoseconds, others: await coordinator.otherParticipants,
-            clockOffset: mapping?.offset(atLocal: now).nanoseconds, errorBound: quality?.errorBound.nanoseconds,
-            roundTrip: quality?.roundTrip.nanoseconds,
+            timeline: timeline, position: engine.currentItemTime(), expected: expected,
+            duration: player.mediaInfo?.duration, others: await coordinator.otherParticipants,
+            clockOffset: mapping?.offset(atLocal: now), errorBound: quality?.errorBound,
+            roundTrip: quality?.roundTrip,
             reconnecting: connection.isReconnecting, queue: await coordinator.queue,
-            unreliablePath: connection.unreliablePath, renderOffset: await coordinator.renderOffset?.nanoseconds)
+            unreliablePath: connection.unreliablePath, renderOffset: await coordinator.renderOffset)
         if let uri = player.loadedURI, let host = media.streamingHost(of: uri) {
             status.streaming = PeerStatus.Streaming(from: host, buffered: player.bufferedAhead())
         }
@@ -120,62 +120,35 @@ package final class LocalPeer: Sendable {
 
     // MARK: User requests
 
-    /// Carries out a user's command; returns a message for the user when it cannot. What changed only here
-    /// (volume, tracks, the offset) is said through `feedback`.
+    /// Carries out a user's command; returns a message for the user when it cannot. The playback intents are the
+    /// coordinator's (it decides with the limits the authority announced); what changed only here (volume, tracks,
+    /// the offset) is said through `feedback`.
     package func perform(_ command: UserCommand, feedback: @Sendable (String) -> Void = { _ in }) async -> String? {
-        let status = await status()
-        let position = status.position ?? status.expected ?? 0
-        switch command {
-        case .togglePlayPause:
-            if let timeline = status.timeline, timeline.status != .paused {
-                await coordinator.pause()
-            } else {
-                await coordinator.play()
+        do throws(Refusal) {
+            switch command {
+            case .togglePlayPause: await coordinator.togglePlayPause()
+            case .play: await coordinator.play()
+            case .pause: await coordinator.pause()
+            case .seek(let seconds): try await coordinator.seek(to: .seconds(seconds))
+            case .seekStep(let step): await coordinator.seek(step)
+            case .rate(let rate): try await coordinator.setRate(rate)
+            case .rateStep(let up): try await coordinator.stepRate(up: up)
+            case .restart: try await coordinator.seek(to: .zero)
+            case .notice(let text):
+                do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
+            case .next, .previous, .queueAdd, .jump, .queueRemove, .queueMove:
+                return await performQueue(command)
+            case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
+                 .offsetStep, .toggleFullscreen:
+                return adjustOutput(command, feedback: feedback)
+            case .chat(let text):
+                return await sendChat(text)
+            case .leave, .end, .help, .showStatus, .openChatPrompt, .queueList:
+                break  // handled by the console
             }
-        case .play:
-            await coordinator.play()
-        case .pause:
-            await coordinator.pause()
-        case .seek(let seconds):
-            return await seek(to: TimeSpan.seconds(seconds).nanoseconds, duration: status.duration)
-        case .seekBy(let seconds):
-            let target = max(0, position + TimeSpan.seconds(seconds).nanoseconds)
-            return await seek(to: min(target, max(0, (status.duration ?? .max) - TimeSpan.seconds(1).nanoseconds)),
-                              duration: status.duration)
-        case .rate(let rate):
-            guard rate.isFinite, (0.25...4).contains(rate) else {
-                return "rate \(rate) is out of range — use a rate from 0.25 to 4 (1 is normal speed)"
-            }
-            await coordinator.setRate(rate)
-        case .rateStep(let up):
-            let current = status.timeline?.rate ?? 1
-            let steps = UserCommand.rateSteps
-            let next = up ? steps.first { $0 > current + 1e-9 } : steps.last { $0 < current - 1e-9 }
-            guard let next else { return up ? "already at the fastest rate (2×)" : "already at the slowest rate (0.5×)" }
-            await coordinator.setRate(next)
-        case .restart:
-            await coordinator.seek(to: 0)
-        case .notice(let text):
-            do { try await session.showNotice(text) } catch { return "could not show the notice: \(error)" }
-        case .next, .previous, .queueAdd, .jump, .queueRemove, .queueMove:
-            return await performQueue(command)
-        case .volume, .volumeStep, .toggleMute, .subtitles, .cycleSubtitles, .audio, .cycleAudio, .offset,
-             .offsetStep, .toggleFullscreen:
-            return adjustOutput(command, feedback: feedback)
-        case .chat(let text):
-            return await sendChat(text)
-        case .leave, .end, .help, .showStatus, .openChatPrompt, .queueList:
-            break  // handled by the console
+        } catch {
+            return error.reason
         }
-        return nil
-    }
-
-    private func seek(to itemTime: Int64, duration: Int64?) async -> String? {
-        guard itemTime >= 0 else { return "cannot seek before the start — use a time of 0 or more seconds" }
-        if let duration, itemTime >= duration {
-            return String(format: "cannot seek to %.1f s: the item lasts %.1f s", Double(itemTime) / 1e9, Double(duration) / 1e9)
-        }
-        await coordinator.seek(to: ItemTime(nanoseconds: itemTime))
         return nil
     }
 }
@@ -184,15 +157,17 @@ package final class LocalPeer: Sendable {
 package struct PeerStatus: Sendable {
     package var timeline: Timeline?
     /// The item time the engine renders now.
-    package var position: Int64?
+    package var position: ItemTime?
     /// The item time the group's timeline says should render now.
-    package var expected: Int64?
-    package var duration: Int64?
+    package var expected: ItemTime?
+    /// How long the loaded item lasts.
+    package var duration: TimeSpan?
     package var others: [ParticipantState]
-    /// Session time − local time now (ns).
-    package var clockOffset: Int64?
-    package var errorBound: Int64?
-    package var roundTrip: Int64?
+    /// Session time − local time now.
+    package var clockOffset: TimeSpan?
+    /// The clock estimate's error bound and the round trip it was measured with.
+    package var errorBound: TimeSpan?
+    package var roundTrip: TimeSpan?
     /// The link was lost and the peer is reconnecting.
     package var reconnecting = false
     /// The session's queue.
@@ -207,12 +182,13 @@ package struct PeerStatus: Sendable {
     }
     /// Which path unreliable app messages take: UDP datagrams, or the TCP connection (and why).
     package var unreliablePath: UnreliablePath?
-    /// How far this peer's output is from the group's line (ns, positive ahead), from its render probe.
-    package var renderOffset: Int64?
+    /// How far this peer's output is from the group's line (positive: ahead), from its render probe.
+    package var renderOffset: TimeSpan?
 
-    package init(timeline: Timeline?, position: Int64?, expected: Int64?, duration: Int64?, others: [ParticipantState],
-                 clockOffset: Int64?, errorBound: Int64?, roundTrip: Int64?, reconnecting: Bool = false,
-                 queue: SessionQueue? = nil, unreliablePath: UnreliablePath? = nil, renderOffset: Int64? = nil) {
+    package init(timeline: Timeline?, position: ItemTime?, expected: ItemTime?, duration: TimeSpan?,
+                 others: [ParticipantState], clockOffset: TimeSpan?, errorBound: TimeSpan?, roundTrip: TimeSpan?,
+                 reconnecting: Bool = false, queue: SessionQueue? = nil, unreliablePath: UnreliablePath? = nil,
+                 renderOffset: TimeSpan? = nil) {
         self.renderOffset = renderOffset
         self.queue = queue
         self.unreliablePath = unreliablePath
@@ -227,8 +203,8 @@ package struct PeerStatus: Sendable {
         self.reconnecting = reconnecting
     }
 
-    /// How far the engine is from the timeline (ns), while playing.
-    package var positionError: Int64? {
+    /// How far the engine is from the timeline, while playing.
+    package var positionError: TimeSpan? {
         guard let position, let expected, timeline?.isPlaying ?? false else { return nil }
         return position - expected
     }

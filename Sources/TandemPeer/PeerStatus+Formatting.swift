@@ -24,9 +24,9 @@ extension PeerStatus {
         case .waiting: symbol = "⏳"
         case nil: symbol = "…"
         }
-        let position = self.position ?? expected ?? 0
-        let duration = self.duration.map(formatClock) ?? "?"
-        parts.append("\(symbol) \(formatClock(position))/\(duration) \(String(format: "%g", timeline?.rate ?? 1))×")
+        let position = self.position ?? expected ?? .zero
+        let duration = self.duration.map { formatClock($0.nanoseconds) } ?? "?"
+        parts.append("\(symbol) \(formatClock(position.nanoseconds))/\(duration) \(String(format: "%g", timeline?.rate ?? 1))×")
         if let item = itemPosition { parts.append(item) }
         let everyone = others.map { state -> String in
             // A participant followed another way says so: `bob (syncplay) ✓`.
@@ -56,8 +56,8 @@ extension PeerStatus {
         if reconnecting {
             parts.append("reconnecting…")
         } else if let bound = errorBound, let offset = clockOffset {
-            var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", Double(bound) / 1e6, Double(offset) / 1e6)
-            if let rtt = roundTrip { clock += String(format: ", rtt %.1f ms", Double(rtt) / 1e6) }
+            var clock = String(format: "clock ±%.2f ms, offset %+.1f ms", bound.milliseconds, offset.milliseconds)
+            if let rtt = roundTrip { clock += String(format: ", rtt %.1f ms", rtt.milliseconds) }
             // Where unreliable app messages go: `udp`, or `tcp` when the datagram path is not working.
             if let path = unreliablePath { clock += path == .udp ? " │ udp" : " │ tcp" }
             parts.append(clock)

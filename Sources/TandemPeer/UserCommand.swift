@@ -1,4 +1,5 @@
 import Foundation
+import Tandem
 
 /// What a person asks for, from a key press (the terminal or the video window) or a line on stdin (scripted).
 package enum UserCommand: Equatable, Sendable {
@@ -6,7 +7,8 @@ package enum UserCommand: Equatable, Sendable {
     case play
     case pause
     case seek(to: Double)
-    case seekBy(Double)
+    /// One seek step (the arrow keys); how far is the session's (`PlaybackLimits`).
+    case seekStep(PlaybackLimits.SeekStep)
     case rate(Double)
     case rateStep(up: Bool)
     case restart
@@ -49,8 +51,6 @@ package enum UserCommand: Equatable, Sendable {
     /// Opens the one-line chat prompt in the terminal (the key decoder collects the line).
     case openChatPrompt
 
-    /// The rates `[` and `]` step through.
-    package static let rateSteps: [Double] = [0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
     /// What `9` and `0` change the volume by (percent).
     package static let volumeStepPercent = 10.0
     /// What `-` and `+` change the offset by (ms).
@@ -68,7 +68,7 @@ package enum UserCommand: Equatable, Sendable {
         LineCommand(syntax: "play", what: "start (the group waits for everyone's load)"),
         LineCommand(syntax: "pause", what: "pause everyone where this player is"),
         LineCommand(syntax: "seek SECONDS", what: "go to a time of the item"),
-        LineCommand(syntax: "rate R", what: "playback rate, 0.25 to 4"),
+        LineCommand(syntax: "rate R", what: "playback rate, \(rateRange)"),
         LineCommand(syntax: "toggle", what: "play or pause"),
         LineCommand(syntax: "restart", what: "go to the start of the item"),
         LineCommand(syntax: "next", what: "the queue's next item"),
@@ -201,10 +201,10 @@ package enum UserCommand: Equatable, Sendable {
     /// Every key: the terminal, the video window, `?` help, the README's key table and the man page all come from here.
     package static let keyBindings: [KeyBinding] = [
         KeyBinding(terminal: [0x20], window: ["space"], command: .togglePlayPause),
-        KeyBinding(terminal: [], window: ["Left"], command: .seekBy(-10)),
-        KeyBinding(terminal: [], window: ["Right"], command: .seekBy(10)),
-        KeyBinding(terminal: [], window: ["Up"], command: .seekBy(60)),
-        KeyBinding(terminal: [], window: ["Down"], command: .seekBy(-60)),
+        KeyBinding(terminal: [], window: ["Left"], command: .seekStep(.back)),
+        KeyBinding(terminal: [], window: ["Right"], command: .seekStep(.forward)),
+        KeyBinding(terminal: [], window: ["Up"], command: .seekStep(.farForward)),
+        KeyBinding(terminal: [], window: ["Down"], command: .seekStep(.farBack)),
         KeyBinding(terminal: Array("[".utf8), window: ["bracketleft", "["], command: .rateStep(up: false)),
         KeyBinding(terminal: Array("]".utf8), window: ["bracketright", "]"], command: .rateStep(up: true)),
         KeyBinding(terminal: Array("r".utf8), window: ["r"], command: .restart),
@@ -232,9 +232,25 @@ package enum UserCommand: Equatable, Sendable {
         keyBindings.first { $0.window.contains(name) }?.command
     }
 
+    /// The arrow keys as the terminal sends them (Esc [ A…D), by the name the video window gives them.
+    static let arrowKeys: [UInt8: String] = [UInt8(ascii: "A"): "Up", UInt8(ascii: "B"): "Down",
+                                             UInt8(ascii: "C"): "Right", UInt8(ascii: "D"): "Left"]
+
+    /// The default limits' rate range, "0.25 to 4" (a session's authority may announce others).
+    static var rateRange: String {
+        let limits = PlaybackLimits()
+        return String(format: "%g to %g", limits.minimumRate, limits.maximumRate)
+    }
+
+    /// The default limits' seek steps, for the key help (a session's authority may announce others).
+    static let seekStepsText: String = {
+        let limits = PlaybackLimits()
+        return String(format: "←/→ seek −/+%g s · ↑/↓ seek +/−%g s", limits.smallSeekStep.seconds, limits.largeSeekStep.seconds)
+    }()
+
     package static let keyHelp = """
         keys (terminal and video window):
-          space play/pause · ←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate −/+
+          space play/pause · \(seekStepsText) · [ ] rate −/+
           r restart · n/p next/previous item · 9/0 volume −/+ · m mute · s subtitles
           a audio track · −/+ offset −/+10 ms · o position on the video · f full screen
           c chat · q leave · E end for everyone · ? help
@@ -299,13 +315,10 @@ package struct KeyDecoder {
                     if pending.count > Self.longestSequence { pending.removeFirst() } else { break }
                     continue
                 }
-                let isPlain = end == 2
-                switch pending[end] {
-                case UInt8(ascii: "A") where isPlain: commands.append(.seekBy(60))
-                case UInt8(ascii: "B") where isPlain: commands.append(.seekBy(-60))
-                case UInt8(ascii: "C") where isPlain: commands.append(.seekBy(10))
-                case UInt8(ascii: "D") where isPlain: commands.append(.seekBy(-10))
-                default: break   // another key (F-keys, Home, modified arrows): ignored whole
+                // An arrow means what the same key in the video window means; another key (F-keys, Home, modified
+                // arrows) is ignored whole.
+                if end == 2, let name = UserCommand.arrowKeys[pending[end]], let command = UserCommand.windowKey(name) {
+                    commands.append(command)
                 }
                 pending.removeFirst(end + 1)
                 continue

@@ -52,6 +52,8 @@ public final class SessionSimulation {
         public let localClock: ClockMapping
         /// Every event the coordinator raised, with the true time.
         public internal(set) var events: [(time: Int64, event: CoordinatorEvent)] = []
+        /// What was refused of this peer's requests: by its own limits before sending, or by the authority.
+        public internal(set) var refusals: [(time: Int64, refusal: Refusal)] = []
         /// Every message the peer received from the authority, with the true time.
         public internal(set) var received: [(time: Int64, message: ServerMessage)] = []
         /// Why the session ended here, if it did.
@@ -163,8 +165,23 @@ public final class SessionSimulation {
         apply(p) { $0.machine.pause(currentItemTime: item, now: $1) }
     }
 
-    public func seek(_ p: Int, to itemTime: Int64) { apply(p) { $0.machine.seek(to: ItemTime(nanoseconds: itemTime), now: $1) } }
-    public func setRate(_ p: Int, _ rate: Double) { apply(p) { $0.machine.setRate(rate, now: $1) } }
+    public func seek(_ p: Int, to itemTime: Int64) {
+        apply(p) { peer, now in
+            refusing(peer) { () throws(Refusal) in try peer.machine.seek(to: ItemTime(nanoseconds: itemTime), now: now) }
+        }
+    }
+    public func setRate(_ p: Int, _ rate: Double) {
+        apply(p) { peer, now in refusing(peer) { () throws(Refusal) in try peer.machine.setRate(rate, now: now) } }
+    }
+
+    /// The actions of `intent`, or none when it is refused (noted in the peer's `refusals`).
+    private func refusing(_ peer: Peer, _ intent: () throws(Refusal) -> [PlaybackCoordinatorStateMachine.Action])
+        -> [PlaybackCoordinatorStateMachine.Action] {
+        do { return try intent() } catch {
+            peer.refusals.append((now, error))
+            return []
+        }
+    }
 
     /// Peer `p`'s engine stalls now for `duration`.
     public func stall(_ p: Int, for duration: Int64) {
@@ -305,6 +322,8 @@ public final class SessionSimulation {
                 if let done = peer.engine.run(command, id: id, atTrue: now) { schedule(.engineDone(p, done), at: done.at) }
             case .event(let e):
                 peer.events.append((now, e))
+            case .refused(let refusal):
+                peer.refusals.append((now, refusal))
             }
         }
     }

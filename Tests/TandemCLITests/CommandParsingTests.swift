@@ -85,8 +85,8 @@ import TandemPeer
         #expect(decoder.feed([UInt8(ascii: " ")]) == [.togglePlayPause])
         #expect(decoder.feed([0x1B]) == [])
         #expect(decoder.feed([UInt8(ascii: "[")]) == [])
-        #expect(decoder.feed([UInt8(ascii: "D")]) == [.seekBy(-10)])
-        #expect(decoder.feed([0x1B, 0x5B, 0x41, UInt8(ascii: "]"), UInt8(ascii: "q")]) == [.seekBy(60), .rateStep(up: true), .leave])
+        #expect(decoder.feed([UInt8(ascii: "D")]) == [.seekStep(.back)])
+        #expect(decoder.feed([0x1B, 0x5B, 0x41, UInt8(ascii: "]"), UInt8(ascii: "q")]) == [.seekStep(.farForward), .rateStep(up: true), .leave])
         #expect(decoder.feed([UInt8(ascii: "E"), UInt8(ascii: "r"), UInt8(ascii: "?")]) == [.end, .restart, .help])
         #expect(decoder.feed([UInt8(ascii: "n"), UInt8(ascii: "p")]) == [.next, .previous])
     }

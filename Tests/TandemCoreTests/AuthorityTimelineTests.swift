@@ -113,22 +113,21 @@ struct AuthorityTimelineTests {
         #expect(!second.notices(.resumed, to: a).isEmpty)
     }
 
-    @Test func seekOutsideTheItemIsRejected() {
+    @Test func seekOutsideTheItemIsClampedToIt() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", host: true, info: AuthorityHarness.info(duration: .seconds(100)))
         let generation = h.authority.timeline.generation
         let early = h.request(.seek(itemTime: -1, play: false), from: a)
-        let late = h.request(.seek(itemTime: .seconds(101), play: true), from: a)
-        for actions in [early, late] {
-            guard case .rejected(_, let reason)? = actions.messages(to: a).first else {
-                Issue.record("expected a rejection, got \(actions)")
-                continue
-            }
-            #expect(reason.contains("cannot seek"))
-        }
-        #expect(h.authority.timeline.generation == generation)
+        #expect(early.refusals(to: a).isEmpty)
+        #expect(h.authority.timeline.anchorItemTime == .zero)
+        #expect(h.authority.timeline.generation == generation + 1)
+        // Past the end: the announced end margin (1 s) before it, playing as asked.
+        h.request(.seek(itemTime: .seconds(101), play: true), from: a)
+        #expect(h.authority.timeline.anchorItemTime == .seconds(99))
         h.request(.seek(itemTime: .seconds(100), play: false), from: a)
-        #expect(h.authority.timeline.anchorItemTime == .seconds(100))
+        #expect(h.authority.timeline.anchorItemTime == .seconds(99))
+        h.request(.seek(itemTime: .seconds(98), play: false), from: a)
+        #expect(h.authority.timeline.anchorItemTime == .seconds(98))
     }
 
     @Test func rateChangeWhilePlayingPrerollsEveryoneAtTheNewRateThenStartsTogether() {
@@ -163,9 +162,9 @@ struct AuthorityTimelineTests {
             == new.anchorItemTime + .seconds(3))
 
         for bad in [0, -1, Double.nan, Double.infinity] {
-            let rejected = h.request(.rate(bad), from: a)
-            guard case .rejected? = rejected.messages(to: a).first else {
-                Issue.record("rate \(bad) was not rejected")
+            let refused = h.request(.rate(bad), from: a)
+            guard case .refused(_, .invalid?, .timeline?)? = refused.messages(to: a).first else {
+                Issue.record("rate \(bad) was not refused")
                 continue
             }
         }

@@ -164,6 +164,23 @@ struct PeerEventSchemaTests {
         }
     }
 
+    @Test("a peer's status (typed times) writes its position event in the same units and digits as the numbers did")
+    func positionFromTypedStatus() {
+        let timeline = Timeline(generation: 4, itemID: "m", rate: 1.5, anchorSessionTime: 0, anchorItemTime: 0,
+                                status: .playing, originator: nil)
+        var status = PeerStatus(timeline: timeline, position: ItemTime(nanoseconds: 12_345_678_901),
+                                expected: ItemTime(nanoseconds: 12_346_912_345), duration: .seconds(40), others: [],
+                                clockOffset: TimeSpan(nanoseconds: -1_234_567), errorBound: TimeSpan(nanoseconds: 250_499),
+                                roundTrip: TimeSpan(nanoseconds: 3_000_001), renderOffset: TimeSpan(nanoseconds: 1_500_500))
+        let line = PositionEvent(status).line(at: Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(line == #"{"clockOffsetMs":-1.235,"errorBoundMs":0.25,"event":"position","expected":12.347,"generation":4,"#
+            + #""position":12.346,"positionErrorMs":-1.233,"rate":1.5,"renderOffsetMs":1.501,"roundTripMs":3,"state":"playing","#
+            + #""streaming":null,"time":1700000000,"unreliablePath":null}"#)
+        #expect(status.line(names: [:]).hasPrefix("▶ 0:12/0:40 1.5×"))
+        status.timeline = nil
+        #expect(status.positionError == nil)
+    }
+
     @Test("absent values are written as null, times and units as before")
     func encoding() throws {
         let line = PositionEvent(state: "connecting", position: nil, expected: nil, positionErrorMs: nil, rate: nil,

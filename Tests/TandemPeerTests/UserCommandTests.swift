@@ -1,4 +1,5 @@
 import Testing
+import TandemCore
 import TandemPeer
 
 @Suite("User commands")
@@ -37,7 +38,7 @@ struct UserCommandTests {
     @Test("keys: arrows, rate steps, quitting keys; unknown bytes and stray escapes are dropped")
     func keys() {
         var decoder = KeyDecoder()
-        #expect(decoder.feed([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x43]) == [.seekBy(-60), .seekBy(10)])
+        #expect(decoder.feed([0x1B, 0x5B, 0x42, 0x1B, 0x5B, 0x43]) == [.seekStep(.farBack), .seekStep(.forward)])
         #expect(decoder.feed([UInt8(ascii: "["), UInt8(ascii: "x"), 0x03, 0x04]) == [.rateStep(up: false), .leave, .leave])
         #expect(decoder.feed([0x1B, UInt8(ascii: "x")]) == [])
         #expect(decoder.feed([UInt8(ascii: "h")]) == [.help])
@@ -54,17 +55,21 @@ struct UserCommandTests {
         // An arrow split across reads.
         #expect(decoder.feed([0x1B]) == [])
         #expect(decoder.feed([0x5B]) == [])
-        #expect(decoder.feed([0x44, UInt8(ascii: " ")]) == [.seekBy(-10), .togglePlayPause])
+        #expect(decoder.feed([0x44, UInt8(ascii: " ")]) == [.seekStep(.back), .togglePlayPause])
         // An unfinished sequence is given up on once it is longer than any key's, keeping what follows.
         #expect(decoder.feed([0x1B, 0x5B] + Array(repeating: UInt8(ascii: "1"), count: 20) + [UInt8(ascii: "h")])
                     .last == .help)
     }
 
-    @Test("the rate steps run from 0.5× to 2× in order")
+    @Test("the default rate steps run from 0.5× to 2× in order, inside the range 0.25 to 4 that the help names")
     func rateSteps() {
-        #expect(UserCommand.rateSteps.first == 0.5)
-        #expect(UserCommand.rateSteps.last == 2)
-        #expect(UserCommand.rateSteps == UserCommand.rateSteps.sorted())
+        let limits = PlaybackLimits()
+        #expect(limits.rateSteps.first == 0.5)
+        #expect(limits.rateSteps.last == 2)
+        #expect(limits.rateSteps == limits.rateSteps.sorted())
+        #expect(limits.rateSteps.allSatisfy { limits.refusingRate($0) == nil })
+        #expect(UserCommand.lineHelp.contains("playback rate, 0.25 to 4"))
+        #expect(UserCommand.keyHelp.contains("←/→ seek −/+10 s · ↑/↓ seek +/−60 s · [ ] rate −/+"))
     }
 }
 
@@ -77,7 +82,7 @@ struct WindowKeyAndDisplayTests {
             for byte in binding.terminal { var fresh = KeyDecoder(); #expect(fresh.feed([byte]) == [binding.command], "byte \(byte)") }
             for name in binding.window { #expect(UserCommand.windowKey(name) == binding.command, "\(name)") }
         }
-        #expect(UserCommand.windowKey("Left") == .seekBy(-10))
+        #expect(UserCommand.windowKey("Left") == .seekStep(.back))
         #expect(UserCommand.windowKey("F13") == nil)
         #expect(decoder.feed(Array("9m0-+o".utf8)) == [.volumeStep(up: false), .toggleMute, .volumeStep(up: true),
                                                        .offsetStep(milliseconds: -10), .offsetStep(milliseconds: 10),

@@ -60,6 +60,9 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// move) is the host's unless `everyoneMayChangeActivity`; moving the group between entries is everyone's,
     /// as play, pause and seek are.
     public var queue = QueuePolicy()
+    /// The rate range, rate and seek steps, and where a seek past the item lands: enforced here and announced in the
+    /// welcome (`SessionSnapshot.playbackLimits`), so every participant decides its user's intents with them.
+    public var playback = PlaybackLimits()
 
     public init() {
         suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .userChangingTime, .userActionRequired]

@@ -2,13 +2,11 @@
 // a prepare round otherwise (ARCHITECTURE.md, "Changing rate without stopping").
 
 extension SessionAuthority {
-    mutating func changeRate(to rate: Double, request: TimelineRequest, from id: ParticipantID,
+    mutating func changeRate(to rate: Double, from id: ParticipantID,
                              now: SessionInstant) -> [Action] {
         let who = name(of: id)
-        guard rate.isFinite, rate > 0 else {
-            return [.send(.rejected(requestID: request.requestID,
-                                    reason: "invalid playback rate \(rate) — use a finite rate greater than 0"), to: id)]
-        }
+        // Outside the announced range: refused, not clamped (a speed nobody asked for would surprise the group).
+        if let refusal = configuration.playback.refusingRate(rate) { return [.send(.refused(refusal), to: id)] }
         var actions: [Action]
         if timeline.isPlaying, everyoneChangesRateInPlace {
             // Every player switches rate without stopping: the new line continues the current one from where

@@ -31,8 +31,9 @@ extension SessionAuthority {
             actions += broadcast(notice(.paused, id, "\(who) paused at \(AuthorityText.itemTime(target))", now))
             return actions
 
-        case .seek(let itemTime, let play):
-            if let problem = seekProblem(itemTime) { return [.send(.rejected(requestID: request.requestID, reason: problem), to: id)] }
+        case .seek(let requested, let play):
+            // Clamped to the item (`PlaybackLimits.clampedSeek`): a step from a position a moment old still moves.
+            let itemTime = configuration.playback.clampedSeek(requested, itemDuration: referenceMedia?.info.duration)
             stopWaiting()
             var actions: [Action]
             if play {
@@ -50,7 +51,7 @@ extension SessionAuthority {
             return actions + reconcile(now: now)
 
         case .rate(let rate):
-            return changeRate(to: rate, request: request, from: id, now: now)
+            return changeRate(to: rate, from: id, now: now)
         }
     }
 

@@ -358,7 +358,7 @@ extension SessionAuthority {
                                timeline: joined ? timeline : nil, participants: participants,
                                attachments: joined && !lazy ? committedAttachments : [],
                                reconnectToken: members[id]!.reconnectToken, queue: joined ? queue : nil,
-                               rules: configuration.rules)
+                               rules: configuration.rules, playbackLimits: configuration.playback)
     }
 
     /// Whether `id` may do what the host may: it is the host, or the configuration gives the role to everyone.

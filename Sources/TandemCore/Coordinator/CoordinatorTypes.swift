@@ -38,7 +38,8 @@ public enum CoordinatorEvent: Hashable, Sendable {
     case queueChanged(SessionQueue)
     /// The local player failed; the error says what the user can do.
     case engineFailed(PlaybackError)
-    /// A request of ours was turned down.
+    /// A request of ours was turned down by an older authority (`ServerMessage.rejected`); it also arrives on
+    /// `PlaybackCoordinator.refusals`, where current authorities' refusals arrive.
     case requestRejected(requestID: UInt64, reason: String)
     /// The reasons this participant currently holds the group (or itself) back for.
     case localSuspensionsChanged([SuspensionReason])

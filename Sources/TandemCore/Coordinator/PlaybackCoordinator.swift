@@ -37,6 +37,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     private let locate: @Sendable (String) -> String
     private let locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
     private let eventsBox = FanOut<CoordinatorEvent>()
+    private let refusalsBox = FanOut<Refusal>(replay: .none, buffering: .newest(64))
     private let commands: AsyncStream<(UInt64, EngineCommand)>
     private let commandSink: AsyncStream<(UInt64, EngineCommand)>.Continuation
     private let outgoing: AsyncStream<ClientMessage>
@@ -96,23 +97,50 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     public var participantsWithDifferentMedia: Set<ParticipantID> { machine.participantsWithDifferentMedia }
 
     // MARK: Requests
+    //
+    // The user's intents, decided here with this coordinator's own state and the limits the authority announced
+    // (`limits`). What the limits refuse throws before anything is sent, in the authority's words; what the authority
+    // still refuses of a request that was sent arrives on `refusals`.
+
+    /// The rate range, rate and seek steps, and where a seek past the item lands, as the authority announced them.
+    public var limits: PlaybackLimits { machine.limits }
+
+    /// What the authority refused of this coordinator's requests after they were sent (timeline requests and
+    /// suspensions; a call cannot wait for the group's answer). One stream per call; refusals of the session's own
+    /// requests (activity, queue, notices) are `GroupSession.refusals`'.
+    public nonisolated var refusals: AsyncStream<Refusal> { refusalsBox.subscribe() }
 
     public func play() { apply(machine.play(now: clock.now)) }
 
-    /// Pauses here at once and everyone at this engine's position.
-    public func pause() {
-        let now = clock.now
-        let item = engine.currentItemTime()
-            ?? machine.sessionTime(atLocal: now).flatMap {
-                machine.expectedItemTime(atSessionTime: $0)
-            } ?? 0
-        apply(machine.pause(currentItemTime: item, now: now))
+    /// Pauses here at once and everyone at this engine's position (or, without one, where the group's line is).
+    public func pause() { apply(machine.pause(engineItemTime: engine.currentItemTime(), now: clock.now)) }
+
+    /// Plays when the group is paused (or this peer's pause is on its way), pauses when it plays or waits to play.
+    public func togglePlayPause() {
+        apply(machine.togglePlayPause(engineItemTime: engine.currentItemTime(), now: clock.now))
     }
 
-    public func seek(to itemTime: ItemTime) {
-        apply(machine.seek(to: itemTime, now: clock.now))
+    /// Seeks the group to `itemTime`; it keeps playing if it was. Throws `Refusal` (`.invalid`) for a time before 0
+    /// or at or past the end of the loaded item.
+    public func seek(to itemTime: ItemTime) throws(Refusal) {
+        apply(try machine.seek(to: itemTime, now: clock.now))
     }
-    public func setRate(_ rate: Double) { apply(machine.setRate(rate, now: clock.now)) }
+
+    /// Seeks the group `offset` from this engine's position, clamped to the item (`PlaybackLimits.clampedSeek`).
+    public func seek(by offset: TimeSpan) {
+        apply(machine.seek(by: offset, engineItemTime: engine.currentItemTime(), now: clock.now))
+    }
+
+    /// One seek step (the arrow keys), as large as `limits` says.
+    public func seek(_ step: PlaybackLimits.SeekStep) {
+        apply(machine.seek(step, engineItemTime: engine.currentItemTime(), now: clock.now))
+    }
+
+    /// Asks the group to play at `rate`. Throws `Refusal` (`.invalid`) for a rate outside `limits`.
+    public func setRate(_ rate: Double) throws(Refusal) { apply(try machine.setRate(rate, now: clock.now)) }
+
+    /// The next rate step up (or down) from the group's rate. Throws `Refusal` (`.invalid`) at the end of the steps.
+    public func stepRate(up: Bool) throws(Refusal) { apply(try machine.stepRate(up: up, now: clock.now)) }
 
     /// The session's queue, as the authority last described it.
     public var queue: SessionQueue? { machine.queue }
@@ -235,7 +263,12 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
                 commandSink.yield((id, command))
             case .event(let event):
                 eventsBox.send(event)
-                if case .invalidated = event { eventsBox.finish() }
+                if case .invalidated = event {
+                    eventsBox.finish()
+                    refusalsBox.finish()
+                }
+            case .refused(let refusal):
+                refusalsBox.send(refusal)
             }
         }
     }

@@ -54,6 +54,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// Run `command` on the engine after every earlier engine command, then report its outcome with `id`.
         case engine(id: UInt64, EngineCommand)
         case event(CoordinatorEvent)
+        /// The authority refused one of this coordinator's requests (a timeline request or a suspension); tell the
+        /// caller (`PlaybackCoordinator.refusals`).
+        case refused(Refusal)
     }
 
     /// What the engine was last told to do (commands are assumed to land in order).
@@ -80,6 +83,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     public internal(set) var invalidation: InvalidationReason?
     /// The latest clock-sync estimate (local → session).
     public internal(set) var clockMapping: ClockMapping?
+    /// The rate range and steps the authority announced in its welcome (`PlaybackLimits()` from one that announces
+    /// none): the intents (`togglePlayPause`, `seek(by:)`, `stepRate(up:)`…) decide with them.
+    public internal(set) var limits = PlaybackLimits()
 
     // Engine state (CoordinatorStates.swift).
     /// The item the engine holds, and its media information.
@@ -154,6 +160,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             // suspensions and preroll acknowledgement with the lost connection, so they are reported again.
             let rejoining = localParticipantID != nil
             localParticipantID = snapshot.localParticipant.id
+            limits = snapshot.playbackLimits ?? PlaybackLimits()
             if let env = snapshot.activity, !rejoining || env != activity {
                 activity = env
                 actions.append(.event(.activityChanged(env)))
@@ -179,14 +186,21 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .notice(let notice):
             actions.append(.event(.notice(notice)))
         case .rejected(let requestID, let reason):
+            // From an authority before refusals with codes: the same refusal, for callers of either kind.
             if requestID == pauseHold.request { pauseHold = .none }
             actions.append(.event(.requestRejected(requestID: requestID, reason: reason)))
+            actions.append(.refused(Refusal(.invalid, reason, request: .timeline)))
+        case .refused:
+            // Only the refusals of this coordinator's own requests: the session's are `GroupSession.refusals`'.
+            if let refusal = message.refusal, refusal.request == .timeline || refusal.request == .suspension {
+                actions.append(.refused(refusal))
+            }
         case .invalidated(let reason):
             invalidation = reason
             if case .playing = target { issue(.pause, into: &actions); target = .paused }
             actions.append(.event(.invalidated(reason)))
             return actions
-        case .clockPong, .appMessage, .resend, .journal, .refused:
+        case .clockPong, .appMessage, .resend, .journal:
             // Clock sync, messenger and journal traffic belong to other parts of the peer.
             break
         }
@@ -232,39 +246,6 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             actions.append(.event(.otherParticipantsChanged(others)))
         }
         checkMedia(now: nil, into: &actions)
-    }
-
-    // MARK: User intents
-
-    /// Asks the group to play.
-    public mutating func play(now: LocalInstant) -> [Action] {
-        request(.play, now: now)
-    }
-
-    /// Pauses here at once and asks the group to stop at `currentItemTime` (this engine's position).
-    public mutating func pause(currentItemTime: ItemTime, now: LocalInstant) -> [Action] {
-        var actions: [Action] = []
-        if case .playing = target {
-            issue(.pause, into: &actions)
-            target = .paused
-        }
-        actions += request(.pause(itemTime: currentItemTime), now: now)
-        pauseHold = .holding(request: nextRequestID - 1, until: now + configuration.localPauseHold)
-        return actions
-    }
-
-    /// Asks the group to seek to `itemTime`; it keeps playing if it was.
-    public mutating func seek(to itemTime: ItemTime, now: LocalInstant) -> [Action] {
-        let playing = timeline.map { $0.isPlaying || isWaiting($0) } ?? false
-        return request(.seek(itemTime: max(.zero, itemTime), play: playing), now: now)
-    }
-
-    /// Asks the group to play at `rate` (> 0).
-    public mutating func setRate(_ rate: Double, now: LocalInstant) -> [Action] {
-        guard rate.isFinite, rate > 0 else {
-            return [.event(.engineFailed(.invalidRate(rate)))]
-        }
-        return request(.rate(rate), now: now)
     }
 
     func isWaiting(_ tl: Timeline) -> Bool {

@@ -248,9 +248,13 @@ public struct SessionSnapshot: Hashable, Sendable, Codable {
     public var queue: SessionQueue?
     /// What participants other than the host may do (absent from older authorities: then only the host may).
     public var rules: SessionRules?
+    /// The rate range, the rate and seek steps and where a seek past the item lands (absent from older authorities:
+    /// then `PlaybackLimits()`).
+    public var playbackLimits: PlaybackLimits?
     public init(sessionID: String, localParticipant: Participant, activity: ActivityEnvelope?, timeline: Timeline?,
                 participants: [ParticipantState], attachments: [AttachmentInfo], reconnectToken: String? = nil,
-                queue: SessionQueue? = nil, rules: SessionRules? = nil) {
+                queue: SessionQueue? = nil, rules: SessionRules? = nil, playbackLimits: PlaybackLimits? = nil) {
+        self.playbackLimits = playbackLimits
         self.rules = rules
         self.queue = queue
         self.sessionID = sessionID
@@ -344,7 +348,8 @@ public enum ServerMessage: Hashable, Sendable, Codable {
     case resend(AppMessageMark)
     case journal(JournalMessage)
     case notice(Notice)
-    /// A request could not be honoured (e.g. seek past the end); the text says why.
+    /// A timeline request could not be honoured; the text says why. Sent by older authorities (a seek past the end,
+    /// an invalid rate); current ones clamp seeks to the item and refuse rates with `refused` (`.invalid`).
     case rejected(requestID: UInt64, reason: String)
     /// A request was refused (not the host's, not joined, size, rate…); the text says why, `code` what kind of
     /// refusal and `request` which kind of request (both absent from authorities before them). See `Refusal`.

@@ -10,6 +10,8 @@ extension WebPage {
     const CHAT_TYPE = "TandemPeer.ChatLine";
     let me = null, people = [], activity = null, hostMedia = null, requestID = 0, follower = null, objectURL = null;
     let reconnectToken = null, readyInfo = null;
+    /** The session's playback limits from the welcome (rate range and steps, seek steps): the keys use them. */
+    let limits = null;
     /** Why the browser cannot play the chosen copy (null: it can, or nothing is chosen yet), and the listeners of the
      *  latest load (each new load drops the previous one's, so a stale file never reports for the current one). */
     let failure = null, loadWatch = null;
@@ -76,6 +78,7 @@ extension WebPage {
         case "welcome": {
           const snap = body._0, again = tandem.joined === true, before = me;
           me = tandem.me = snap.localParticipant; people = snap.participants; reconnectToken = snap.reconnectToken || null;
+          if (snap.playbackLimits) { limits = tandem.limits = snap.playbackLimits; showRates(); }
           wire.rejoined(me.id);
           if (snap.activity) showActivity(snap.activity);
           renderPeople(); setControls(true);
@@ -112,7 +115,7 @@ extension WebPage {
         tandem.timeline = t; tandem.timelineAt = performance.timeOrigin + performance.now();
         const kind = statusOf(t);
         $("play").textContent = kind === "paused" ? "Play" : "Pause";
-        $("rate").value = String(t.rate);
+        if (limits) showRates();
         if (failure) { /* the failure and what to do about it stay shown */ }
         else if (kind === "waiting") {
           const who = t.status.waiting.for.filter((x, i) => i % 2 === 0).map(nameOf);
@@ -318,12 +321,29 @@ extension WebPage {
           request({ pause: { itemTime: follower.loaded ? follower.position() : Math.max(0, Math.round(groupPosition(t))) } });
         }
       }
-      function seekBy(seconds) {
+      /** A seek `offset` ns from where the group is; the authority clamps it to the item. */
+      function seekBy(offset) {
         const t = tandem.timeline; if (!t) return;
-        request({ seek: { itemTime: Math.max(0, Math.round(groupPosition(t) + seconds * 1e9)), play: statusOf(t) !== "paused" } });
+        request({ seek: { itemTime: Math.round(groupPosition(t) + offset), play: statusOf(t) !== "paused" } });
       }
       function setRate(rate) { request({ rate: { _0: rate } }); }
-      tandem.controls = { togglePlay, seekBy, setRate, seekTo: (s) => { const t = tandem.timeline;
+      /** The session's next rate step up (or down) from the group's rate. */
+      function stepRate(up) {
+        const t = tandem.timeline; if (!t || !limits) return;
+        const steps = limits.rateSteps.filter((r) => r >= limits.minimumRate && r <= limits.maximumRate).sort((a, b) => a - b);
+        const next = up ? steps.find((r) => r > t.rate + 1e-9) : steps.filter((r) => r < t.rate - 1e-9).pop();
+        if (next === undefined) addLine("notices", "Already at the " + (up ? "fastest" : "slowest") + " rate.", "warn");
+        else setRate(next);
+      }
+      /** The speed menu offers the session's rate steps (and the group's rate, when it is none of them). */
+      function showRates() {
+        const rate = tandem.timeline ? tandem.timeline.rate : 1;
+        const rates = limits.rateSteps.includes(rate) ? limits.rateSteps : limits.rateSteps.concat([rate]).sort((a, b) => a - b);
+        $("rate").replaceChildren(...rates.map((r) => { const o = document.createElement("option");
+          o.value = String(r); o.textContent = r + "×"; return o; }));
+        $("rate").value = String(rate);
+      }
+      tandem.controls = { togglePlay, seekBy, setRate, stepRate, seekTo: (s) => { const t = tandem.timeline;
         request({ seek: { itemTime: Math.round(s * 1e9), play: !!t && statusOf(t) !== "paused" } }); } };
       $("play").addEventListener("click", togglePlay);
       $("seek").addEventListener("change", (e) => tandem.controls.seekTo(Number(e.target.value)));
@@ -331,13 +351,12 @@ extension WebPage {
       document.addEventListener("keydown", (e) => {
         // Fields and buttons keep their own keys (a focused button already plays on space).
         if (["INPUT", "SELECT", "BUTTON", "TEXTAREA"].includes(e.target.tagName)) return;
-        const rates = [0.5, 0.75, 1, 1.25, 1.5, 2], current = tandem.timeline ? tandem.timeline.rate : 1;
-        const index = rates.indexOf(current);
-        if (e.key === " ") { e.preventDefault(); togglePlay(); }
-        else if (e.key === "ArrowLeft") seekBy(-10);
-        else if (e.key === "ArrowRight") seekBy(10);
-        else if (e.key === "[" && index > 0) setRate(rates[index - 1]);
-        else if (e.key === "]" && index >= 0 && index < rates.length - 1) setRate(rates[index + 1]);
+        if (e.key === " ") { e.preventDefault(); togglePlay(); return; }
+        if (!limits) return;
+        const steps = { ArrowLeft: -limits.smallSeekStep, ArrowRight: limits.smallSeekStep,
+                        ArrowUp: limits.largeSeekStep, ArrowDown: -limits.largeSeekStep };
+        if (e.key in steps) { e.preventDefault(); seekBy(steps[e.key]); }
+        else if (e.key === "[" || e.key === "]") stepRate(e.key === "]");
       });
       /** The position in the chosen copy; after a failure nothing plays: no clock that looks as if something did. */
       function showClock() {

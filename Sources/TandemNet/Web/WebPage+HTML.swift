@@ -26,11 +26,7 @@ extension WebPage {
           <button id="play" type="button" disabled>Play</button>
           <input id="seek" type="range" min="0" max="0" step="0.1" value="0" disabled aria-label="Position">
           <span id="clock">0:00 / 0:00</span>
-          <select id="rate" disabled aria-label="Speed">
-            <option value="0.5">0.5×</option><option value="0.75">0.75×</option>
-            <option value="1" selected>1×</option><option value="1.25">1.25×</option>
-            <option value="1.5">1.5×</option><option value="2">2×</option>
-          </select>
+          <select id="rate" disabled aria-label="Speed"><option value="1" selected>1×</option></select>
         </div>
         <div id="media">
           <label>Your copy of the file (several for a queue): <input id="file" type="file" accept="video/*,audio/*" multiple></label>

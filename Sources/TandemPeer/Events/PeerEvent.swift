@@ -1,4 +1,5 @@
 import Foundation
+import Tandem
 
 /// One kind of `--json` event (docs/SCRIPTING.md, "Scripted use and `--json`"): its fields, plus `event` (its name) and `time`
 /// (Unix seconds, to the millisecond), written as one JSON object per line with sorted keys.
@@ -66,4 +67,8 @@ package enum EventUnits {
     /// Nanoseconds as milliseconds, to the microsecond.
     package static func milliseconds(_ ns: Int64) -> Double { (Double(ns) / 1e3).rounded() / 1e3 }
     package static func milliseconds(_ ns: Int64?) -> Double? { ns.map(milliseconds) }
+    /// A typed time (an item time, a span) as seconds, to the millisecond: the JSON output's unit.
+    package static func seconds<T: TimeValue>(_ time: T?) -> Double? { time.map { seconds($0.nanoseconds) } }
+    /// A typed span as milliseconds, to the microsecond.
+    package static func milliseconds<T: TimeValue>(_ time: T?) -> Double? { time.map { milliseconds($0.nanoseconds) } }
 }
