@@ -131,7 +131,7 @@ let invite = try server.createSession(activity: try Film().envelope(itemID: "tex
 let ann = try await participant("ann", invite: invite), bob = try await participant("bob", invite: invite)
 await ann.coordinator.play()                     // both start at the same session time
 try await waitUntil(bob.engine, passes: 1.2)
-await bob.coordinator.seek(to: .seconds(30))     // anyone may seek: everyone goes there together
+try await bob.coordinator.seek(to: .seconds(30)) // anyone may seek: everyone goes there together
 try await waitUntil(ann.engine, passes: 31.2)
 await ann.coordinator.pause()                    // everyone stops where ann is
 for _ in 0..<500 where bob.engine.isPlaying { try await Task.sleep(for: .milliseconds(20)) }   // it reaches bob
