@@ -111,7 +111,8 @@ Task {   // however it goes, this example ends
 }
 
 /// One participant: an engine of ours under a coordinator, on a connection of its own.
-func participant(_ name: String, invite: Invite) async throws -> (engine: TextEngine, coordinator: PlaybackCoordinator) {
+func participant(_ name: String, invite: Invite) async throws
+    -> (engine: TextEngine, coordinator: PlaybackCoordinator) {
     let engine = TextEngine(name: name)
     let link = try await TandemClient.connect(invite: invite, name: name)   // takes part at once
     let coordinator = PlaybackCoordinator(engine: engine, link: link)      // loads the item id, "text"

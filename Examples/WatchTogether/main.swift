@@ -93,7 +93,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch (arguments.first, arguments.count) {
     case ("host", 2):
-        let server = try await SessionServer.start(host: "127.0.0.1", port: 0)   // 0.0.0.0: your network too
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0)   // `tandem host` reaches further
         let (viewer, invite) = try await host(arguments[1], on: .embedded(server), name: "host")
         show("invite: \(invite)")
         await viewer.coordinator.play()           // guests who join later join the running film

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// The README stays something a newcomer reads in ten minutes, and no link in the documentation leads nowhere:
-/// every relative link in README.md, CHANGELOG.md and docs/*.md names a file that exists, and a `#anchor` into a
-/// Markdown file names one of its headings (as GitHub makes them).
+/// The README stays something a newcomer reads in ten minutes, no link in the documentation leads nowhere (every
+/// relative link in README.md, CHANGELOG.md and docs/*.md names a file that exists, and a `#anchor` into a Markdown
+/// file names one of its headings, as GitHub makes them), and its Swift is the examples', which the build compiles.
 @Suite struct DocumentationTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

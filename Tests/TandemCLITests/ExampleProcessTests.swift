@@ -15,13 +15,19 @@ struct ExampleProcessTests {
         let process = try TandemProcess(arguments, executable: example(name))
         defer { process.stop() }
         let code = await process.exitCode(within: timeout)
-        #expect(code == 0, "\(name) exited with \(code.map(String.init) ?? "nothing in time")\n\(process.stdout)\n\(process.stderr)")
+        #expect(code == 0, """
+            \(name) exited with \(code.map(String.init) ?? "nothing in time")
+            \(process.stdout)
+            \(process.stderr)
+            """)
         return process.stdout
     }
 
     /// The numbers of the first line matching `pattern`'s two captures.
     static func pair(in output: String, _ pattern: Regex<(Substring, Substring, Substring)>) -> (Double, Double)? {
-        guard let match = output.firstMatch(of: pattern), let a = Double(match.1), let b = Double(match.2) else { return nil }
+        guard let match = output.firstMatch(of: pattern), let a = Double(match.1), let b = Double(match.2) else {
+            return nil
+        }
         return (a, b)
     }
 
@@ -78,7 +84,7 @@ struct ExampleProcessTests {
         for name in ["ann", "bob"] {
             let start = output.firstRange(of: try Regex("\(name) renders [01]\\.[05] s"))
             let afterSeek = output.firstRange(of: try Regex("\(name) renders 3[01]\\.[05] s"))
-            #expect(start != nil && afterSeek != nil, "\(name) renders neither the start nor the seek: \(output)")
+            #expect(start != nil && afterSeek != nil, "\(name) misses the start or the seek: \(output)")
             if let start, let afterSeek { #expect(start.lowerBound < afterSeek.lowerBound, "\(output)") }
         }
         let (ann, bob) = try #require(Self.pair(in: output, /paused: ann at ([0-9.]+) s, bob at ([0-9.]+) s/), "\(output)")
