@@ -18,9 +18,12 @@ MARKER = re.compile(r'^\s*<!-- snippet: ([^#\s]+)#([\w-]+) -->$')
 
 
 def region(path, name):
-    lines = open(os.path.join(ROOT, path), encoding='utf-8').read().split('\n')
-    start = next(i for i, line in enumerate(lines) if line.strip() == f'// snippet: {name}')
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == '// snippet end')
+    try:
+        lines = open(os.path.join(ROOT, path), encoding='utf-8').read().split('\n')
+        start = next(i for i, line in enumerate(lines) if line.strip() == f'// snippet: {name}')
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == '// snippet end')
+    except (OSError, StopIteration):
+        sys.exit(f'snippets: no region `// snippet: {name}` … `// snippet end` in {path}')
     body = lines[start + 1:end]
     shared = min((len(line) - len(line.lstrip(' ')) for line in body if line.strip()), default=0)
     return [line[shared:] if line.strip() else '' for line in body]
