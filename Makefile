@@ -28,7 +28,7 @@ MP4_SAMPLE := media-samples/h264-1080p.mp4
 # Playwright (from PyPI) drives Debian's chromium in the browser-peer test; its own browser downloads are never used.
 WEB_VENV := .build/web-venv
 
-.PHONY: deps build release install uninstall install-smoke test api-check api-baseline demo samples fuzz fuzz-corpus soak clean
+.PHONY: deps build release install uninstall install-smoke test api-check api-baseline docs demo samples fuzz fuzz-corpus soak clean
 
 ## Installs the Debian packages Tandem needs, only those that are missing. Quiet: one line, and apt's output
 ## only when it fails.
@@ -109,6 +109,7 @@ install-smoke:
 test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	bash scripts/api-check.sh
+	bash scripts/docs.sh
 	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
 	@# go to a directory of this run's own, removed when it ends, pass or fail.
 	@scratch=$$(mktemp -d /tmp/tandem-test.XXXXXX) && echo "TMPDIR=$$scratch swift test --skip-build --no-parallel" && \
@@ -127,6 +128,13 @@ api-check: deps
 api-baseline: deps
 	swift build $(SWIFT_BUILD_FLAGS)
 	bash scripts/api-check.sh --update
+
+## The reference documentation: the DocC catalog Sources/Tandem/Tandem.docc over the public API of Tandem and the
+## modules it re-exports, as a static site in .build/docs/Tandem.doccarchive. Any warning fails it. From the debug
+## build, rebuilding nothing: under 20 s (part of `make test`; docs/DEVELOPMENT.md, "The reference documentation").
+docs: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	bash scripts/docs.sh
 
 ## A real watch-together session on the bundled samples.
 demo: build

@@ -127,6 +127,11 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
         ], path: "Fuzz/Harness"),
         .executableTarget(name: "tandem-fuzz", dependencies: ["TandemWireFuzzing"], path: "Fuzz/Sources"),
+        // Apps embedding the library, each small enough to read (docs/EMBEDDING.md and README.md quote them):
+        // built with everything else, and run by ExampleProcessTests.
+        .executableTarget(name: "WatchTogether", dependencies: ["Tandem"], path: "Examples/WatchTogether"),
+        .executableTarget(name: "CustomEngine", dependencies: ["Tandem"], path: "Examples/CustomEngine"),
+        .executableTarget(name: "MessagesAndJournal", dependencies: ["Tandem"], path: "Examples/MessagesAndJournal"),
         // Test support shared by test targets: an X server (Xvfb) of the test's own and what it says of a window.
         .target(name: "TandemTestDisplay", dependencies: ["CTandemGStreamerShim"], path: "Tests/Support/XDisplay"),
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),

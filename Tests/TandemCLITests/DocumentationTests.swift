@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// The README stays something a newcomer reads in ten minutes, and no link in the documentation leads nowhere:
-/// every relative link in README.md, CHANGELOG.md and docs/*.md names a file that exists, and a `#anchor` into a
-/// Markdown file names one of its headings (as GitHub makes them).
+/// The README stays something a newcomer reads in ten minutes, no link in the documentation leads nowhere (every
+/// relative link in README.md, CHANGELOG.md and docs/*.md names a file that exists, and a `#anchor` into a Markdown
+/// file names one of its headings, as GitHub makes them), and its Swift is the examples', which the build compiles.
 @Suite struct DocumentationTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -62,6 +62,67 @@ import Testing
         #expect(Self.slug("[0.11.0] - 2026-11-23") == "0110---2026-11-23")
         #expect(Self.anchors(of: "# A\n```\n# not a heading\n```\n## A\n") == ["a", "a-1"])
         #expect(Self.linkTargets(in: "see [x](a.md#b) and ![p](docs/p.svg), not `[c](d)`") == ["a.md#b", "docs/p.svg"])
+    }
+
+    /// The Swift in the documentation is the examples' own, which the build compiles and ExampleProcessTests run:
+    /// every ```swift block in README.md, CHANGELOG.md, docs/*.md and the DocC catalog follows a line
+    /// `<!-- snippet: FILE#NAME -->` and is, line for line, the region of FILE between `// snippet: NAME` and
+    /// `// snippet end` (indented as the block's fence is). `python3 scripts/snippets.py` copies them again.
+    @Test func swiftInTheDocumentationIsTheExamples() throws {
+        let catalog = "Sources/Tandem/Tandem.docc"
+        let articles = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent(catalog).path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "\(catalog)/\($0)" }
+        var problems: [String] = []
+        var quoted = 0
+        for document in try Self.documents() + articles {
+            let lines = try Self.read(document).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            var index = 0
+            while index < lines.count {
+                let fence = index
+                index += 1
+                guard lines[fence].trimmingCharacters(in: .whitespaces).hasPrefix("```swift") else { continue }
+                let indent = String(lines[fence].prefix { $0 == " " })
+                var block: [String] = []
+                while index < lines.count, lines[index].trimmingCharacters(in: .whitespaces) != "```" {
+                    block.append(lines[index].hasPrefix(indent) ? String(lines[index].dropFirst(indent.count)) : lines[index])
+                    index += 1
+                }
+                let before = lines[..<fence].last { !$0.trimmingCharacters(in: .whitespaces).isEmpty } ?? ""
+                guard let marker = before.firstMatch(of: /^\s*<!-- snippet: ([^#\s]+)#([\w-]+) -->$/) else {
+                    problems.append("\(document):\(fence + 1): a Swift block with no `<!-- snippet: FILE#NAME -->` line before it")
+                    continue
+                }
+                quoted += 1
+                let (file, name) = (String(marker.1), String(marker.2))
+                guard let region = try Self.region(name, of: file) else {
+                    problems.append("\(document):\(fence + 1): no region `// snippet: \(name)` … `// snippet end` in \(file)")
+                    continue
+                }
+                if region != block {
+                    problems.append("\(document):\(fence + 1): not \(file)#\(name) as it is now (python3 scripts/snippets.py copies it)")
+                }
+            }
+        }
+        #expect(quoted >= 8, "only \(quoted) quoted blocks found: is the marker pattern still right?")
+        #expect(problems.isEmpty, "\n\(problems.joined(separator: "\n"))")
+    }
+
+    @Test func regionsAreCutAsTheScriptCutsThem() throws {
+        let lines = try #require(try Self.region("viewer", of: "Examples/WatchTogether/main.swift"))
+        #expect(lines.first?.hasPrefix("/// One participant") == true)
+        #expect(!lines.contains { $0.contains("snippet") })
+    }
+
+    /// The lines of FILE between `// snippet: NAME` and `// snippet end`, less the indentation they all share.
+    static func region(_ name: String, of file: String) throws -> [String]? {
+        guard FileManager.default.fileExists(atPath: root.appendingPathComponent(file).path) else { return nil }
+        let lines = try read(file).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let start = lines.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces) == "// snippet: \(name)" }),
+              let end = lines[start...].firstIndex(where: { $0.trimmingCharacters(in: .whitespaces) == "// snippet end" })
+        else { return nil }
+        let body = lines[(start + 1)..<end]
+        let shared = body.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+        return body.map { String($0.dropFirst(min(shared, $0.prefix { $0 == " " }.count))) }
     }
 
     /// Lines outside fenced code blocks, numbered from 1.
