@@ -139,11 +139,17 @@ for _ in 0..<500 where bob.engine.isPlaying { try await Task.sleep(for: .millise
 print(String(format: "paused: ann at %.3f s, bob at %.3f s", ann.engine.currentItemTime()?.seconds ?? -1,
              bob.engine.currentItemTime()?.seconds ?? -1))
 // snippet: intents
-try await ann.coordinator.stepRate(up: true)   // the session's next rate step (1.25×), for everyone
-do {
-    try await ann.coordinator.setRate(8)       // beyond the session's limits (0.25–4×): refused before it is sent
-} catch let refusal as Refusal {               // in the authority's words; what only it can refuse comes on
-    print("refused: \(refusal.reason)")        // coordinator.refusals
+/// Asks the group for `rate`; what the session's limits refuse is thrown before anything is sent, in the
+/// authority's words (what only the authority can refuse comes on `coordinator.refusals`).
+func ask(_ coordinator: PlaybackCoordinator, rate: Double) async {
+    do throws(Refusal) {
+        try await coordinator.setRate(rate)
+    } catch {
+        print("refused: \(error.reason)")
+    }
 }
 // snippet end
+
+try await ann.coordinator.stepRate(up: true)   // the session's next rate step (1.25×), for everyone
+await ask(ann.coordinator, rate: 8)            // beyond the session's limits (0.25–4×)
 await server.shutdown()

@@ -102,7 +102,8 @@ do {
         let reporting = Task { await report(viewer, as: "host") }
         await enter.value
         reporting.cancel()
-        try await viewer.session.end()            // for everyone
+        try await viewer.session.end()            // for everyone: the server tells each of them, then this one
+        for _ in 0..<50 where viewer.session.state == .joined { try await Task.sleep(for: .milliseconds(100)) }
         await server.shutdown()
     case ("join", 2):
         guard let line = readLine() else { throw WatchError("give the invite on standard input") }

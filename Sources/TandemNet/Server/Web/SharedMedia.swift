@@ -22,9 +22,14 @@ public final class SharedMedia: Sendable, Hashable {
 
     public init() {}
 
+    /// Offers `path` as the item `item` of `session` (replacing what was offered under that id).
+    public func offer(session: String, item: String, path: String) {
+        offer(session: session, item: item, path: path, contentID: nil)
+    }
+
     /// Offers `path` as the item `item` of `session` (replacing what was offered under that id), with its content
     /// fingerprint (`MediaInfo.contentID`) when known.
-    public func offer(session: String, item: String, path: String, contentID: String? = nil) {
+    public func offer(session: String, item: String, path: String, contentID: String?) {
         files.withLock { $0[session, default: [:]][item] = Offer(path: path, contentID: contentID) }
     }
 
