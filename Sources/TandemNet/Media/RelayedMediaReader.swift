@@ -1,0 +1,139 @@
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import Synchronization
+
+/// Why a range of the host's copy could not be read through the relay, in words that say what to do.
+package enum RelayedMediaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The relay does not pass media (it runs without `--relay-media`).
+    case relayRefuses(String)
+    /// The relay or the host refused this request (busy, no such item, the host away…): the words say why.
+    case refused(String)
+    /// A chunk did not open as the range asked for: the relay (or something on the way) altered it.
+    case altered
+    /// No answer in time.
+    case timedOut
+    /// The connection to the session is closed.
+    case closed
+
+    package var description: String {
+        switch self {
+        case .relayRefuses(let why), .refused(let why): why
+        case .altered: "a chunk of the host's copy arrived altered and was dropped: the relay may be tampering with it"
+        case .timedOut: "the host's copy did not arrive in time through the relay"
+        case .closed: "the connection to the session is closed"
+        }
+    }
+}
+
+/// A joiner's reads of the host's shared items through the relay: each read is one `mediaRequest` answered by one
+/// sealed `mediaChunk`, opened here (`MediaChunkCipher`) against the range it asked for.
+package final class RelayedMediaReader: Sendable {
+    /// The largest range one request asks for (the relay's default `maxRequestBytes`).
+    package static let pieceSize = 64 * 1024
+    /// How long a request may go unanswered here (the relay answers `timedOut` after its own 10 s).
+    static let timeout = TimeAmount.seconds(15)
+
+    private let connection: TandemClientConnection
+    private let cipher: MediaChunkCipher
+    /// A request on its way: what it asked for, and who waits for its answer (or the answer, when it came first).
+    private struct Waiting {
+        var item: String
+        var offset: Int64
+        var length: Int
+        var continuation: CheckedContinuation<(Data, Int64), any Error>?
+        var early: Result<(Data, Int64), any Error>?
+    }
+    private let waiting = Mutex<(next: UInt32, byID: [UInt32: Waiting])>((1, [:]))
+    private let received = Atomic<Int>(0)
+
+    package init(connection: TandemClientConnection) {
+        self.connection = connection
+        cipher = MediaChunkCipher(invite: connection.invite)
+        connection.receiveMedia { [weak self] frame in
+            guard frame.kind == .mediaChunk, let self, let chunk = try? MediaFrames.parseChunk(frame) else { return }
+            self.arrived(chunk)
+        }
+    }
+
+    /// Plain bytes read through the relay so far.
+    package var bytesReceived: Int { received.load(ordering: .relaxed) }
+
+    /// Up to `length` bytes (at most `pieceSize`) of `item` from `offset`, and the item's size.
+    package func read(item: String, offset: Int64, length: Int) async throws(RelayedMediaError) -> (bytes: Data, itemSize: Int64) {
+        let length = min(length, Self.pieceSize)
+        let id = waiting.withLock { state in
+            let id = state.next
+            state.next &+= 1
+            state.byID[id] = Waiting(item: item, offset: offset, length: length)
+            return id
+        }
+        do {
+            try await connection.sendMedia { allocator in
+                try MediaFrames.encode(MediaFrames.Request(id: id, item: item, offset: offset, length: length),
+                                       allocator: allocator)
+            }
+            connection.channel.eventLoop.scheduleTask(in: Self.timeout) { [weak self] in
+                self?.finish(id, .failure(RelayedMediaError.timedOut))
+            }
+            let (bytes, itemSize) = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int64), any Error>) in
+                    let early: Result<(Data, Int64), any Error>? = waiting.withLock { state in
+                        guard var request = state.byID[id] else { return .failure(RelayedMediaError.closed) }
+                        if let early = request.early {
+                            state.byID[id] = nil
+                            return early
+                        }
+                        request.continuation = continuation
+                        state.byID[id] = request
+                        return nil
+                    }
+                    if let early { continuation.resume(with: early) }
+                }
+            } onCancel: {
+                finish(id, .failure(RelayedMediaError.closed))
+            }
+            return (bytes, itemSize)
+        } catch let error as RelayedMediaError {
+            waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
+            throw error
+        } catch {
+            waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
+            throw .closed
+        }
+    }
+
+    private func arrived(_ chunk: MediaFrames.Chunk) {
+        guard let request = waiting.withLock({ $0.byID[chunk.id] }) else { return }
+        switch chunk.status {
+        case .ok:
+            let expected = Int(max(0, min(Int64(request.length), chunk.itemSize - request.offset)))
+            let box = chunk.payload.readableBytesView
+            guard let bytes = try? cipher.open(box, item: request.item, offset: request.offset, length: expected,
+                                               itemSize: chunk.itemSize) else {
+                return finish(chunk.id, .failure(RelayedMediaError.altered))
+            }
+            received.add(bytes.count, ordering: .relaxed)
+            finish(chunk.id, .success((bytes, chunk.itemSize)))
+        case .relayRefuses:
+            finish(chunk.id, .failure(RelayedMediaError.relayRefuses(chunk.reason)))
+        default:
+            finish(chunk.id, .failure(RelayedMediaError.refused(chunk.reason)))
+        }
+    }
+
+    /// Hands `result` to whoever waits for request `id`, or keeps it for the one about to wait.
+    private func finish(_ id: UInt32, _ result: Result<(Data, Int64), any Error>) {
+        let continuation: CheckedContinuation<(Data, Int64), any Error>? = waiting.withLock { state in
+            guard var request = state.byID[id] else { return nil }
+            guard let continuation = request.continuation else {
+                if request.early == nil { request.early = result }
+                state.byID[id] = request
+                return nil
+            }
+            state.byID[id] = nil
+            return continuation
+        }
+        continuation?.resume(with: result)
+    }
+}
