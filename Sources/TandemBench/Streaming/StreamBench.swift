@@ -109,12 +109,13 @@ package enum StreamBench {
         await ensemble.finish()
         return ensemble.withTruth { truth in
             figures(truth, host: host.index, local: local.index, streamer: streamer.index, playAt: playAt,
-                    factor: factor, link: link, mediaRate: mediaRate, size: size, delay: configuration.delay)
+                    factor: factor, link: link, mediaRate: mediaRate, size: size, delay: configuration.delay,
+                    relay: configuration.relay)
         }
     }
 
     static func figures(_ truth: GroundTruth, host: Int, local: Int, streamer: Int, playAt: Int64, factor: Double,
-                        link: ThrottledLink, mediaRate: Int, size: Int64, delay: Duration) -> Run {
+                        link: ThrottledLink, mediaRate: Int, size: Int64, delay: Duration, relay: Bool = false) -> Run {
         let streamed = truth.frames[streamer].filter { $0.time >= playAt }
         let first = streamed.first?.time
         let hostFirst = truth.frames[host].first { $0.time >= playAt }?.time
@@ -131,7 +132,8 @@ package enum StreamBench {
                    delayMs: Double(delay / .microseconds(1)) / 1000,
                    firstFrame: first.map { Double($0 - playAt) / 1e9 }, hostFirstFrame: hostFirst.map { Double($0 - playAt) / 1e9 },
                    rebuffers: rebuffers, rebuffersPerMinute: watched > 0 ? Double(rebuffers) / watched * 60 : 0,
-                   watched: watched, bytesFetched: link.bytesFetched, fileBytes: size,
+                   // Through a relay the media comes on the session link, with everything else the joiner hears.
+                   watched: watched, bytesFetched: relay ? link.bytesDown : link.bytesFetched, fileBytes: size,
                    skew: skew(streamer), localSkew: skew(local))
     }
 

@@ -13,7 +13,7 @@ import Synchronization
 /// the player's download buffer (souphttpsrc) sees an ordinary HTTP server with ranges.
 package final class LoopbackMediaServer: Sendable {
     /// Pieces asked for ahead of the one written.
-    static let window = 4
+    static let window = 2
 
     private let channel: any Channel
     private let token: String

@@ -29,8 +29,13 @@ package enum RelayedMediaError: Error, Sendable, Equatable, CustomStringConverti
 /// A joiner's reads of the host's shared items through the relay: each read is one `mediaRequest` answered by one
 /// sealed `mediaChunk`, opened here (`MediaChunkCipher`) against the range it asked for.
 package final class RelayedMediaReader: Sendable {
-    /// The largest range one request asks for (the relay's default `maxRequestBytes`).
-    package static let pieceSize = 64 * 1024
+    /// The largest range one request may ask for (the relay's `maxRequestBytes`).
+    package static let maxRequest = 64 * 1024
+    /// The range the player's reads are split into. Every piece shares the member's session link with its commands
+    /// and clock probes, so what is in flight (this times `inFlight`, for all the joiner's reads) is kept small: with
+    /// 4 × 64 KiB per response a joiner behind a 500 kB/s link did not render for 10 s (each new range and each
+    /// command waited behind half a second of older pieces, and every start was missed).
+    package static let pieceSize = 32 * 1024
     /// How long a request may go unanswered here (the relay answers `timedOut` after its own 10 s).
     static let timeout = TimeAmount.seconds(15)
 
@@ -45,6 +50,10 @@ package final class RelayedMediaReader: Sendable {
         var early: Result<(Data, Int64), any Error>?
     }
     private let waiting = Mutex<(next: UInt32, byID: [UInt32: Waiting])>((1, [:]))
+    /// Requests on the wire at once, for every reader of this joiner together (the player's responses, the
+    /// fingerprint's, ones the player gave up on that are still to arrive), and the reads waiting for a place.
+    static let inFlight = 2
+    private let places = Mutex<(used: Int, queue: [CheckedContinuation<Void, Never>])>((0, []))
     private let received = Atomic<Int>(0)
 
     package init(connection: TandemClientConnection) {
@@ -59,9 +68,11 @@ package final class RelayedMediaReader: Sendable {
     /// Plain bytes read through the relay so far.
     package var bytesReceived: Int { received.load(ordering: .relaxed) }
 
-    /// Up to `length` bytes (at most `pieceSize`) of `item` from `offset`, and the item's size.
+    /// Up to `length` bytes (at most `maxRequest`) of `item` from `offset`, and the item's size.
     package func read(item: String, offset: Int64, length: Int) async throws(RelayedMediaError) -> (bytes: Data, itemSize: Int64) {
-        let length = min(length, Self.pieceSize)
+        let length = min(length, Self.maxRequest)
+        await takePlace()
+        defer { givePlace() }
         let id = waiting.withLock { state in
             let id = state.next
             state.next &+= 1
@@ -101,6 +112,33 @@ package final class RelayedMediaReader: Sendable {
             waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
             throw .closed
         }
+    }
+
+    /// Waits for one of the `inFlight` places (in order of asking).
+    private func takePlace() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = places.withLock { places in
+                guard places.used < Self.inFlight else {
+                    places.queue.append(continuation)
+                    return false
+                }
+                places.used += 1
+                return true
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Gives a place back, to the next read waiting for one if there is one.
+    private func givePlace() {
+        let next: CheckedContinuation<Void, Never>? = places.withLock { places in
+            guard !places.queue.isEmpty else {
+                places.used -= 1
+                return nil
+            }
+            return places.queue.removeFirst()
+        }
+        next?.resume()
     }
 
     private func arrived(_ chunk: MediaFrames.Chunk) {
