@@ -100,4 +100,18 @@ struct MediaPassageTests {
         let late = passage.answered(.init(member: bob, id: 1))
         #expect(!late, "a late answer is dropped")
     }
+
+    @Test("a joiner's read window grows while pieces come back at the path's own delay and halves when they queue")
+    func readWindow() {
+        var window = MediaReadWindow(least: 2, most: 16, queueTarget: .milliseconds(40))
+        #expect(window.limit == 2)
+        for _ in 0..<30 { window.completed(roundTrip: .milliseconds(100)) }
+        #expect(window.limit == 16, "a long path with no queue: as many as the relay lets a member have")
+        window.completed(roundTrip: .milliseconds(300))
+        #expect(window.limit == 8)
+        for _ in 0..<5 { window.completed(roundTrip: .milliseconds(400)) }
+        #expect(window.limit == 2, "never below the least")
+        window.completed(roundTrip: .milliseconds(120))
+        #expect(window.limit == 3 && window.fastest == .milliseconds(100))
+    }
 }

@@ -148,7 +148,7 @@ struct RelayedMediaTests {
 
     @Test("a member's open requests are bounded: beyond its share the relay answers busy at once")
     func openRequestsBounded() async throws {
-        // The slowest cap (two of these requests a second), so that requests stay open at the relay; the requests go
+        // The slowest cap (four of these requests a second), so that requests stay open at the relay; the requests go
         // out raw, all at once, as a member that ignores the reader's own limit would send them.
         let session = try await Self.start(relayMedia: RelayMediaConfiguration(bytesPerSecond: 65_536))
         let limit = MediaPassageLimits().openPerMember
@@ -159,7 +159,7 @@ struct RelayedMediaTests {
         }
         for id in 1...UInt32(limit + 6) {
             try await session.joiner.sendMedia { allocator in
-                try MediaFrames.encode(.init(id: id, item: "film", offset: Int64(id) * 32_768, length: 32_768), allocator: allocator)
+                try MediaFrames.encode(.init(id: id, item: "film", offset: Int64(id) * 16_384, length: 16_384), allocator: allocator)
             }
         }
         #expect(await WebPeerServerTests.eventually(within: 15) { answers.withLockedValue { $0.count } == limit + 6 },

@@ -8,9 +8,9 @@ package struct MediaPassageLimits: Sendable, Hashable {
     /// The largest range one request may ask for (a request is answered by one chunk).
     package var maxRequestBytes: Int = 64 * 1024
     /// Requests one member may have open (waiting for the cap, or for the host's answer).
-    package var openPerMember: Int = 8
+    package var openPerMember: Int = 16
     /// Requests all members of a session may have open.
-    package var openPerSession: Int = 32
+    package var openPerSession: Int = 64
     /// How long a request may stay open; then it is answered `timedOut` and its place freed.
     package var requestTimeout: TimeSpan = .seconds(10)
 

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import Synchronization
+import TandemCore
 
 /// Why a range of the host's copy could not be read through the relay, in words that say what to do.
 package enum RelayedMediaError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -32,10 +33,11 @@ package final class RelayedMediaReader: Sendable {
     /// The largest range one request may ask for (the relay's `maxRequestBytes`).
     package static let maxRequest = 64 * 1024
     /// The range the player's reads are split into. Every piece shares the member's session link with its commands
-    /// and clock probes, so what is in flight (this times `inFlight`, for all the joiner's reads) is kept small: with
-    /// 4 × 64 KiB per response a joiner behind a 500 kB/s link did not render for 10 s (each new range and each
-    /// command waited behind half a second of older pieces, and every start was missed).
-    package static let pieceSize = 32 * 1024
+    /// and clock probes, so what is in flight (this times the `MediaReadWindow`, for all the joiner's reads) is kept
+    /// small: with 4 × 64 KiB per response a joiner behind a 500 kB/s link did not render for 10 s (each new range and
+    /// each command waited behind half a second of older pieces, and every start was missed); behind 43 kB/s, 2 × 16
+    /// KiB kept it out for 20 s and 2 × 8 KiB played in step (`tandem bench stream --relay`).
+    package static let pieceSize = 8 * 1024
     /// How long a request may go unanswered here (the relay answers `timedOut` after its own 10 s).
     static let timeout = TimeAmount.seconds(15)
 
@@ -51,9 +53,9 @@ package final class RelayedMediaReader: Sendable {
     }
     private let waiting = Mutex<(next: UInt32, byID: [UInt32: Waiting])>((1, [:]))
     /// Requests on the wire at once, for every reader of this joiner together (the player's responses, the
-    /// fingerprint's, ones the player gave up on that are still to arrive), and the reads waiting for a place.
-    static let inFlight = 2
-    private let places = Mutex<(used: Int, queue: [CheckedContinuation<Void, Never>])>((0, []))
+    /// fingerprint's, ones the player gave up on that are still to arrive): `MediaReadWindow`, from 2 to the relay's
+    /// 16 open per member; and the reads waiting for a place.
+    private let places = Mutex<(window: MediaReadWindow, used: Int, queue: [CheckedContinuation<Void, Never>])>((MediaReadWindow(), 0, []))
     private let received = Atomic<Int>(0)
 
     package init(connection: TandemClientConnection) {
@@ -72,7 +74,9 @@ package final class RelayedMediaReader: Sendable {
     package func read(item: String, offset: Int64, length: Int) async throws(RelayedMediaError) -> (bytes: Data, itemSize: Int64) {
         let length = min(length, Self.maxRequest)
         await takePlace()
-        defer { givePlace() }
+        let asked = ContinuousClock.now
+        var roundTrip: Duration?
+        defer { givePlace(roundTrip: roundTrip) }
         let id = waiting.withLock { state in
             let id = state.next
             state.next &+= 1
@@ -104,6 +108,7 @@ package final class RelayedMediaReader: Sendable {
             } onCancel: {
                 finish(id, .failure(RelayedMediaError.closed))
             }
+            roundTrip = ContinuousClock.now - asked
             return (bytes, itemSize)
         } catch let error as RelayedMediaError {
             waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
@@ -114,11 +119,11 @@ package final class RelayedMediaReader: Sendable {
         }
     }
 
-    /// Waits for one of the `inFlight` places (in order of asking).
+    /// Waits for one of the window's places (in order of asking).
     private func takePlace() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = places.withLock { places in
-                guard places.used < Self.inFlight else {
+                guard places.used < places.window.limit else {
                     places.queue.append(continuation)
                     return false
                 }
@@ -129,16 +134,20 @@ package final class RelayedMediaReader: Sendable {
         }
     }
 
-    /// Gives a place back, to the next read waiting for one if there is one.
-    private func givePlace() {
-        let next: CheckedContinuation<Void, Never>? = places.withLock { places in
-            guard !places.queue.isEmpty else {
-                places.used -= 1
-                return nil
+    /// Gives a place back (with the round trip of a piece that came, which moves the window), to the reads waiting
+    /// for one as the window allows.
+    private func givePlace(roundTrip: Duration?) {
+        let next: [CheckedContinuation<Void, Never>] = places.withLock { places in
+            if let roundTrip { places.window.completed(roundTrip: TimeSpan(roundTrip)) }
+            places.used -= 1
+            var next: [CheckedContinuation<Void, Never>] = []
+            while places.used < places.window.limit, !places.queue.isEmpty {
+                places.used += 1
+                next.append(places.queue.removeFirst())
             }
-            return places.queue.removeFirst()
+            return next
         }
-        next?.resume()
+        for continuation in next { continuation.resume() }
     }
 
     private func arrived(_ chunk: MediaFrames.Chunk) {
