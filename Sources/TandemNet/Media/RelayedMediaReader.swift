@@ -43,13 +43,17 @@ package final class RelayedMediaReader: Sendable {
 
     private let connection: TandemClientConnection
     private let cipher: MediaChunkCipher
-    /// A request on its way: what it asked for, and who waits for its answer (or the answer, when it came first).
+    /// A request on its way: what it asked for, when, and who waits for its answer (or the answer, when it came
+    /// first). Each holds one place in the window, given back when it leaves `waiting`.
     private struct Waiting {
         var item: String
         var offset: Int64
         var length: Int
+        var asked = ContinuousClock.now
         var continuation: CheckedContinuation<(Data, Int64), any Error>?
         var early: Result<(Data, Int64), any Error>?
+        /// Its reader gave up; it keeps its place until it is answered or timed out (it is still on the link).
+        var abandoned = false
     }
     private let waiting = Mutex<(next: UInt32, byID: [UInt32: Waiting])>((1, [:]))
     /// Requests on the wire at once, for every reader of this joiner together (the player's responses, the
@@ -74,9 +78,6 @@ package final class RelayedMediaReader: Sendable {
     package func read(item: String, offset: Int64, length: Int) async throws(RelayedMediaError) -> (bytes: Data, itemSize: Int64) {
         let length = min(length, Self.maxRequest)
         await takePlace()
-        let asked = ContinuousClock.now
-        var roundTrip: Duration?
-        defer { givePlace(roundTrip: roundTrip) }
         let id = waiting.withLock { state in
             let id = state.next
             state.next &+= 1
@@ -88,35 +89,60 @@ package final class RelayedMediaReader: Sendable {
                 try MediaFrames.encode(MediaFrames.Request(id: id, item: item, offset: offset, length: length),
                                        allocator: allocator)
             }
-            connection.channel.eventLoop.scheduleTask(in: Self.timeout) { [weak self] in
-                self?.finish(id, .failure(RelayedMediaError.timedOut))
-            }
-            let (bytes, itemSize) = try await withTaskCancellationHandler {
+        } catch {
+            // Never on the wire: its place goes back now.
+            if waiting.withLock({ $0.byID.removeValue(forKey: id) }) != nil { givePlace(roundTrip: nil) }
+            throw .closed
+        }
+        connection.channel.eventLoop.scheduleTask(in: Self.timeout) { [weak self] in
+            self?.finish(id, .failure(RelayedMediaError.timedOut))
+        }
+        do {
+            return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int64), any Error>) in
-                    let early: Result<(Data, Int64), any Error>? = waiting.withLock { state in
-                        guard var request = state.byID[id] else { return .failure(RelayedMediaError.closed) }
+                    var took = false
+                    let ready: Result<(Data, Int64), any Error>? = waiting.withLock { state in
+                        guard var request = state.byID[id], !request.abandoned else { return .failure(RelayedMediaError.closed) }
                         if let early = request.early {
                             state.byID[id] = nil
+                            took = true
                             return early
                         }
                         request.continuation = continuation
                         state.byID[id] = request
                         return nil
                     }
-                    if let early { continuation.resume(with: early) }
+                    if took { givePlace(roundTrip: nil) }
+                    if let ready { continuation.resume(with: ready) }
                 }
             } onCancel: {
-                finish(id, .failure(RelayedMediaError.closed))
+                abandon(id)
             }
-            roundTrip = ContinuousClock.now - asked
-            return (bytes, itemSize)
-        } catch let error as RelayedMediaError {
-            waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
-            throw error
         } catch {
-            waiting.withLock { _ = $0.byID.removeValue(forKey: id) }
-            throw .closed
+            throw (error as? RelayedMediaError) ?? .closed
         }
+    }
+
+    /// The reader of request `id` gave up (the player closed its response): it is answered `closed` now, and the
+    /// request keeps its place in the window until its chunk arrives or its time is up.
+    private func abandon(_ id: UInt32) {
+        var freed = false
+        let continuation: CheckedContinuation<(Data, Int64), any Error>? = waiting.withLock { state in
+            guard var request = state.byID[id] else { return nil }
+            if request.early != nil {
+                // Answered already, and nobody will take it.
+                state.byID[id] = nil
+                freed = true
+                return nil
+            }
+            request.abandoned = true
+            let continuation = request.continuation
+            request.continuation = nil
+            state.byID[id] = request
+            return continuation
+        }
+        if freed { givePlace(roundTrip: nil) }
+        continuation?.resume(throwing: RelayedMediaError.closed)
     }
 
     /// Waits for one of the window's places (in order of asking).
@@ -169,18 +195,27 @@ package final class RelayedMediaReader: Sendable {
         }
     }
 
-    /// Hands `result` to whoever waits for request `id`, or keeps it for the one about to wait.
+    /// Hands `result` to whoever waits for request `id`, or keeps it for the one about to wait; a request that
+    /// leaves gives its place back (with its round trip, when it brought bytes).
     private func finish(_ id: UInt32, _ result: Result<(Data, Int64), any Error>) {
+        var freed: (Bool, Duration?) = (false, nil)
         let continuation: CheckedContinuation<(Data, Int64), any Error>? = waiting.withLock { state in
             guard var request = state.byID[id] else { return nil }
+            if request.abandoned {
+                state.byID[id] = nil
+                freed = (true, nil)
+                return nil
+            }
             guard let continuation = request.continuation else {
                 if request.early == nil { request.early = result }
                 state.byID[id] = request
                 return nil
             }
             state.byID[id] = nil
+            if case .success = result { freed = (true, ContinuousClock.now - request.asked) } else { freed = (true, nil) }
             return continuation
         }
+        if freed.0 { givePlace(roundTrip: freed.1) }
         continuation?.resume(with: result)
     }
 }
