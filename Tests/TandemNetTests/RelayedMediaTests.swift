@@ -148,9 +148,10 @@ struct RelayedMediaTests {
 
     @Test("a member's open requests are bounded: beyond its share the relay answers busy at once")
     func openRequestsBounded() async throws {
-        // The slowest cap (four of these requests a second), so that requests stay open at the relay; the requests go
-        // out raw, all at once, as a member that ignores the reader's own limit would send them.
-        let session = try await Self.start(relayMedia: RelayMediaConfiguration(bytesPerSecond: 65_536))
+        let session = try await Self.start(relayMedia: RelayMediaConfiguration())
+        // A host that never answers, so that every request it is passed stays open at the relay; the requests go out
+        // raw, all at once, as a member that ignores the reader's own window would send them.
+        session.host.receiveMedia { _ in }
         let limit = MediaPassageLimits().openPerMember
         let answers = NIOLockedValueBox<[MediaFrames.Status]>([])
         session.joiner.receiveMedia { frame in
@@ -162,13 +163,9 @@ struct RelayedMediaTests {
                 try MediaFrames.encode(.init(id: id, item: "film", offset: Int64(id) * 16_384, length: 16_384), allocator: allocator)
             }
         }
-        #expect(await WebPeerServerTests.eventually(within: 15) { answers.withLockedValue { $0.count } == limit + 6 },
-                "\(answers.withLockedValue { $0 })")
-        let statuses = answers.withLockedValue { $0 }
-        let busy = statuses.filter { $0 == .busy }.count
-        // The first request may be answered (the bucket starts full) before the last ones arrive: one more place then.
-        #expect(busy == 6 || busy == 5, "\(statuses)")
-        #expect(statuses.filter { $0 == .ok }.count == limit + 6 - busy, "\(statuses)")
+        #expect(await WebPeerServerTests.eventually(within: 5) { answers.withLockedValue { $0.count } >= 6 })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(answers.withLockedValue { $0 } == Array(repeating: .busy, count: 6), "the first \(limit) stay open")
         await session.close()
     }
 }
