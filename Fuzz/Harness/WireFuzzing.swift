@@ -71,6 +71,11 @@ package enum WireFuzzing {
         _ = try? FrameCodec.decode(ErrorBody.self, from: frame)
         _ = try? FrameCodec.parseClockPing(frame)
         _ = try? FrameCodec.parseClockPong(frame)
+        if let request = try? MediaFrames.parseRequest(frame) {
+            _ = try? MediaFrames.encode(request, allocator: ByteBufferAllocator())
+        }
+        _ = try? MediaFrames.parseChunk(frame).reason
+        _ = try? MediaFrames.chunkHeader(frame)
         if let server = try? SessionCodec.decodeServerMessage(frame) {
             _ = try? SessionCodec.encode(server, allocator: ByteBufferAllocator())
         }

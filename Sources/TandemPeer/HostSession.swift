@@ -13,13 +13,15 @@ package enum HostServer: Sendable {
     /// the first item over HTTP. With `sharesMedia`, every member (native or browser) may stream every queue item
     /// that is a local file (`SharedMedia`; the port answers HTTP even without `web`, for media only).
     /// With `fallbackRelay` (a default relay from the configuration), a server nobody outside can reach gives way
-    /// to a session on that relay (not with `web`, which the embedded server serves, nor on a loopback `bind`).
+    /// to a session on that relay (not with `web`, which the embedded server serves, nor on a loopback `bind`);
+    /// shared items then pass through the relay, as on a standalone server.
     case embedded(bind: String, port: Int, tls: ServerTLSFiles?, web: WebConfiguration?, advertise: String?,
                   streamsFirstFile: Bool, portMapping: PortMappingChoice = PortMappingChoice(),
                   fallbackRelay: (address: String, createToken: String?)? = nil, sharesMedia: Bool = false)
     /// A standalone server (`tandem serve`): its address `tandem://HOST:PORT` or an invite to reuse, and the
-    /// creation token it asks for, if any.
-    case standalone(address: String, createToken: String?)
+    /// creation token it asks for, if any. With `sharesMedia`, the host's items pass to the members through the
+    /// relay (`RelayedMediaHost`), when it runs with `--relay-media`.
+    case standalone(address: String, createToken: String?, sharesMedia: Bool = false)
 
     /// Whether a server is started in this process.
     package var isEmbedded: Bool {
@@ -39,6 +41,8 @@ package struct HostSession: Sendable {
     /// How people outside reach the session, and the router's port mapping that makes it so, when there is one.
     package let reachability: Reachability
     package let portMapping: PortMappingKeeper?
+    /// The host's answers to its members' range requests through the relay, when its items pass there.
+    package let relayedMedia: RelayedMediaHost?
 
     /// Creates the session for `items` on `server`, connects the host to it with `player`, shares what the session
     /// does not have yet (`HostedItems.share`) and, with `inviteFile`, saves the invite there for its owner alone.
@@ -55,8 +59,11 @@ package struct HostSession: Sendable {
         var embedded: SessionServer?
         var reachability: Reachability
         var portMapping: PortMappingKeeper?
+        var items = items
+        var relaysMedia = false
         switch server {
-        case .standalone(let address, let createToken):
+        case .standalone(let address, let createToken, let sharesMedia):
+            relaysMedia = sharesMedia
             invite = try Invite.forNewSession(onServer: address)
             options.createSession = true
             options.createToken = createToken
@@ -103,7 +110,8 @@ package struct HostSession: Sendable {
             local.host = started.localHost
             local.port = started.port
             dial = local
-            if let fallback, web == nil, !sharesMedia, !isLoopback(bind), case .localNetworkOnly(_, _, let reason) = reachability {
+            if let fallback, web == nil, !isLoopback(bind), case .localNetworkOnly(_, _, let reason) = reachability {
+                relaysMedia = sharesMedia
                 await started.shutdown()
                 embedded = nil
                 invite = try Invite.forNewSession(onServer: fallback.address)
@@ -114,6 +122,7 @@ package struct HostSession: Sendable {
             }
         }
 
+        if relaysMedia { items = try items.throughRelay() }
         let participant: LocalPeer
         do {
             participant = try await LocalPeer.connect(invite: dial, name: name, file: file, media: items.media,
@@ -124,6 +133,7 @@ package struct HostSession: Sendable {
             throw error
         }
         var syncplay: SyncplayGuests?
+        let relayedMedia = relaysMedia ? items.media.relayThrough(participant.connection, session: invite.session) : nil
         do {
             try await items.share(from: participant, setActivity: embedded == nil, preview: preview, warn: warn)
             if let inviteFile { try invite.save(toPrivateFile: inviteFile) }
@@ -146,7 +156,7 @@ package struct HostSession: Sendable {
             throw error
         }
         return HostSession(participant: participant, invite: invite, server: embedded, syncplay: syncplay,
-                           reachability: reachability, portMapping: portMapping)
+                           reachability: reachability, portMapping: portMapping, relayedMedia: relayedMedia)
     }
 
     /// Closes what the session opened beside the server once the host is done: the Syncplay listener, and the port
@@ -166,7 +176,11 @@ package struct HostSession: Sendable {
 
     /// What the host's header says after the invite: how people outside reach the session, then how Syncplay users
     /// join.
-    package var headerLines: [String] { [reachability.text] + syncplayHeader }
+    package var headerLines: [String] {
+        let relayed = relayedMedia == nil ? [] : ["Your copy passes to joiners without one through the relay, sealed "
+            + "(the relay must run with tandem serve --relay-media)"]
+        return [reachability.text] + relayed + syncplayHeader
+    }
 
     /// How Syncplay users join: through this host's listener (`--syncplay-port`), or, on a relay, through the relay's
     /// own (`tandem serve --syncplay-port`), with the same room and password.

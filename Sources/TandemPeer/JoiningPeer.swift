@@ -9,6 +9,9 @@ package struct JoiningPeer: Sendable {
     package let activity: MediaActivity?
     /// The invite it entered with (the host's copies are streamed from its address, with tokens from its secret).
     package let invite: Invite
+    /// Where the player reads the host's copies when they pass through the session's relay (nil: from the host's
+    /// embedded server, or not shared).
+    package let relayed: LoopbackMediaServer?
 
     /// Enters the session named by `invite` (waiting to join, attachments fetched only when wanted).
     package static func enter(invite: Invite, name: String,
@@ -18,7 +21,11 @@ package struct JoiningPeer: Sendable {
         options.lazyAttachments = true
         let connection = try await TandemClient.connect(invite: invite, name: name, options: options)
         let activity = connection.welcome.activity.flatMap { try? JSONDecoder().decode(MediaActivity.self, from: $0.payload) }
-        return JoiningPeer(connection: connection, activity: activity, invite: invite)
+        var relayed: LoopbackMediaServer?
+        if activity?.sharedByHost == true, activity?.sharedThroughRelay == true {
+            relayed = try? await LoopbackMediaServer.start(reader: RelayedMediaReader(connection: connection))
+        }
+        return JoiningPeer(connection: connection, activity: activity, invite: invite, relayed: relayed)
     }
 
     /// What the joiner is shown first: what is shared and who is there.
@@ -42,7 +49,7 @@ package struct JoiningPeer: Sendable {
         if file == nil, let url = activity?.url { return (url, nil) }
         let streamed = activity.flatMap { $0.sharedByHost == true ? hostStreams(preferred: stream).url($0.itemID) : nil }
         if stream {
-            if let streamed { return (streamed, nil) }
+            if let streamed { return (try await checkedThroughRelay(streamed), nil) }
             await connection.close()
             throw PeerFailure(.badMedia, "the host does not share its copy (it would start with --share-media) — join "
                 + "with your own: tandem join INVITE FILE")
@@ -56,17 +63,34 @@ package struct JoiningPeer: Sendable {
         } else {
             problem = "no media file given and the session does not name one — add your copy: tandem join INVITE FILE"
         }
-        if let streamed, file == nil { return (streamed, nil) }
+        if let streamed, file == nil { return (try await checkedThroughRelay(streamed), nil) }
         await connection.close()
         throw PeerFailure(.badMedia, MediaActivity.whereToGet(activity, envelope: connection.welcome.activity,
                                                                  problem: problem, given: file))
     }
 
-    /// The host's copies for this joiner: URLs on the invite's address with this participant's tokens.
+    /// `url`, once one byte of the item has come through the relay when the host's copies pass there; else the
+    /// connection is closed and the problem says what to do (a relay without `--relay-media`: ask its operator).
+    private func checkedThroughRelay(_ url: String) async throws(PeerFailure) -> String {
+        guard let relayed, let item = activity?.itemID else { return url }
+        do {
+            _ = try await relayed.reader.read(item: item, offset: 0, length: 1)
+            return url
+        } catch {
+            await connection.close()
+            if case .relayRefuses(let why) = error { throw PeerFailure(.badMedia, why) }
+            throw PeerFailure(.badMedia, "cannot stream the host's copy through the relay: \(error) — try again, or join "
+                + "with your own copy: tandem join INVITE FILE")
+        }
+    }
+
+    /// The host's copies for this joiner: through the relay (a loopback URL of `relayed`), else URLs on the
+    /// invite's address with this participant's tokens.
     package func hostStreams(preferred: Bool) -> HostStreams {
         let invite = self.invite
         let me = connection.localParticipantID.rawValue
         let host = connection.welcome.participants.first(where: \.isHost)?.participant.name ?? "the host"
+        if let relayed { return HostStreams(host: host, preferred: preferred) { item in relayed.url(item: item) } }
         return HostStreams(host: host, preferred: preferred) { item in SharedMedia.url(invite: invite, item: item, participant: me) }
     }
 

@@ -34,7 +34,10 @@ extension LocalPeer {
                 }
                 var activity = MediaActivity(probe: probe, path: path, title: nil, subtitle: nil, type: nil,
                                              fallbackURL: nil)
-                if media.sharesItems, !path.contains("://") { activity.sharedByHost = true }
+                if media.sharesItems, !path.contains("://") {
+                    activity.sharedByHost = true
+                    if media.relaysItems.load(ordering: .relaxed) { activity.sharedThroughRelay = true }
+                }
                 media.register(itemID: activity.itemID, location: path)
                 try await session.addToQueue(activity, itemID: activity.itemID, contentID: probe.contentID)
             default:

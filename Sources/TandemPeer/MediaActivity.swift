@@ -15,6 +15,9 @@ package struct MediaActivity: GroupActivity, Hashable {
     package var contentID: String?
     /// The host offers this item to the members over HTTP (`--share-media`): a joiner without a copy streams it.
     package var sharedByHost: Bool?
+    /// The host's copy passes through the session's relay (`tandem serve --relay-media`), sealed, rather than from
+    /// the host's embedded server: a joiner reads it with `mediaRequest`s on its session link.
+    package var sharedThroughRelay: Bool?
     /// The item is this http(s) URL (`tandem host https://…`): every peer streams it from there itself.
     package var url: String?
 

@@ -27,6 +27,18 @@ extension QueueMedia {
         for (item, path) in knownItems { offer(item, path) }
     }
 
+    /// The host's side on a relay: offers every item that is a file through `connection`, whose range requests a
+    /// `RelayedMediaHost` answers (kept by the caller: it answers while it lives).
+    package func relayThrough(_ connection: TandemClientConnection, session: String) -> RelayedMediaHost {
+        let offers = SharedMedia()
+        share { item, path in
+            // Items that are URLs are not the host's to serve.
+            guard !path.contains("://") else { return }
+            offers.offer(session: session, item: item, path: path)
+        }
+        return RelayedMediaHost(connection: connection, offers: offers)
+    }
+
     /// Whether the host offers its items (so that the ones it adds later are marked shared too).
     package var sharesItems: Bool { offer.withLock { $0 != nil } }
 

@@ -18,6 +18,8 @@ package final class QueueMedia: Sendable {
     let offer = Mutex<(@Sendable (_ itemID: String, _ path: String) -> Void)?>(nil)
     /// A joiner's: the host's copies it may stream (`share(…)`), and the stream URLs it resolved to.
     let streams = Mutex<HostStreams?>(nil)
+    /// The host's: whether its items pass to the joiners through the session's relay (marked on items added later).
+    let relaysItems = Atomic<Bool>(false)
 
     package init(directory: String?) {
         self.directory = directory
@@ -139,6 +141,21 @@ package struct HostedItems: Sendable {
             }
         }
         guard let activity else { throw PeerFailure(.usage, "no media to host") }
+        return HostedItems(activity: activity, envelope: try activity.envelope, following: following, media: media)
+    }
+
+    /// These items with every shared one marked as passing through the session's relay (`sharedThroughRelay`).
+    package func throughRelay() throws -> HostedItems {
+        media.relaysItems.store(true, ordering: .relaxed)
+        var activity = activity
+        if activity.sharedByHost == true { activity.sharedThroughRelay = true }
+        let following = try following.map { entry in
+            guard var item = MediaActivity(entry.activity), item.sharedByHost == true else { return entry }
+            item.sharedThroughRelay = true
+            var marked = entry
+            marked.activity = try item.envelope(itemID: entry.activity.itemID)
+            return marked
+        }
         return HostedItems(activity: activity, envelope: try activity.envelope, following: following, media: media)
     }
 }

@@ -14,6 +14,9 @@ public struct RelayLimits: Sendable {
     public var journalBytes = ServerConfiguration.defaultJournalBudget
     public var spoolDirectory = ServerConfiguration.defaultSpoolDirectory
     public var threads = ProcessInfo.processInfo.activeProcessorCount
+    /// Whether the relay passes hosts' shared items to their joiners (`--relay-media`), and each session's cap.
+    public var relayMedia = false
+    public var relayMediaRate = RelayMediaConfiguration().bytesPerSecond
 
     public init() {}
 
@@ -28,6 +31,7 @@ public struct RelayLimits: Sendable {
         if let low = atLeast.first(where: { $0.value < $0.least }) { return "\(low.option) must be at least \(low.least)" }
         if journalBytes < 0 { return "--max-journal-bytes cannot be negative" }
         if !(1...256).contains(threads) { return "--threads must be 1 to 256" }
+        if relayMediaRate < 65_536 { return "--relay-media-rate must be at least 65536 (bytes per second: one request's size)" }
         return nil
     }
 
@@ -46,6 +50,7 @@ public struct RelayLimits: Sendable {
         configuration.sessionCreationsPerMinute = creationsPerMinute
         configuration.maxJournalBytes = journalBytes
         configuration.spoolDirectory = spoolDirectory
+        configuration.relayMedia = relayMedia ? RelayMediaConfiguration(bytesPerSecond: relayMediaRate) : nil
         return configuration
     }
 }

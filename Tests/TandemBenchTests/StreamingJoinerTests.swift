@@ -112,4 +112,37 @@ struct StreamingJoinerTests {
             + "\(Double(stopGap) / 1e6) ms")
         await ensemble.finish()
     }
+
+    @Test("through a relay passing the host's copy (serve --relay-media): the joiner loads it from its loopback server and plays in step")
+    func streamsThroughRelay() async throws {
+        let file = try Samples.path("countdown.webm")
+        let ensemble = try await Ensemble.start(file: file, title: "stream", sharesMedia: true,
+                                                relaysMedia: RelayMediaConfiguration())
+        let ann = try await ensemble.add(.init(name: "ann"))
+        var streaming = Ensemble.PeerSetup(name: "bob")
+        streaming.streams = true
+        let link = try ThrottledLink(upstream: ensemble.invite.port, bytesPerSecond: 500_000, delay: .milliseconds(5))
+        defer { link.close() }
+        streaming.port = link.port
+        let bob = try await ensemble.add(streaming)
+        let bobPeer = try #require(bob.peer as? LocalPeer)
+        #expect(await Self.eventually(10) { bob.player.mediaInfo != nil }, "bob's player never loaded the host's copy: \(bob.player.loadedURI ?? "-") \(link.bytesDown)")
+        let uri = bob.player.loadedURI ?? ""
+        #expect(uri.hasPrefix("http://127.0.0.1:") && !uri.contains("/media/"), "bob loaded \(uri)")
+        #expect(bob.player.mediaInfo?.contentID == ann.player.mediaInfo?.contentID)
+        let playAt = SystemMonotonicClock().now.nanoseconds
+        await ann.peer.play()
+        let firstFrame = await Self.eventually(10) {
+            ensemble.collect()
+            return ensemble.withTruth { $0.lastFrame(of: bob.index) != nil }
+        }
+        let status = await bobPeer.status()
+        #expect(firstFrame, "bob rendered nothing: \(status.line(names: [:]))")
+        #expect(status.streaming?.from == "ann")
+        let playing = await Self.showings(ensemble, for: 3, since: playAt)
+        #expect(playing.count >= 30, "showings: \(playing.count)")
+        let skew = Self.median(playing.map(\.spread))
+        #expect(skew < 40_000_000, "median skew \(Double(skew) / 1e6) ms")
+        await ensemble.finish()
+    }
 }

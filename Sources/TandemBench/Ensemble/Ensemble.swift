@@ -78,26 +78,36 @@ package final class Ensemble: Sendable {
     package let server: SessionServer
     package let invite: Invite
     package let file: String
+    /// The host's items through the relay (`start(relaysMedia:)`): what it offers, and its answers once it is in.
+    private let relayOffers: SharedMedia?
+    private let relayHost = Mutex<RelayedMediaHost?>(nil)
     private let truth = Mutex(GroundTruth())
     private let members = Mutex<[Member]>([])
 
-    private init(server: SessionServer, invite: Invite, file: String) {
+    private init(server: SessionServer, invite: Invite, file: String, relayOffers: SharedMedia? = nil) {
+        self.relayOffers = relayOffers
         self.server = server
         self.invite = invite
         self.file = file
     }
 
     /// Starts an embedded server on loopback with a session for `file`.
-    /// With `sharesMedia`, the server offers `file` to the members as `--share-media` does (with `web`'s bounds).
+    /// With `sharesMedia`, the server offers `file` to the members as `--share-media` does (with `web`'s bounds);
+    /// with `relaysMedia` too, the server is a relay passing the host's copy (`serve --relay-media`) instead.
     package static func start(file: String, title: String, authority: AuthorityConfiguration = .init(),
-                      sharesMedia: Bool = false, web: WebConfiguration = WebConfiguration(),
+                      sharesMedia: Bool = false, relaysMedia: RelayMediaConfiguration? = nil,
+                      web: WebConfiguration = WebConfiguration(),
                       logger: Logger = Logger(label: "tandem.ensemble")) async throws -> Ensemble {
         let probe = try await MediaProbe.probe(file)
         var activity = MediaActivity(probe: probe, path: file, title: title, subtitle: nil, type: nil, fallbackURL: nil)
         var configuration = ServerConfiguration(authority: authority)
         configuration.maxSessions = 4
         let shared = SharedMedia()
-        if sharesMedia {
+        if sharesMedia, let relaysMedia {
+            activity.sharedByHost = true
+            activity.sharedThroughRelay = true
+            configuration.relayMedia = relaysMedia
+        } else if sharesMedia {
             activity.sharedByHost = true
             configuration.web = web
             configuration.web?.servesPage = false
@@ -110,7 +120,8 @@ package final class Ensemble: Sendable {
         if sharesMedia {
             shared.offer(session: invite.session, item: activity.itemID, path: file, contentID: probe.contentID)
         }
-        return Ensemble(server: server, invite: invite, file: file)
+        return Ensemble(server: server, invite: invite, file: file,
+                        relayOffers: sharesMedia && relaysMedia != nil ? shared : nil)
     }
 
     package var all: [Member] { members.withLock { $0 } }
@@ -144,6 +155,9 @@ package final class Ensemble: Sendable {
             peer = try await BaselinePeer.connect(invite: invite, name: setup.name, file: file, player: player,
                                                   engine: drill, options: options,
                                                   rules: setup.policy == .syncplayRules ? .syncplay : .jellyfin)
+        }
+        if let relayOffers, options.asHost, let host = peer as? LocalPeer {
+            relayHost.withLock { $0 = RelayedMediaHost(connection: host.connection, offers: relayOffers) }
         }
         let index = truth.withLock { $0.addPeer() }
         let member = Member(index: index, setup: setup, peer: peer, player: player, drill: drill,

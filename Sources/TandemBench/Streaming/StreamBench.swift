@@ -14,6 +14,8 @@ package enum StreamBench {
         package var delay: Duration = .milliseconds(50)
         /// Seconds of playing per run (at most the media's length less 2 s).
         package var duration: Double = 30
+        /// Through a relay passing the host's copy (`serve --relay-media`), sealed, instead of the embedded server.
+        package var relay = false
 
         package init(file: String) { self.file = file }
     }
@@ -23,7 +25,8 @@ package enum StreamBench {
         let factors = configuration.factors.map { String(format: "%g", $0) }.joined(separator: " ")
         let delay = Double(configuration.delay.components.attoseconds) / 1e15 + Double(configuration.delay.components.seconds) * 1000
         return "tandem bench stream --factor \(factors) --delay \(String(format: "%g", delay)) "
-            + "--duration \(String(format: "%g", configuration.duration))" + (file.map { " --file \($0)" } ?? "")
+            + "--duration \(String(format: "%g", configuration.duration))" + (configuration.relay ? " --relay" : "")
+            + (file.map { " --file \($0)" } ?? "")
     }
 
     /// One run's figures; times in seconds, skews in milliseconds.
@@ -71,7 +74,8 @@ package enum StreamBench {
 
     private static func once(_ configuration: Configuration, factor: Double, mediaRate: Int, size: Int64,
                              duration: Double) async throws -> Run {
-        let ensemble = try await Ensemble.start(file: configuration.file, title: "stream bench", sharesMedia: true)
+        let ensemble = try await Ensemble.start(file: configuration.file, title: "stream bench", sharesMedia: true,
+                                                relaysMedia: configuration.relay ? RelayMediaConfiguration() : nil)
         let link = try ThrottledLink(upstream: ensemble.invite.port, bytesPerSecond: Int(Double(mediaRate) * factor),
                                      delay: configuration.delay)
         defer { link.close() }
@@ -105,12 +109,13 @@ package enum StreamBench {
         await ensemble.finish()
         return ensemble.withTruth { truth in
             figures(truth, host: host.index, local: local.index, streamer: streamer.index, playAt: playAt,
-                    factor: factor, link: link, mediaRate: mediaRate, size: size, delay: configuration.delay)
+                    factor: factor, link: link, mediaRate: mediaRate, size: size, delay: configuration.delay,
+                    relay: configuration.relay)
         }
     }
 
     static func figures(_ truth: GroundTruth, host: Int, local: Int, streamer: Int, playAt: Int64, factor: Double,
-                        link: ThrottledLink, mediaRate: Int, size: Int64, delay: Duration) -> Run {
+                        link: ThrottledLink, mediaRate: Int, size: Int64, delay: Duration, relay: Bool = false) -> Run {
         let streamed = truth.frames[streamer].filter { $0.time >= playAt }
         let first = streamed.first?.time
         let hostFirst = truth.frames[host].first { $0.time >= playAt }?.time
@@ -127,7 +132,8 @@ package enum StreamBench {
                    delayMs: Double(delay / .microseconds(1)) / 1000,
                    firstFrame: first.map { Double($0 - playAt) / 1e9 }, hostFirstFrame: hostFirst.map { Double($0 - playAt) / 1e9 },
                    rebuffers: rebuffers, rebuffersPerMinute: watched > 0 ? Double(rebuffers) / watched * 60 : 0,
-                   watched: watched, bytesFetched: link.bytesFetched, fileBytes: size,
+                   // Through a relay the media comes on the session link, with everything else the joiner hears.
+                   watched: watched, bytesFetched: relay ? link.bytesDown : link.bytesFetched, fileBytes: size,
                    skew: skew(streamer), localSkew: skew(local))
     }
 

@@ -239,6 +239,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             let pong = try FrameCodec.parseClockPong(frame)
             clockPongArrived(sequence: pong.sequence,
                              ClockSample(t1: pong.t1, t2: pong.t2, t3: pong.t3, t4: frame.receivedAt))
+        case .mediaRequest, .mediaChunk:
+            shared.media.withLock { $0 }?(frame)
         case .hello, .authProof, .clockPing, .linkReport:
             throw FrameError.malformedBody(kind: frame.kind, detail: "a server never sends this")
         }

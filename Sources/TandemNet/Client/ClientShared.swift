@@ -57,6 +57,8 @@ final class ClientShared: Sendable {
     private let closed = Mutex<InvalidationReason?>(nil)
     /// Receives app messages instead of the subscribers, when set (load generators).
     let appTap = Mutex<AppMessageTap?>(nil)
+    /// Where the shared-media frames a relay passes go (`RelayedMediaHost`, `RelayedMediaReader`); nil: dropped.
+    let media = Mutex<(@Sendable (Frame) -> Void)?>(nil)
     /// Opens and orders the others' app messages, and seals this participant's; nil for a connection without the
     /// app-data key (it shows none).
     let appData: AppMessageSeal?

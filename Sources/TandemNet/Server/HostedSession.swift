@@ -53,6 +53,7 @@ final class HostedSession: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var timerDeadline = SessionInstant(nanoseconds: .max)
     private(set) var ended = false
+    lazy var media = MediaRelay(configuration: configuration.relayMedia, loop: loop, clock: clock, tap: configuration.mediaTap)
     /// Messages dropped because their recipient could not keep up (unreliable only).
     private(set) var droppedUnreliable = 0
     /// Whether anyone has joined (a remotely created session nobody joins expires).
@@ -274,6 +275,7 @@ final class HostedSession: @unchecked Sendable {
         resendLost(participant, via: connection)
         logger.info("connection lost", metadata: ["session": "\(id)", "participant": "\(participant)"])
         uploads = uploads.filter { $0.value.owner != participant }
+        media.forget(participant)
         perform(authority.connectionLost(participant, now: sessionNow, what: what))
     }
 

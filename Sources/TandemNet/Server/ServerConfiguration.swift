@@ -85,6 +85,12 @@ public struct ServerConfiguration: Sendable {
     public var threads: Int = 1
     /// The browser page and its WebSocket endpoint on the same port (nil: the native protocol only).
     public var web: WebConfiguration?
+    /// Pass the byte ranges of the host's shared items between it and its joiners (`serve --relay-media`), sealed
+    /// end to end, within these bounds (nil: every request is refused with words that say what to do).
+    public var relayMedia: RelayMediaConfiguration?
+    /// Sees (and may replace) every shared-media chunk the relay passes on, for tests that play a relay reading or
+    /// altering them.
+    package var mediaTap: (@Sendable (Frame) -> Frame)?
 
     public init(authority: AuthorityConfiguration = AuthorityConfiguration()) {
         self.authority = authority

@@ -323,6 +323,9 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             state = .joining(session, pending: pending)
 
         case .joined(let session, let participant):
+            if frame.kind == .mediaRequest || frame.kind == .mediaChunk {
+                return session.loop.execute { session.receiveMedia(frame, from: participant) }
+            }
             guard frame.kind.carriesSessionMessage else { throw unexpected(frame) }
             if let (sequence, payload) = SessionCodec.broadcastAppMessage(frame) {
                 guard let connection = self.connection else { return }

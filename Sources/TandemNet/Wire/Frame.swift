@@ -38,6 +38,12 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// Client → server: a link report in binary, `oneWayDelay i64, errorBound i64[, renderOffset i64]` (ns), sent
     /// only to a server whose `accepted` offers it (`linkReportFrames`): every peer sends one a second.
     case linkReport = 0x15
+    /// Through a relay that passes media (`serve --relay-media`): a request for a byte range of an item the host
+    /// shares, binary (`MediaFrames`: joiner → relay → host).
+    case mediaRequest = 0x16
+    /// Through a relay that passes media: a range's bytes sealed by the host, or why there are none (host → relay →
+    /// joiner; the relay's own refusals relay → joiner).
+    case mediaChunk = 0x17
 
     /// Whether frames of this kind carry a `ClientMessage` / `ServerMessage`.
     var carriesSessionMessage: Bool {

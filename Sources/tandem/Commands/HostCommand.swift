@@ -97,7 +97,7 @@ struct HostCommand: AsyncParsableCommand {
     var webMedia = false
 
     @Flag(name: .customLong("share-media"), help: ArgumentHelp(
-        "Offer every item of the queue to the session's members over the session port (HTTP range requests with tokens from the invite's secret), so that a joiner without a copy streams yours. Uses your upload: off by default."))
+        "Offer every item of the queue to the session's members over the session port (HTTP range requests with tokens from the invite's secret), so that a joiner without a copy streams yours; on a relay (--server), through the relay, sealed, if it runs with --relay-media. Uses your upload: off by default."))
     var shareMedia = false
 
     @Flag(name: .customLong("share-tracks"), help: """
@@ -149,9 +149,6 @@ struct HostCommand: AsyncParsableCommand {
         if webMedia, let first = files.first, first.contains("://") || !FileManager.default.isReadableFile(atPath: first) {
             throw ValidationError("--web-media streams a local file: \(first) is not one")
         }
-        if shareMedia, server != nil {
-            throw ValidationError("--share-media serves your files from the embedded server (not with --server, --server-file or $TANDEM_SERVER)")
-        }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         if server != nil, listen.tls != nil {
             throw ValidationError("--tls-cert/--tls-key configure the embedded server; with --server (--server-file, $TANDEM_SERVER) the standalone server has its own")
@@ -177,14 +174,14 @@ struct HostCommand: AsyncParsableCommand {
                 items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
                                                    type: type.map { ActivityType(rawValue: $0) },
                                                    fallbackURL: fallbackURL.flatMap(URL.init(string:)),
-                                                   shared: shareMedia && serverSource == nil) { try await MediaProbe.probeForPeer($0) }
+                                                   shared: shareMedia) { try await MediaProbe.probeForPeer($0) }
             } catch let error as PeerFailure { throw error } catch {
                 throw PeerFailure(.failure, "cannot encode the activity: \(error)")
             }
             let player = try peer.choices.makePlayer(title: items.activity.metadata.title ?? items.activity.fileName)
             let config = serverSource == nil ? try TandemConfiguration.load() : TandemConfiguration()
             let place: HostServer = try serverSource.map {
-                .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read))
+                .standalone(address: try $0.read("server"), createToken: try createTokenFile.map(CreateToken.read), sharesMedia: shareMedia)
             }
                 ?? .embedded(bind: listen.bind, port: listen.port, tls: listen.tls, web: listen.webConfiguration, advertise: advertise,
                              streamsFirstFile: webMedia, portMapping: try .from(noPortMapping: noPortMapping || config.portMapping == false),

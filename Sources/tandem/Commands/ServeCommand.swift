@@ -82,6 +82,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("metrics"), help: ArgumentHelp("Serve GET /healthz and Prometheus GET /metrics over HTTP on HOST:PORT, for the operator only: keep it on loopback or a private network (0 picks a free port).", valueName: "HOST:PORT"))
     var metrics: String?
 
+    @Flag(name: .customLong("relay-media"), help: "Pass the items hosts share (host --share-media) between them and their joiners, sealed end to end (this relay sees sizes only), within --relay-media-rate per session: your bandwidth, off by default.")
+    var relayMedia = false
+    @Option(name: .customLong("relay-media-rate"), help: ArgumentHelp("With --relay-media: each session's cap, in bytes per second.", valueName: "BYTES"))
+    var relayMediaRate = RelayLimits().relayMediaRate
+
     @Flag(name: .shortAndLong, help: "Debug logging.")
     var verbose = false
 
@@ -92,6 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
         (limits.unauthenticated, limits.unauthenticatedPerAddress) = (maxUnauthenticated, maxUnauthenticatedPerAddress)
         (limits.connectionsPerAddress, limits.sessionsPerAddress) = (maxConnectionsPerAddress, maxSessionsPerAddress)
         (limits.creationsPerMinute, limits.journalBytes, limits.spoolDirectory) = (creationsPerMinute, maxJournalBytes, spoolDirectory)
+        (limits.relayMedia, limits.relayMediaRate) = (relayMedia, relayMediaRate)
         return limits
     }
 
@@ -99,9 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let problem = limits.problem { throw ValidationError(problem) }
         if let syncplayPort, !(0...65535).contains(syncplayPort) { throw ValidationError("--syncplay-port must be a port number (0 to 65535)") }
         do { _ = try metrics.map(OperatorAddress.init(parsing:)) } catch { throw ValidationError("\(error)") }
-        if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) {
-            throw ValidationError("--create-token-file: cannot read \(createTokenFile)")
-        }
+        if let createTokenFile, !FileManager.default.isReadableFile(atPath: createTokenFile) { throw ValidationError("--create-token-file: cannot read \(createTokenFile)") }
     }
 
     func run() async throws {

@@ -33,6 +33,8 @@ struct StreamBenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of playing per run (at most the media's length less 2 s).")
     var duration = 30.0
 
+    @Flag(help: "Through a relay that passes the host's copy (serve --relay-media), sealed, instead of the embedded server.")
+    var relay = false
     @Option(help: "The media file (default: the bundled media-samples/countdown.webm).")
     var file: String?
 
@@ -40,9 +42,7 @@ struct StreamBenchCommand: AsyncParsableCommand {
     var json: String?
 
     func validate() throws {
-        guard !factor.isEmpty, factor.allSatisfy({ $0 >= 0.1 && $0 <= 100 }) else {
-            throw ValidationError("--factor takes multiples from 0.1 to 100")
-        }
+        guard !factor.isEmpty, factor.allSatisfy({ $0 >= 0.1 && $0 <= 100 }) else { throw ValidationError("--factor takes multiples from 0.1 to 100") }
         guard (0...2000).contains(delay) else { throw ValidationError("--delay must be 0 to 2000 ms") }
         guard duration >= 3, duration <= 3600 else { throw ValidationError("--duration must be 3 s to 1 h") }
     }
@@ -51,9 +51,8 @@ struct StreamBenchCommand: AsyncParsableCommand {
         CLILogging.bootstrap(verbose: false)
         try await reportingErrors {
             var configuration = StreamBench.Configuration(file: try file ?? Samples.path("countdown.webm"))
-            configuration.factors = factor
+            (configuration.factors, configuration.duration, configuration.relay) = (factor, duration, relay)
             configuration.delay = .microseconds(Int64(delay * 1000))
-            configuration.duration = duration
             let runs = try await StreamBench.run(configuration, say: printLine)
             printLine(StreamBench.report(runs))
             printLine("machine: \(machineDescription())")
