@@ -90,7 +90,12 @@ package struct JoiningPeer: Sendable {
         let invite = self.invite
         let me = connection.localParticipantID.rawValue
         let host = connection.welcome.participants.first(where: \.isHost)?.participant.name ?? "the host"
-        if let relayed { return HostStreams(host: host, preferred: preferred) { item in relayed.url(item: item) } }
+        if let relayed {
+            var streams = HostStreams(host: host, preferred: preferred) { item in relayed.url(item: item) }
+            streams.knows = { item, contentID in relayed.know(contentID: contentID, of: item) }
+            if let activity, let contentID = activity.contentID { relayed.know(contentID: contentID, of: activity.itemID) }
+            return streams
+        }
         return HostStreams(host: host, preferred: preferred) { item in SharedMedia.url(invite: invite, item: item, participant: me) }
     }
 

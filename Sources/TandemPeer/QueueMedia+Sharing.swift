@@ -12,6 +12,8 @@ package struct HostStreams: Sendable {
     package var url: @Sendable (_ itemID: String) -> String
     /// The URLs resolved so far (to tell a streamed item from a local or fallback one).
     var resolved: Set<String> = []
+    /// Told the host's fingerprint of an item before its URL is used (the relay's loopback server says it).
+    package var knows: (@Sendable (_ itemID: String, _ contentID: String) -> Void)?
 
     package init(host: String, preferred: Bool, url: @escaping @Sendable (_ itemID: String) -> String) {
         self.host = host
@@ -58,6 +60,7 @@ extension QueueMedia {
         guard media.sharedByHost == true else { return nil }
         let url: String? = streams.withLock { streams in
             guard let current = streams, !preferredOnly || current.preferred else { return nil }
+            if let contentID = media.contentID { current.knows?(itemID, contentID) }
             let url = current.url(itemID)
             streams?.resolved.insert(url)
             return url

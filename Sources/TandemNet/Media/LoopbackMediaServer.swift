@@ -20,10 +20,13 @@ package final class LoopbackMediaServer: Sendable {
     package let reader: RelayedMediaReader
     package var port: Int { channel.localAddress?.port ?? 0 }
 
-    private init(channel: any Channel, token: String, reader: RelayedMediaReader) {
+    private let sizes: SizeCache
+
+    private init(channel: any Channel, token: String, reader: RelayedMediaReader, sizes: SizeCache) {
         self.channel = channel
         self.token = token
         self.reader = reader
+        self.sizes = sizes
     }
 
     /// Listens on 127.0.0.1 for the player, reading through `reader`.
@@ -40,7 +43,14 @@ package final class LoopbackMediaServer: Sendable {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return LoopbackMediaServer(channel: channel, token: token, reader: reader)
+        return LoopbackMediaServer(channel: channel, token: token, reader: reader, sizes: sizes)
+    }
+
+    /// Tells the player the host's fingerprint of `item` (its activity's `contentID`), sent as `Tandem-Content-ID`
+    /// as the host's own server does, so that the player need not fetch two 64 KiB ranges through the relay to
+    /// take it. What the relay passes is the host's by its seal, so the activity's word is as good as the bytes'.
+    package func know(contentID: String, of item: String) {
+        sizes.contentIDs.withLock { $0[item] = contentID }
     }
 
     /// The URL the player reads `item` from.
@@ -52,9 +62,11 @@ package final class LoopbackMediaServer: Sendable {
         try? await channel.close()
     }
 
-    /// Item sizes learnt from the host's answers (a suffix range needs one before it can be asked for).
+    /// Item sizes learnt from the host's answers (a suffix range needs one before it can be asked for), and the
+    /// host's fingerprints of items (`know(contentID:of:)`).
     final class SizeCache: Sendable {
         private let sizes = Mutex<[String: Int64]>([:])
+        let contentIDs = Mutex<[String: String]>([:])
         subscript(item: String) -> Int64? {
             get { sizes.withLock { $0[item] } }
             set { sizes.withLock { $0[item] = newValue } }
@@ -130,6 +142,7 @@ private final class LoopbackMediaHandler: ChannelInboundHandler, @unchecked Send
             headers.add(name: "Content-Length", value: "\(bytes.count)")
             headers.add(name: "Connection", value: "close")
             if range != .whole { headers.add(name: "Content-Range", value: "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)") }
+            if let contentID = sizes.contentIDs.withLock({ $0[item] }) { headers.add(name: WebMedia.contentIDHeader, value: contentID) }
             let status: HTTPResponseStatus = range == .whole ? .ok : .partialContent
             try await channel.writeAndFlush(HTTPServerResponsePart.head(HTTPResponseHead(version: head.version, status: status,
                                                                                          headers: headers))).get()
