@@ -15,9 +15,9 @@ struct StreamingProcessTests {
                           environment: ["TANDEM_INVITE": invite])
     }
 
-    @Test("a joiner without the file streams the host's copy and plays with the group; its position events say so")
+    @Test("a joiner without the file streams the host's copy and plays with the group; its position events say so; the next item streams too")
     func joinerStreams() async throws {
-        let host = try SessionProcessTests.host(["--share-media"])
+        let host = try SessionProcessTests.host([TandemBinary.sample("short.webm"), "--share-media"])
         defer { host.stop() }
         let invite = try await SessionProcessTests.invite(of: host)
         let directory = try Self.emptyDirectory()
@@ -38,6 +38,20 @@ struct StreamingProcessTests {
             event["state"]?.string == "playing" && event["positionErrorMs"]?.number.map { abs($0) < 100 } == true
         }
         #expect(error != nil, "bob is not on the group's line: \(bob.events("position").suffix(2))")
+
+        // The queue's next item is shared as well: bob goes on with the group and streams that one too.
+        let before = bob.events.count
+        host.send("next")
+        let next = await bob.event("item", within: 15) { $0["index"]?.number == 2 && $0["title"]?.string == "short.webm" }
+        #expect(next != nil, "bob never went on to the next item: \(bob.events("item"))")
+        let onNext = await bob.wait(for: 20) { process in
+            process.events.dropFirst(before).contains { event in
+                event["event"]?.string == "position" && event["state"]?.string == "playing"
+                    && event["streaming"]?["from"]?.string == "ann"
+                    && event["positionErrorMs"]?.number.map { abs($0) < 100 } == true
+            }
+        }
+        #expect(onNext, "bob does not stream the next item on the group's line: \(bob.events("position").suffix(2))\n\(bob.stderr)")
     }
 
     @Test("without --share-media, a joiner without the file is told where to get one and exits 3; --stream says the host does not share")
