@@ -46,7 +46,9 @@ struct StreamingJoinerTests {
         let joinStarted = ContinuousClock.now
         let bob = try await ensemble.add(streaming)
         let bobPeer = try #require(bob.peer as? LocalPeer)
-        #expect(await Self.eventually(10) { bob.player.mediaInfo != nil }, "bob's player never loaded the host's copy")
+        // Usually under a second; now and then the load waits for the whole file (about 12 s at this pace) before
+        // it can play through: a known slow start, not a failure to load (README, "Limits").
+        #expect(await Self.eventually(25) { bob.player.mediaInfo != nil }, "bob's player never loaded the host's copy")
         let loadTime = ContinuousClock.now - joinStarted
         let uri = bob.player.loadedURI ?? ""
         #expect(uri.hasPrefix("http://127.0.0.1:") && uri.contains("/media/"), "bob loaded \(uri)")
