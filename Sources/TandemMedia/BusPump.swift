@@ -86,6 +86,18 @@ final class BusPump: @unchecked Sendable {
     /// Whether the engine is stalled (a buffer that had been full ran low).
     var isStalled: Bool { context.withLock { $0.stalled } }
 
+    /// Begins a stall that the player saw before the download buffer said so (`StallWatch`: the sinks stopped
+    /// rendering while the line runs on): reports `stalled`. False when already stalled or loading.
+    func beginStall() -> Bool {
+        let began = context.withLock { state in
+            guard !state.stalled, !state.loading else { return false }
+            state.stalled = true
+            return true
+        }
+        if began { emit(.stalled) }
+        return began
+    }
+
     /// Ends a stall that the player judged over before the buffer filled (`StallWatch`): reports `recovered`, and
     /// treats the buffer as filling for the first time again. False when there was no stall.
     func endStall() -> Bool {

@@ -45,8 +45,14 @@ extension GStreamerPlayer {
             }
             throw .notMedia(path: source.display)
         }
-        if !source.isFile { waitUntilPlayableThrough(until: started + configuration.prerollTimeout) }
-        recordPreroll(SystemMonotonicClock().now - started)
+        // The preroll is what a later start must allow for. A stream's first one waits on its connection and its
+        // first bytes, and the play-through wait after it on the download: neither is a preroll (counted as one,
+        // they put a streamer's late joins seconds ahead, past what it had fetched; see `prepareOnQueue`).
+        if source.isFile {
+            recordPreroll(SystemMonotonicClock().now - started)
+        } else {
+            waitUntilPlayableThrough(until: started + configuration.prerollTimeout)
+        }
         attachLateSinks()
         applyTrackPreferences()
         let duration = pipeline.queryDuration()
@@ -108,6 +114,15 @@ extension GStreamerPlayer {
         let message = GStreamerMessage(consuming: &info)
         let (display, isFile) = source.map { ($0.display, $0.isFile) } ?? location ?? ("the item", true)
         return message.playbackError(location: display, isFile: isFile)
+    }
+
+    /// Whether a streamed item's download holds `itemTime` and a second past it, so that a preroll there waits on
+    /// decoding only (true for a local file, and when the pipeline does not say).
+    func hasFetched(_ itemTime: ItemTime, duration: TimeSpan?) -> Bool {
+        guard let duration, duration > .zero, !bus.location.1 else { return true }
+        let fraction = min(1, max(0, itemTime.seconds / duration.seconds))
+        guard let reach = handles.pipeline.queryDownloadedReach(from: fraction) else { return true }
+        return reach >= 1 || (reach - fraction) * duration.seconds >= 1
     }
 
     func recordPreroll(_ duration: TimeSpan) {

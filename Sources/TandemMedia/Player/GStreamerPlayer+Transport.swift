@@ -15,6 +15,10 @@ extension GStreamerPlayer {
         }
         if !info.isSeekable && itemTime != .zero { throw .notSeekable }
         tdm_gst_error_trap_reset(handles.trap)
+        // A streamed item's preroll where its download does not reach waits on the network: that wait is a stall's,
+        // not a preroll's, and counted as one it made every later start (and a late join, which allows a preroll
+        // per start it missed) wait as long: a streamer once planned its join 30 s ahead and sat out the rest.
+        let local = hasFetched(itemTime, duration: info.duration)
         let started = SystemMonotonicClock().now
         guard pipeline.seek(to: itemTime.nanoseconds, rate: rate) else {
             throw .engineFailure("the pipeline refused a seek to \(itemTime.seconds) s at rate \(rate)")
@@ -25,7 +29,7 @@ extension GStreamerPlayer {
             throw trappedError(source: nil, location: location)
                 ?? .engineFailure(done == -1 ? "preroll after seeking timed out" : "preroll after seeking failed")
         }
-        recordPreroll(SystemMonotonicClock().now - started)
+        if local { recordPreroll(SystemMonotonicClock().now - started) }
         let position = pipeline.queryPosition().map { ItemTime(nanoseconds: $0) }
         state.withLock {
             $0.transport = .paused(info, .prerolled(Prepared(itemTime: itemTime, rate: rate), at: position ?? itemTime))

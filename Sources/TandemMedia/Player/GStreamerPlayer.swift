@@ -111,6 +111,8 @@ public final class GStreamerPlayer: PlaybackEngine {
             guard let self, let uri = self.loadedURI, !uri.hasPrefix("file:"), let ahead = self.bufferedAhead(),
                   let position = self.currentItemTime(), let duration = self.mediaInfo?.duration else { return nil }
             return (ahead, position, duration)
+        } renderLag: { [weak self] in
+            self?.streamedRenderLag()
         }
     }
 
@@ -153,6 +155,25 @@ public final class GStreamerPlayer: PlaybackEngine {
     }
 
     public var prerollEstimate: TimeSpan { state.withLock { $0.prerolls.estimate } }
+
+    /// How far (in wall time) the sinks render behind the playing line, for a streamed item that plays and is not
+    /// near its end; nil otherwise. A render from before the line began counts as the line's first item time.
+    func streamedRenderLag() -> TimeSpan? {
+        let (line, info, playing, location, calibration) = state.withLock {
+            ($0.playingLine, $0.transport.info, $0.transport.isPlaying, $0.location, $0.calibration)
+        }
+        guard playing, let line, line.rate > 0, let info, let location, !location.hasPrefix("file:") else { return nil }
+        let expected = line(calibration.sessionTime(atLocal: SystemMonotonicClock().now))
+        if let duration = info.duration, (expected - ItemTime(nanoseconds: duration.nanoseconds)) > .milliseconds(-500) {
+            return nil
+        }
+        var shown = line.toAnchor
+        if let record = renderProbe.latest(info.hasVideo ? .video : .audio),
+           calibration.sessionTime(atLocal: LocalInstant(nanoseconds: record.monotonicTime)) >= line.fromAnchor {
+            shown = max(shown, ItemTime(nanoseconds: record.itemTime))
+        }
+        return (expected - shown) / line.rate
+    }
 
     /// The latest buffer the sinks released (video when there is any, else audio), from the render probe, on this
     /// peer's local clock.
