@@ -1,15 +1,13 @@
 extension WebPage {
     /// Which display refresh the page's frames land on. A browser shows each video frame on a refresh of the
-    /// display, so a frame's error from the group's line can only be one of a set of values a step apart (for a
-    /// browser that may use every refresh of a 60 Hz display: e, e ± 16.7 ms, …); the best of them is within half
-    /// a step. The page moves its frames from one value to the next with a rate nudge of a few percent (which
-    /// makes Chromium leave its cadence and pick each frame's refresh by coverage again) until they land on the
-    /// value nearest the line, goes on for half a step more, which puts its media clock in the middle of that
-    /// value's span so that the browser keeps it, and plays at the group's rate again. The step starts as a
-    /// refresh and becomes what the browser shows it to be: where the frames jump across the nearest value (a
-    /// browser that presents a 30 fps video on every second refresh, with a phase of its own, as headless
-    /// Chromium does) the step is the jump, and half of it is as close as the page can get. Pure (no clocks, no
-    /// page): the checks drive it with made-up frames.
+    /// display, so a frame's error from the group's line can only be one of a set of values a step apart: a
+    /// frame's worth of refreshes (Chromium shows a 30 fps video on every second refresh of a 60 Hz display, on a
+    /// phase of its own that the page cannot move, so its values are 33.3 ms apart; 60 fps media on the same
+    /// display can use every refresh, 16.7 ms). The best value is within half a step. The page holds any error
+    /// within half a step; past that it nudges the rate (2 % at least) until the frames land within half a step,
+    /// goes on for half a step more, which puts its media clock in the middle of that value's span so that the
+    /// browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media clock.
+    /// Pure (no clocks, no page): the checks drive it with made-up frames.
     static let gridScript = #"""
     "use strict";
 
