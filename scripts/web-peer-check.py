@@ -3,7 +3,10 @@
 
     web-peer-check.py TANDEM MEDIA SCREENSHOT
     web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max,
-                                                           command latency)
+                                                           the display's refresh, the step the video's frames were
+                                                           shown in and the floor it allows, seeks while playing,
+                                                           command latency; TANDEM_TRACE_FILE writes every frame,
+                                                           TANDEM_SEEK_DEBUG prints each seek's first frames)
     web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
                                                            then loads each item by itself)
     web-peer-check.py --vectors TANDEM MEDIA VECTORS        (the page's sealing against the known answers in VECTORS,
