@@ -3,7 +3,10 @@
 
     web-peer-check.py TANDEM MEDIA SCREENSHOT
     web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max,
-                                                           command latency)
+                                                           the display's refresh, the step the video's frames were
+                                                           shown in and the floor it allows, seeks while playing,
+                                                           command latency; TANDEM_TRACE_FILE writes every frame,
+                                                           TANDEM_SEEK_DEBUG prints each seek's first frames)
     web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
                                                            then loads each item by itself)
     web-peer-check.py --vectors TANDEM MEDIA VECTORS        (the page's sealing against the known answers in VECTORS,
@@ -116,10 +119,12 @@ def bench(tandem, media, seconds, pages):
     """`--bench SECONDS PAGES`: PAGES pages beside the native host. For each, the time from choosing the file (the
     host presses play at once; the group waits for every page) to the page being in sync (|error| under 20 ms for
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
-    render to within a millisecond, for SECONDS."""
+    render to within a millisecond, for SECONDS; then seeks while playing, and for each the time from the group's
+    restart to the page being within one frame of it (5 frames in a row); then the command latency. Every offset
+    is ground truth: the frame's display time on the system clock against the group's line there."""
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
-    traces, latencies = [], []
+    seen, latencies, refresh, seeks = [], [], [], []
     try:
         link = host.browser_link()
         if link is None:
@@ -145,20 +150,42 @@ def bench(tandem, media, seconds, pages):
             host.send("play")
             for page in opened:
                 page.wait_for_function("tandem.follower.frames > 10", timeout=20000)
+            # The display's refresh as the page sees it: requestAnimationFrame's frame times.
+            refresh = opened[0].evaluate(REFRESH_SCRIPT)
+            refresh_origin = opened[0].evaluate("performance.timeOrigin")
             time.sleep(seconds)
+            lines = [page.evaluate(LINE_SCRIPT) for page in opened]
+            steady_end = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            # Seeks while playing; the host's session clock is CLOCK_MONOTONIC, where each command's time is read.
+            # Past the end of the item the group has stopped: back near the start first, and play.
+            generation = opened[0].evaluate("tandem.timeline.generation")
+            host.send("seek 1")
+            wait_for_generation(opened, generation)
+            try:  # a group that was playing plays on from there once everyone has prerolled
+                opened[0].wait_for_function("statusOf(tandem.timeline) === 'playing'", timeout=3000)
+            except Exception:
+                generation = opened[0].evaluate("tandem.timeline.generation")
+                host.send("play")
+                wait_for_generation(opened, generation, "statusOf(tandem.timeline) === 'playing'")
+            time.sleep(2)
+            for target in SEEK_TARGETS:
+                generation = opened[0].evaluate("tandem.timeline.generation")
+                sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                host.send("seek %d" % target)
+                # A seek while playing stops the group at the new place until everyone has prerolled there, then
+                # plays it from a scheduled time: that timeline is the line to follow.
+                wait_for_generation(opened, generation, "statusOf(tandem.timeline) === 'playing'")
+                seeks.append((sent, [page.evaluate(LINE_SCRIPT) for page in opened]))
+                time.sleep(2.5)
             # Ground truth: each frame's display time on the system clock (the page's time origin on the wall
             # clock, moved to CLOCK_MONOTONIC, which is the embedded server's session clock) against the group's
             # line; not the page's own estimate of its error, which rests on its clock sync.
             wall_minus_monotonic = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            refresh = [refresh_origin * 1e6 - wall_minus_monotonic + t * 1e6 for t in refresh]
             for page, at in zip(opened, chosen):
-                line = page.evaluate("[performance.timeOrigin, tandem.timeline.anchorItemTime, "
-                                     "tandem.timeline.anchorSessionTime, tandem.timeline.rate]")
-                origin, anchor_item, anchor_session, rate = line
-                frames = []
-                for local, own, media in page.evaluate("tandem.follower.trace"):
-                    session = origin * 1e6 + local - wall_minus_monotonic
-                    frames.append((local, media * 1e9 - (anchor_item + (session - anchor_session) * rate), own))
-                traces.append((at, frames))
+                origin = page.evaluate("performance.timeOrigin") * 1e6 - wall_minus_monotonic
+                # [display time (local ns), the page's own estimate of its error, media time (s)] per frame.
+                seen.append((at, origin, [entry[:3] for entry in page.evaluate("tandem.follower.trace")]))
             # Command latency: from the host's command (its standard input) to each page holding the group's new
             # timeline, both on this machine's wall clock.
             for command in ["pause", "play", "seek 2", "pause"]:
@@ -172,38 +199,143 @@ def bench(tandem, media, seconds, pages):
             browser.close()
     finally:
         host.stop()
+
+    def error(line, session, media_time):
+        anchor_item, anchor_session, rate = line
+        return media_time * 1e9 - (anchor_item + (session - anchor_session) * rate)
+
+    traces, settles, leads, seek_frames, missed = [], [], [], [], 0
+    for index, (chosen_at, origin, trace) in enumerate(seen):
+        # Per frame: (display time, local ns), ground-truth error, the page's own estimate, display time (session).
+        frames = [(local, error(lines[index], origin + local, media_time), own, origin + local)
+                  for local, own, media_time in trace if origin + local < steady_end]
+        traces.append((chosen_at, frames))
+        # Each seek's frames: from the group's restart (its anchor, or the command when that is later) to the next.
+        for number, (sent, seek_lines) in enumerate(seeks):
+            line = seek_lines[index]
+            restart = max(line[1], sent)
+            until = seeks[number + 1][0] if number + 1 < len(seeks) else float("inf")
+            after = [(origin + local, error(line, origin + local, media_time)) for local, _, media_time in trace
+                     if restart <= origin + local < until]
+            frame = frame_duration([m for _, _, m in trace]) or 1 / 30
+            start = in_sync_from(after, frame * 1e9, 5)
+            leads.append((restart - sent) / 1e9)
+            if os.environ.get("TANDEM_SEEK_DEBUG"):
+                print("seek %d page %d: lead %.3f s, %d frames: %s" % (number, index, (restart - sent) / 1e9, len(after),
+                      " ".join("%.0f:%+.1f" % ((at - restart) / 1e6, e / 1e6) for at, e in after[:40])), file=sys.stderr)
+            if start is None:
+                missed += 1
+            else:
+                settles.append((after[start][0] - restart) / 1e9)
+                seek_frames += [abs(e) for _, e in after[start:]]
     if os.environ.get("TANDEM_TRACE_FILE"):
-        # Per page: when the file was chosen (local ns), and every measured frame as [display time (local ns),
-        # signed error from the group's line on the system clock (ns, positive: ahead), the page's own estimate].
+        # Per page: when the file was chosen (local ns), and every measured frame of the steady part as [display
+        # time (local ns), signed error from the group's line on the system clock (ns, positive: ahead), the
+        # page's own estimate, display time (session ns)].
         with open(os.environ["TANDEM_TRACE_FILE"], "w") as out:
             json.dump([{"chosen": at, "frames": frames} for at, frames in traces], out)
-    settled, sync_times, own = [], [], []
+    settled, sync_times, own, in_sync_at_by_page = [], [], [], {}
     for chosen_at, trace in traces:
-        run, in_sync_at = 0, None
-        for at, error, _ in trace:
-            run = run + 1 if abs(error) < 20e6 else 0
-            if run >= 10:
-                in_sync_at = at
-                break
+        start = in_sync_from([(at, e) for at, e, _, _ in trace], 20e6, 10)
+        in_sync_at = None if start is None else trace[start + 9][0]
+        in_sync_at_by_page[id(trace)] = in_sync_at
         sync_times.append(None if in_sync_at is None else (in_sync_at - chosen_at) / 1e9)
-        settled += [abs(e) for at, e, _ in trace if in_sync_at is not None and at >= in_sync_at]
-        own += [abs(o - e) for at, e, o in trace if in_sync_at is not None and at >= in_sync_at]
-    settled.sort()
+        settled += [abs(e) for at, e, _, _ in trace if in_sync_at is not None and at >= in_sync_at]
+        own += [abs(o - e) for at, e, o, _ in trace if in_sync_at is not None and at >= in_sync_at]
+    intervals = sorted(b - a for a, b in zip(refresh, refresh[1:]))
+    period = (refresh[-1] - refresh[0]) / round((refresh[-1] - refresh[0]) / intervals[len(intervals) // 2]) \
+        if intervals else None
+    # Which refreshes the video's frames are shown on (every one, every second, ...): each page's floor is then the
+    # best error that allows it, its error moved by whole steps to the one nearest the line.
+    frame = frame_duration([m for _, _, trace in seen for _, _, m in trace])
+    steps = [presentation_step([at for _, _, _, at in frames], period, frame) for _, frames in traces]
+    step = max((s for s in steps if s), default=None)
+    floors = []
+    for _, frames in traces:
+        since = in_sync_at_by_page[id(frames)]
+        floors += [abs((e + step / 2) % step - step / 2) for at, e, _, _ in frames
+                   if step and since is not None and at >= since]
+    floors.sort()
+    print(json.dumps(figures(settled, sync_times, latencies, own) | {
+        "refreshMs": round(period / 1e6, 3) if period else None,
+        "presentationStepMs": round(step / 1e6, 2) if step else None,
+        "floorP99Ms": quantile(floors, 0.99),
+        # rAF times are coarsened to 0.1 ms: the spread of the intervals says how regular the refresh is.
+        "refreshSpreadMs": round((intervals[int(0.99 * len(intervals))] - intervals[int(0.01 * len(intervals))]) / 1e6, 2)
+        if intervals else None,
+        "seeks": len(leads), "seeksMissed": missed,
+        "seekSettleP50S": round(sorted(settles)[len(settles) // 2], 3) if settles else None,
+        "seekSettleMaxS": round(max(settles), 3) if settles else None,
+        "seekLeadP50S": round(sorted(leads)[len(leads) // 2], 3) if leads else None,
+        "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99)}))
+    return 0
 
-    def q(p):
-        return round(settled[min(len(settled) - 1, int(p * len(settled)))] / 1e6, 3) if settled else None
-    never = any(t is None for t in sync_times)
+
+LINE_SCRIPT = "[tandem.timeline.anchorItemTime, tandem.timeline.anchorSessionTime, tandem.timeline.rate]"
+
+REFRESH_SCRIPT = """() => new Promise((done) => {
+  const times = [];
+  const tick = (now) => { times.push(now); if (times.length < 121) requestAnimationFrame(tick); else done(times); };
+  requestAnimationFrame(tick);
+})"""
+
+# Seeks while playing, each followed by 2.5 s of play: all within the first 15 s of the item.
+SEEK_TARGETS = [4, 9, 3, 12]
+
+
+def wait_for_generation(pages, generation, also="true"):
+    for page in pages:
+        page.wait_for_function("tandem.timeline.generation > %d && %s" % (generation, also), timeout=10000)
+
+
+def frame_duration(media_times):
+    """The media's frame duration (s): the shortest step between successive frames' media times."""
+    steps = sorted(b - a for a, b in zip(media_times, media_times[1:]) if b > a)
+    return steps[len(steps) // 10] if steps else None
+
+
+def presentation_step(display_times, refresh, frame):
+    """The step between the refreshes a video's frames are shown on: REFRESH times the largest k (up to the frame
+    duration) that divides 98 % of the gaps between successive frames' display times, in refreshes. (Chromium
+    shows a 30 fps video on every second refresh of a 60 Hz display; now and then the phase moves by one.)"""
+    gaps = [round((b - a) / refresh) for a, b in zip(display_times, display_times[1:]) if b > a] if refresh else []
+    if not gaps:
+        return None
+    best = 1
+    for k in range(2, 5):
+        if frame and k * refresh > frame * 1e9 + refresh / 2:
+            break
+        if sum(1 for g in gaps if g % k == 0) >= 0.98 * len(gaps):
+            best = k
+    return best * refresh
+
+
+def in_sync_from(frames, bound, run_length):
+    """The index of the first frame of the first run of RUN_LENGTH frames with |error| under BOUND, or None."""
+    run = 0
+    for i, (_, error) in enumerate(frames):
+        run = run + 1 if abs(error) < bound else 0
+        if run >= run_length:
+            return i - run_length + 1
+    return None
+
+
+def quantile(ordered, q):
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6, 3) if ordered else None
+
+
+def figures(settled, sync_times, latencies, own):
+    settled.sort()
     latencies.sort()
     own.sort()
-    print(json.dumps({"pages": pages, "frames": len(settled), "p50Ms": q(0.5), "p99Ms": q(0.99),
-                      "maxMs": round(settled[-1] / 1e6, 3) if settled else None,
-                      "syncSecondsAfterFileChosen": None if never else round(max(sync_times), 3),
-                      "commands": len(latencies),
-                      "commandP50Ms": round(latencies[len(latencies) // 2], 1) if latencies else None,
-                      "commandMaxMs": round(latencies[-1], 1) if latencies else None,
-                      "ownEstimateP50Ms": round(own[len(own) // 2] / 1e6, 3) if own else None,
-                      "ownEstimateP99Ms": round(own[min(len(own) - 1, int(0.99 * len(own)))] / 1e6, 3) if own else None}))
-    return 0
+    never = any(t is None for t in sync_times)
+    return {"pages": len(sync_times), "frames": len(settled), "p50Ms": quantile(settled, 0.5),
+            "p99Ms": quantile(settled, 0.99), "maxMs": round(settled[-1] / 1e6, 3) if settled else None,
+            "syncSecondsAfterFileChosen": None if never or not sync_times else round(max(sync_times), 3),
+            "commands": len(latencies),
+            "commandP50Ms": round(latencies[len(latencies) // 2], 1) if latencies else None,
+            "commandMaxMs": round(latencies[-1], 1) if latencies else None,
+            "ownEstimateP50Ms": quantile(own, 0.5), "ownEstimateP99Ms": quantile(own, 0.99)}
 
 
 def launch(p):
@@ -312,6 +444,60 @@ def vectors_check(tandem, media, path, check):
         check("no step timed out", False, str(error).splitlines()[0])
     finally:
         host.stop()
+
+
+GRID_SCRIPT = """() => {
+  const R = 1e9 / 60, F = 1e9 / 30;
+  // A browser that shows a page's frames with errors from the set phase + k * step, the value nearest the page's
+  // media clock (its offset from the line, moved by each nudge), holding the one it shows until the clock is 4 ms
+  // past the middle between two (its cadence); the frames' timestamps are rounded to the millisecond.
+  function run(step, offset, frames = 600, drift = 0, frame = F) {
+    const grid = new GridFollower(R);
+    let clock = offset, shown = offset, nudge = 0, moves = 0, last = 0;
+    const errors = [];
+    for (let i = 0; i < frames; i++) {
+      clock += nudge * F + drift * F;
+      if (Math.abs(clock - shown) > step / 2 + 4e6) shown += Math.round((clock - shown) / step) * step;
+      const error = shown + [0, -0.33e6, 0.33e6][i % 3];
+      errors.push(error);
+      nudge = grid.frame(error, i * F, 1, frame);
+      if (nudge !== 0 && last === 0) moves += 1;
+      last = nudge;
+    }
+    const settledFrom = errors.findIndex((_, i) => errors.slice(i).every((e) => Math.abs(e - errors[errors.length - 1]) < 1e6));
+    const late = errors.slice(300);
+    return { moves, settledFrom, final: errors[errors.length - 1] / 1e6, nudge, step: grid.step / 1e6,
+             worstAfter: Math.max(...errors.slice(settledFrom).map(Math.abs)) / 1e6, trim: grid.trim,
+             outsideAfter10s: late.filter((e) => Math.abs(e) > R / 2 + 1e6).length / late.length };
+  }
+  return {
+    // 60 fps on 60 Hz, every refresh a frame: from +13 ms to -3.7 ms
+    fine: run(R, 13e6, 600, 0, R),
+    // 30 fps on 60 Hz, every second refresh (Chromium): from -20.4 to +12.9 ms
+    coarse: run(F, -20.4e6),
+    hold: run(R, 9.0e6, 600, 0, R), // within half a refresh and the margin: left alone
+    edge: run(F, 16.0e6),          // a whole frame apart: settles on one side, no hunting
+    drift: run(R, 0, 3600, -1e-3, R), // a media clock 0.1 % slow (1 ms a second), for two minutes
+  };
+}"""
+
+
+def grid_check(page, check):
+    """The page's refresh grid follower (grid.js) against simulated browsers: deterministic, not by luck."""
+    got = page.evaluate(GRID_SCRIPT)
+    fine, coarse, hold, edge, drift = (got[k] for k in ["fine", "coarse", "hold", "edge", "drift"])
+    check("with a frame on every refresh, the page moves its frames to the refresh nearest the line and stays",
+          abs(fine["final"] + 3.67) < 0.5 and fine["settledFrom"] < 90 and fine["nudge"] == 0 and fine["moves"] <= 2,
+          json.dumps(fine))
+    check("with a 30 fps video on every second refresh, the page settles within half a frame, without hunting",
+          abs(coarse["final"] - 12.93) < 0.5 and abs(coarse["step"] - 33.33) < 0.1 and coarse["settledFrom"] < 90
+          and coarse["nudge"] == 0 and coarse["moves"] <= 1, json.dumps(coarse))
+    check("an error within half a refresh and the margin is left alone (no hunting)",
+          hold["moves"] == 0 and hold["settledFrom"] == 0, json.dumps(hold))
+    check("a media clock drifting 1 ms a second is trimmed: after 10 s under 1 % of frames past half a refresh",
+          drift["outsideAfter10s"] < 0.01 and 0.0005 < drift["trim"] <= 0.0015, json.dumps(drift))
+    check("an error half a frame off settles on one side without hunting", edge["moves"] <= 3
+          and edge["settledFrom"] < 200 and edge["worstAfter"] <= 18 and edge["nudge"] == 0, json.dumps(edge))
 
 
 def damaged_copy(media):
@@ -482,6 +668,7 @@ def main():
             page.goto(link)
             page.wait_for_function("window.tandem && window.tandem.joined === true", timeout=10000)
             check("the page joins the session", True)
+            grid_check(page, check)
             page.wait_for_function("(tandem.people || []).length === 2", timeout=5000)
             check("the page shows both participants", True, ", ".join(page.evaluate("tandem.people")))
             title = page.text_content("#title")

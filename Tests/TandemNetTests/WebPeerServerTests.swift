@@ -61,6 +61,7 @@ struct WebPeerServerTests {
         for (request, status, fragment) in [
             ("GET /join/film HTTP/1.1\r\nHost: x\r\n\r\n", "200", "<video"),
             ("GET /wire.js HTTP/1.1\r\nHost: x\r\n\r\n", "200", "HMAC"),
+            ("GET /grid.js HTTP/1.1\r\nHost: x\r\n\r\n", "200", "class GridFollower"),
             ("GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", "404", "not found"),
             ("POST /join/film HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", "405", "only GET"),
             ("GET /ws HTTP/1.1\r\nHost: x\r\n\r\n", "404", "not found"),

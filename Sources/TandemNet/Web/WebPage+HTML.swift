@@ -50,6 +50,7 @@ extension WebPage {
       </aside>
     </main>
     <script src="/wire.js"></script>
+    <script src="/grid.js"></script>
     <script src="/sync.js"></script>
     <script src="/app.js"></script>
     </body>

@@ -1,7 +1,8 @@
 extension WebPage {
     /// Following the group's timeline: scheduled starts at the group's session time, small errors corrected
     /// with playbackRate nudges, large ones with a seek; the error measured per presented frame with
-    /// requestVideoFrameCallback (every 100 ms from currentTime for audio).
+    /// requestVideoFrameCallback (every 100 ms from currentTime for audio). Video frames are kept on the display
+    /// refresh nearest the group's line (GridFollower, grid.js).
     static let syncScript = #"""
     "use strict";
     // Nudges take the rate at most 25 % off and aim to close the error within half a second.
@@ -13,6 +14,9 @@ extension WebPage {
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0 };
         this.startLatency = 60e6; this.measuringStart = false;
+        // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
+        this.grid = new GridFollower(1e9 / 60);
+        measureRefresh((refresh) => { this.grid.refresh = refresh; });
         this.video.addEventListener("ended", () => {
           const t = this.timeline;
           if (this.loaded && t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
@@ -64,6 +68,7 @@ extension WebPage {
         const token = this.token;
         this.video.pause();
         this.video.playbackRate = timeline.rate;
+        this.grid.reset();
         this.seek(itemTime, () => {
           if (token !== this.token) return;
           // play() takes a moment to present its first frame: start that much early (learned from past starts).
@@ -89,9 +94,9 @@ extension WebPage {
 
       /** Measures every presented frame against the line and corrects: nudge the rate, or seek when far off. */
       watchFrames() {
-        // A shown frame's error comes in whole frame durations: the browser shows each video frame on its own
-        // cadence of display refreshes and only drops or repeats one when it has drifted by a frame. Errors under
-        // half a frame are as close as the page can get; nudging them only moves the error a frame the other way.
+        // A shown frame's error comes in steps of a display refresh: the browser shows each video frame on a
+        // refresh, and keeps a cadence of refreshes per frame once it has one. The grid follower moves the frames
+        // to the refresh nearest the line; audio, which has no frames, is nudged with a dead band.
         const durations = [];
         let last = null;
         const frameDuration = (meta) => {
@@ -101,7 +106,8 @@ extension WebPage {
           last = meta;
           return durations.length ? Math.min(...durations) : 0;
         };
-        const measure = (displayedAtLocal, mediaTime, frame = 0) => {
+        const measure = (displayedAtLocal, mediaTime, frame = null) => {
+          // Every frame goes to the grid follower; the median of six decides the start latency and seeks.
           const t = this.timeline;
           if (!t || statusOf(t) !== "playing" || this.video.paused || !this.wire.synchronised) return;
           const session = this.wire.sessionTime(displayedAtLocal);
@@ -112,7 +118,8 @@ extension WebPage {
           // Also the frame's media time: a benchmark maps the display time to the system clock itself.
           this.trace.push([displayedAtLocal, error, mediaTime]); if (this.trace.length > 20000) this.trace.shift();
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
-          if (this.errors.length < 6) return;
+          const nudged = frame === null ? null : this.grid.frame(error, displayedAtLocal, t.rate, frame / t.rate);
+          if (this.errors.length < 6) { if (nudged !== null) this.setNudge(t, nudged); return; }
           const median = this.errors.slice().sort((a, b) => a - b)[3];
           this.lastError = median; this.lastErrorAt = localNanos();
           if (this.measuringStart) {
@@ -126,14 +133,10 @@ extension WebPage {
             this.corrections.seeks += 1; this.token += 1; clearTimeout(this.timer); this.errors = [];
             return this.schedule(t);
           }
-          const deadband = Math.max(DEADBAND, Math.min(frame / 2 + 1e6, 30e6));
-          const nudge = Math.abs(median) < deadband ? 0
+          if (nudged !== null) { this.setNudge(t, nudged); return; }
+          const nudge = Math.abs(median) < DEADBAND ? 0
             : Math.max(-MAX_NUDGE, Math.min(MAX_NUDGE, -median / (NUDGE_SECONDS * 1e9)));
-          const rate = t.rate * (1 + nudge);
-          if (Math.abs(this.video.playbackRate - rate) > 1e-4) {
-            if (nudge !== 0) this.corrections.nudges += 1;
-            this.video.playbackRate = rate; this.errors = [];
-          }
+          if (this.setNudge(t, nudge)) this.errors = [];
         };
         if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
           const onFrame = (now, meta) => {
@@ -144,6 +147,15 @@ extension WebPage {
         }
         // Audio has no frames to watch: its position is read ten times a second instead.
         setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
+      }
+
+      /** Plays at the group's rate nudged by `nudge` (a fraction); true when that changed the rate. */
+      setNudge(timeline, nudge) {
+        const rate = timeline.rate * (1 + nudge);
+        if (Math.abs(this.video.playbackRate - rate) <= 1e-4) return false;
+        if (nudge !== 0) this.corrections.nudges += 1;
+        this.video.playbackRate = rate;
+        return true;
       }
 
       /** The latest measured offset from the line (ns, positive: ahead) while playing and measuring, else null:

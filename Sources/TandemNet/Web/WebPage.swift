@@ -18,6 +18,7 @@ public enum WebPage {
     static let files: [String: Asset] = [
         "/app.css": Asset(contentType: "text/css; charset=utf-8", body: stylesheet),
         "/wire.js": Asset(contentType: "text/javascript; charset=utf-8", body: wireScript),
+        "/grid.js": Asset(contentType: "text/javascript; charset=utf-8", body: gridScript),
         "/sync.js": Asset(contentType: "text/javascript; charset=utf-8", body: syncScript),
         "/app.js": Asset(contentType: "text/javascript; charset=utf-8", body: appScript),
     ]

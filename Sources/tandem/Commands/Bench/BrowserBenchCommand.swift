@@ -15,7 +15,11 @@ struct BrowserBenchCommand: AsyncParsableCommand {
             the native host renders to within a millisecond; the report gives the time from choosing the file to \
             being in sync (|offset| < 20 ms for 10 frames running) and the offset's p50, p99 and max from then on; \
             then the host pauses, plays, seeks and pauses, and the report gives the command latency (from the \
-            host's command to each page holding the group's new timeline). Targets: p99 ≤ 20 ms on loopback, in sync ≤ 2 s after the file is chosen.
+            host's command to each page holding the group's new timeline). Between those, four seeks while playing, \
+            each timed from the group's restart to the page being within a frame of it (5 frames running). It also \
+            gives the display's refresh, the step between the refreshes the video's frames were shown on, and the \
+            floor that step allows (each frame's error moved by whole steps toward the line). Targets: p99 within \
+            half a refresh, in sync ≤ 2 s after the file is chosen, within a frame ≤ 0.3 s after a seek's restart.
 
             Needs `make deps` (chromium, and Playwright in .build/web-venv) and the source tree's \
             scripts/web-peer-check.py: run it from the repository.

@@ -1,0 +1,123 @@
+extension WebPage {
+    /// Which display refresh the page's frames land on. A browser shows each video frame on a refresh of the
+    /// display, so a frame's error from the group's line can only be one of a set of values a step apart: a
+    /// frame's worth of refreshes (Chromium shows a 30 fps video on every second refresh of a 60 Hz display, on a
+    /// phase of its own that the page cannot move, so its values are 33.3 ms apart; 60 fps media on the same
+    /// display can use every refresh, 16.7 ms). The best value is within half a step. The page holds any error
+    /// within half a step; past that it nudges the rate (2 % at least) until the frames land within half a step,
+    /// goes on for half a step more, which puts its media clock in the middle of that value's span so that the
+    /// browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media clock.
+    /// Pure (no clocks, no page): the checks drive it with made-up frames.
+    static let gridScript = #"""
+    "use strict";
+
+    /** Follows the refresh grid: fed each presented frame's error from the group's line, returns the rate nudge. */
+    class GridFollower {
+      /** `refresh`: the display's refresh interval (ns). */
+      constructor(refresh) {
+        this.refresh = refresh; this.step = null; this.trim = 0;
+        this.reset();
+      }
+
+      /** After a start or a seek: measure afresh (what was learned of the browser and the media clock stays). */
+      reset() {
+        this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0; this.until = 0;
+        this.moves = []; this.previous = null; this.heldSince = null; this.held = null;
+      }
+
+      /** What the page plays at while holding: the group's rate, trimmed by what the media clock was seen to drift
+       *  (Chromium's runs off the audio output's), at most 0.15 %, under what makes Chromium leave its cadence. */
+      holding() { return this.trim; }
+
+      /** The error (ns, positive: ahead of the line) of a frame shown at `at` (ns, any clock that does not jump),
+       *  at the group's `rate`, for media whose frames last `frame` ns on the display; returns the nudge (a
+       *  fraction of the rate: 0.02 is 2 % faster) to play at from now on. */
+      frame(error, at, rate = 1, frame = 0) {
+        const previous = this.previous; this.previous = error;
+        // The step: a frame's worth of refreshes. Chromium shows a video on a cadence of refreshes per frame and
+        // keeps its phase (a 30 fps video on every second refresh of a 60 Hz display, with a phase of its own
+        // that a page cannot choose: rate nudges of 2–12 % and pauses did not move it, see docs/BENCHMARKS.md),
+        // so for video slower than the display the values a page can reach are a frame apart.
+        if (this.step === null && frame > 0) this.step = Math.max(1, Math.round(frame / this.refresh)) * this.refresh;
+        const step = Math.max(this.refresh, this.step ?? 0), half = step / 2, near = half + GridFollower.HYSTERESIS;
+        if (this.mode !== "hold" && previous !== null && Math.sign(previous) !== Math.sign(error)
+            && Math.abs(previous) > near && Math.abs(error) > near) {
+          // Jumped over the window (a frame dropped or repeated): stop here, holding decides what next.
+          this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0;
+          return this.trim;
+        }
+        this.recent.push(error); if (this.recent.length > 5) this.recent.shift();
+        const m3 = median(this.recent.slice(-3));
+        if (this.mode === "hold") {
+          if (this.recent.length < 3) return this.trim;
+          // Past half a step by a little (media timestamps are rounded to the millisecond): another is better.
+          // A page that keeps having to move (a jittery display) settles for half a frame.
+          this.moves = this.moves.filter((t) => at - t < GridFollower.CALM_SPAN);
+          const calm = this.moves.length >= GridFollower.MOVES_BEFORE_CALM ? Math.max(half, frame / 2) : half;
+          if (Math.abs(m3) <= calm + GridFollower.HYSTERESIS) {
+            if (this.heldSince === null) { this.heldSince = at; this.held = m3; }
+            return this.trim;
+          }
+          // Slipped by a step from a value held for a while, at the group's rate: the media clock drifts. Trim
+          // the rate by the half step it drifted (from the middle of the span, where centering left it).
+          if (this.heldSince !== null && this.held !== null && Math.abs(m3 - this.held) > 0.6 * step
+              && at - this.heldSince > 2e9) {
+            const drift = Math.sign(m3 - this.held) * half / ((at - this.heldSince) * rate);
+            this.trim = Math.max(-GridFollower.MAX_TRIM, Math.min(GridFollower.MAX_TRIM, this.trim - drift));
+          }
+          this.heldSince = null; this.held = null;
+          this.mode = "move"; this.moves.push(at); this.direction = m3 > 0 ? -1 : 1;
+        }
+        if (this.mode === "move") {
+          if (Math.abs(m3) <= near) {
+            // On the nearest value, at the edge of its span: on at the least nudge for half a step of media.
+            this.mode = "center";
+            this.nudge = this.direction * GridFollower.MIN_NUDGE;
+            this.until = at + half / (GridFollower.MIN_NUDGE * rate);
+            return this.nudge;
+          }
+          this.direction = m3 > 0 ? -1 : 1;
+          const size = Math.abs(m3) / (GridFollower.NUDGE_SECONDS * 1e9 * rate);
+          this.nudge = this.direction * Math.max(GridFollower.MIN_NUDGE, Math.min(GridFollower.MAX_NUDGE, size));
+          return this.nudge;
+        }
+        // Centering: done after its time, or at once when the frames went on past the value to the next one.
+        if (at >= this.until || (Math.abs(m3) > half + GridFollower.HYSTERESIS && Math.sign(m3) === this.direction)) {
+          this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0;
+          return this.trim;
+        }
+        return this.nudge;
+      }
+    }
+    // The least nudge that makes Chromium leave its cadence (it keeps one up to 0.2 % off), the most (25 %), the
+    // time to close an error in, the margin past half a step, and how many moves in how long mean the grid cannot
+    // be held.
+    GridFollower.MIN_NUDGE = 0.02;
+    GridFollower.MAX_NUDGE = 0.25;
+    GridFollower.NUDGE_SECONDS = 0.5;
+    GridFollower.HYSTERESIS = 1e6;
+    GridFollower.MOVES_BEFORE_CALM = 4;
+    GridFollower.CALM_SPAN = 10e9;
+    GridFollower.MAX_TRIM = 0.0015;
+
+    function median(values) {
+      const sorted = values.slice().sort((a, b) => a - b);
+      return sorted.length ? sorted[Math.floor(sorted.length / 2)] : 0;
+    }
+
+    /** Measures the display's refresh interval (ns) from animation frames, then calls `done` with it. */
+    function measureRefresh(done, count = 40) {
+      const times = [];
+      const tick = (now) => {
+        times.push(now);
+        if (times.length < count) { requestAnimationFrame(tick); return; }
+        const steps = times.slice(1).map((t, i) => t - times[i]);
+        const typical = median(steps);
+        // Timestamps are coarsened (0.1 ms): the span over the whole run, in typical steps, is finer.
+        const span = times[times.length - 1] - times[0];
+        done(Math.round((typical > 0 ? span / Math.max(1, Math.round(span / typical)) : 1000 / 60) * 1e6));
+      };
+      requestAnimationFrame(tick);
+    }
+    """#
+}
