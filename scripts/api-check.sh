@@ -28,34 +28,7 @@ mkdir -p "$work/module-cache" api
 
 # The search paths a module was compiled with (its own and its C dependencies' module maps and headers), read from
 # the build's manifest, so the digester loads the module exactly as the build made it.
-flags_for() {
-  python3 - "$manifest" "$1" <<'EOF'
-import json, re, sys
-manifest, module = sys.argv[1], sys.argv[2]
-key = re.compile(r'^  "C\.' + re.escape(module) + r'-[^"]*-debug\.module":')
-lines = open(manifest).read().split('\n')
-for i, line in enumerate(lines):
-    if key.match(line):
-        for follow in lines[i + 1:i + 12]:
-            if follow.strip().startswith('args:'):
-                args = json.loads(follow.strip()[len('args:'):])
-                break
-        else:
-            continue
-        break
-else:
-    sys.exit(f'api-check: {module} is not in {manifest}')
-keep, i = [], 0
-while i < len(args):
-    a = args[i]
-    if a in ('-I', '-Xcc', '-target') and i + 1 < len(args):
-        keep += [a, args[i + 1]]; i += 2; continue
-    if a.startswith('-I') and len(a) > 2:
-        keep.append(a)
-    i += 1
-print('\n'.join(keep))
-EOF
-}
+flags_for() { python3 scripts/module-flags.py "$manifest" "$1" api-check; }
 
 status=0
 for module in "${modules[@]}"; do

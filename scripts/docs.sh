@@ -2,7 +2,7 @@
 # The reference documentation: the DocC catalog Sources/Tandem/Tandem.docc over the public API of `Tandem` and the
 # modules it re-exports (TandemCore, TandemMedia, TandemNet), built into a static site. The symbol graph is
 # extracted from the debug build's modules with the toolchain's swift-symbolgraph-extract, loading `Tandem` with the
-# search paths the build used (read from .build/debug.yaml, as scripts/api-check.sh does), so nothing is rebuilt;
+# search paths the build used (read from .build/debug.yaml by scripts/module-flags.py), so nothing is rebuilt;
 # then the toolchain's docc converts it. Any warning fails it. Run after `swift build` (make docs does).
 #
 #   scripts/docs.sh        writes .build/docs/Tandem.doccarchive (DOCS_OUTPUT overrides the directory)
@@ -23,32 +23,7 @@ rm -rf "$work" "$output/Tandem.doccarchive"
 mkdir -p "$work/symbol-graphs" "$work/module-cache" "$output"
 
 # Tandem's compile flags that find modules and headers (-I, -Xcc, -target), from the build's manifest.
-mapfile -t flags < <(python3 - "$manifest" <<'EOF'
-import json, re, sys
-key = re.compile(r'^  "C\.Tandem-[^"]*-debug\.module":')
-lines = open(sys.argv[1]).read().split('\n')
-args = None
-for i, line in enumerate(lines):
-    if key.match(line):
-        for follow in lines[i + 1:i + 12]:
-            if follow.strip().startswith('args:'):
-                args = json.loads(follow.strip()[len('args:'):])
-                break
-        if args:
-            break
-if args is None:
-    sys.exit(f'docs: Tandem is not in {sys.argv[1]}')
-keep, i = [], 0
-while i < len(args):
-    a = args[i]
-    if a in ('-I', '-Xcc', '-target') and i + 1 < len(args):
-        keep += [a, args[i + 1]]; i += 2; continue
-    if a.startswith('-I') and len(a) > 2:
-        keep.append(a)
-    i += 1
-print('\n'.join(keep))
-EOF
-)
+mapfile -t flags < <(python3 scripts/module-flags.py "$manifest" Tandem docs)
 
 # The symbols of the modules Tandem re-exports are documented as Tandem's own: that is how an app sees them.
 "$extract" -module-name Tandem -minimum-access-level public -skip-inherited-docs \
