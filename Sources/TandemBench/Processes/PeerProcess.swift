@@ -94,6 +94,16 @@ package final class PeerProcess: Sendable {
         return nil
     }
 
+    /// The last `--json` event named `event` (its object), if any came.
+    package func lastEvent(_ event: String) -> [String: Any]? {
+        let lines = output.withLock { $0.events }
+        for line in lines.reversed() where line.contains("\"event\":\"\(event)\"") {
+            if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+               object["event"] as? String == event { return object }
+        }
+        return nil
+    }
+
     /// Waits up to `seconds` for `event`; an exit on the way is an error with the peer's last words.
     package func waitFor(_ event: String, within seconds: Double) async throws(BenchError) -> [String: Any] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))

@@ -40,6 +40,18 @@ package enum ProcessSyncBench {
             package var where_: String
             package var clockShiftSeconds: Int
             package var frames: Int
+            /// In steady play, how far this peer rendered from the group's median frame by frame (ms, positive
+            /// late): the median (what its clock estimate and its pipeline put it off by, lasting) and the 1st
+            /// and 99th percentiles (with the median, how much it wanders).
+            package var steadyOffsetMs: SteadyOffset?
+            /// Where its clock answers' arrival times came from, from its last `position` event: `kernel` or
+            /// `user` (nil: the host, whose clock is the session's, or no datagram probes).
+            package var clockStamps: String?
+        }
+        package struct SteadyOffset: Codable, Sendable {
+            package var median: Double
+            package var p1: Double
+            package var p99: Double
         }
         package var network: Network
         package var link: String
@@ -142,6 +154,7 @@ package enum ProcessSyncBench {
 
         var truth = GroundTruth()
         for (index, peer) in peers.enumerated() {
+            described[index].clockStamps = peer.lastEvent("position")?["clockStamps"] as? String
             _ = truth.addPeer()
             let frames = try peer.frames()
             described[index].frames = frames.count
@@ -216,6 +229,15 @@ package enum ProcessSyncBench {
             let values = latencies[name] ?? []
             return SyncReport.CommandLatency(command: name, stats: .init(nanoseconds: values), missed: missed[name] ?? 0,
                                              target: target, withinTarget: values.filter { Double($0) / 1e6 <= target }.count)
+        }
+        var peers = peers
+        for index in peers.indices {
+            let offsets = steady.compactMap { $0.offset(of: index) }.sorted()
+            guard !offsets.isEmpty else { continue }
+            func at(_ quantile: Double) -> Double {
+                Double(offsets[min(offsets.count - 1, Int(quantile * Double(offsets.count - 1) + 0.5))]) / 1e6
+            }
+            peers[index].steadyOffsetMs = .init(median: at(0.5), p1: at(0.01), p99: at(0.99))
         }
         return Result(network: configuration.network, link: configuration.link, peers: peers,
                       duration: configuration.duration, skew: .init(nanoseconds: showings.map(\.spread)),
