@@ -18,7 +18,7 @@ extension ProcessSyncBench {
         }
         lines.append("render skew between processes (ms, ground truth: every frame all peers rendered):")
         lines.append(skew.rendered)
-        var offsets = TextTable(["network", "peer", "steady offset median", "p1", "p99", "clock stamps"],
+        var offsets = TextTable(["network", "peer", "against host: median", "p1", "p99", "clock stamps"],
                                 rightAligned: [2, 3, 4])
         for result in results {
             for peer in result.peers {
@@ -27,7 +27,7 @@ extension ProcessSyncBench {
             }
         }
         lines.append("")
-        lines.append("each peer against the group's median frame in steady play (ms, positive late):")
+        lines.append("each joiner's render time less the host's in steady play (ms, positive late):")
         lines.append(offsets.rendered)
         var commands = TextTable(["network", "command", "count", "p50 ms", "max ms", "missed", "target ms", "within"],
                                  rightAligned: [2, 3, 4, 5, 6, 7])

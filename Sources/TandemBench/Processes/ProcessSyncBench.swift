@@ -40,9 +40,9 @@ package enum ProcessSyncBench {
             package var where_: String
             package var clockShiftSeconds: Int
             package var frames: Int
-            /// In steady play, how far this peer rendered from the group's median frame by frame (ms, positive
-            /// late): the median (what its clock estimate and its pipeline put it off by, lasting) and the 1st
-            /// and 99th percentiles (with the median, how much it wanders).
+            /// A joiner's render time less the host's, frame by frame in steady play (ms, positive late; the host's
+            /// clock is the session's, so this is the joiner's clock estimate and its pipeline): the median (how
+            /// far off it stays) and the 1st and 99th percentiles (with the median, how much it wanders).
             package var steadyOffsetMs: SteadyOffset?
             /// Where its clock answers' arrival times came from, from its last `position` event: `kernel` or
             /// `user` (nil: the host, whose clock is the session's, or no datagram probes).
@@ -231,8 +231,9 @@ package enum ProcessSyncBench {
                                              target: target, withinTarget: values.filter { Double($0) / 1e6 <= target }.count)
         }
         var peers = peers
-        for index in peers.indices {
-            let offsets = steady.compactMap { $0.offset(of: index) }.sorted()
+        for index in peers.indices.dropFirst() {
+            let offsets = steady.compactMap { showing in showing.times[index].flatMap { time in showing.times[0].map { time - $0 } } }
+                .sorted()
             guard !offsets.isEmpty else { continue }
             func at(_ quantile: Double) -> Double {
                 Double(offsets[min(offsets.count - 1, Int(quantile * Double(offsets.count - 1) + 0.5))]) / 1e6

@@ -24,8 +24,13 @@ struct KernelReceiveStamps: Sendable {
     /// longer in the socket's queue than this is stamped by the loop (nothing real waits that long).
     static let plausibleWait = TimeSpan.seconds(1)
 
-    /// Whether `clock` reads CLOCK_MONOTONIC, the time base the stamps are moved to.
+    /// `TANDEM_CLOCK_STAMPS=user` in the environment turns the stamps off in this process, to measure what they
+    /// bring (`tandem bench sync --processes` passes its environment on to every peer).
+    static let turnedOff = ProcessInfo.processInfo.environment["TANDEM_CLOCK_STAMPS"] == "user"
+
+    /// Whether `clock` reads CLOCK_MONOTONIC, the time base the stamps are moved to (and stamps are not turned off).
     static func applies(to clock: any MonotonicClock) -> Bool {
+        if turnedOff { return false }
         if clock is SystemMonotonicClock { return true }
         if let any = clock as? AnyMonotonicClock { return applies(to: any.base) }
         return false
