@@ -94,14 +94,14 @@ package final class PeerProcess: Sendable {
         return nil
     }
 
-    /// The last `--json` event named `event` (its object), if any came.
-    package func lastEvent(_ event: String) -> [String: Any]? {
+    /// Every `--json` event named `event` (its object), in order.
+    package func events(_ event: String) -> [[String: Any]] {
         let lines = output.withLock { $0.events }
-        for line in lines.reversed() where line.contains("\"event\":\"\(event)\"") {
-            if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-               object["event"] as? String == event { return object }
+        return lines.filter { $0.contains("\"event\":\"\(event)\"") }.compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["event"] as? String == event else { return nil }
+            return object
         }
-        return nil
     }
 
     /// Waits up to `seconds` for `event`; an exit on the way is an error with the peer's last words.

@@ -44,9 +44,12 @@ package enum ProcessSyncBench {
             /// clock is the session's, so this is the joiner's clock estimate and its pipeline): the median (how
             /// far off it stays) and the 1st and 99th percentiles (with the median, how much it wanders).
             package var steadyOffsetMs: SteadyOffset?
-            /// Where its clock answers' arrival times came from, from its last `position` event: `kernel` or
-            /// `user` (nil: the host, whose clock is the session's, or no datagram probes).
+            /// Where its clock answers' arrival times came from, as its `position` events said: `kernel` or `user`,
+            /// with the share of events that said each (nil: no datagram probes).
             package var clockStamps: String?
+            /// A joiner's clock estimate less the truth, from its `position` events once a second after the first
+            /// 5 s (ms; the truth is the two namespaces' shifts, `clockOffsetMs` should be host − joiner).
+            package var clockErrorMs: SteadyOffset?
         }
         package struct SteadyOffset: Codable, Sendable {
             package var median: Double
@@ -154,7 +157,22 @@ package enum ProcessSyncBench {
 
         var truth = GroundTruth()
         for (index, peer) in peers.enumerated() {
-            described[index].clockStamps = peer.lastEvent("position")?["clockStamps"] as? String
+            // Which stamps the peer's position events named, and how often (the last few, after the host ended,
+            // name none).
+            let stamps = peer.events("position").compactMap { $0["clockStamps"] as? String }
+            if !stamps.isEmpty {
+                described[index].clockStamps = Dictionary(grouping: stamps, by: { $0 }).sorted { $0.key < $1.key }
+                    .map { "\($0.key) \(100 * $0.value.count / stamps.count) %" }.joined(separator: ", ")
+            }
+            if index > 0 {
+                let truth = Double(described[0].clockShiftSeconds - described[index].clockShiftSeconds) * 1000
+                let errors = peer.events("position").dropFirst(5).compactMap { $0["clockOffsetMs"] as? Double }
+                    .map { $0 - truth }.sorted()
+                if !errors.isEmpty {
+                    func at(_ q: Double) -> Double { errors[min(errors.count - 1, Int(q * Double(errors.count - 1) + 0.5))] }
+                    described[index].clockErrorMs = .init(median: at(0.5), p1: at(0.01), p99: at(0.99))
+                }
+            }
             _ = truth.addPeer()
             let frames = try peer.frames()
             described[index].frames = frames.count
