@@ -31,7 +31,8 @@ let package = Package(
         ),
         // C helpers for what Swift cannot import (macros, varargs, signals, streaming-thread code).
         .target(name: "CTandemGStreamerShim", dependencies: ["CTandemGStreamer"]),
-        // epoll and timerfd for the bench's bare relay (`tandem bench relay --floor`), which Swift's Glibc leaves out.
+        // epoll and timerfd for the bench's bare relay (`tandem bench relay --floor`), which Swift's Glibc leaves out,
+        // and the kernel's receive stamps for TandemNet's clock-probe datagrams (SIOCGSTAMPNS, an ioctl macro).
         .target(name: "CTandemBareSockets"),
         // Port mapping on home routers: Debian's libnatpmp (NAT-PMP) and libminiupnpc (UPnP-IGD), maintained by the
         // miniupnp project, behind a few C calls (ARCHITECTURE.md, "Reaching a host").
@@ -48,7 +49,7 @@ let package = Package(
         .target(
             name: "TandemNet",
             dependencies: [
-                "TandemCore",
+                "TandemCore", "CTandemBareSockets",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),

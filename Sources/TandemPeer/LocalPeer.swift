@@ -115,6 +115,8 @@ package final class LocalPeer: Sendable {
         if let uri = player.loadedURI, let host = media.streamingHost(of: uri) {
             status.streaming = PeerStatus.Streaming(from: host, buffered: player.bufferedAhead())
         }
+        let datagrams = connection.datagramStatus
+        if datagrams.path == .udp, datagrams.clockPongsReceived > 0 { status.clockStamps = datagrams.clockStamps }
         return status
     }
 
@@ -184,6 +186,8 @@ package struct PeerStatus: Sendable {
     package var unreliablePath: UnreliablePath?
     /// How far this peer's output is from the group's line (positive: ahead), from its render probe.
     package var renderOffset: TimeSpan?
+    /// Where the clock answers' arrival times come from while probes go as datagrams (nil: they do not).
+    package var clockStamps: ClockStampSource?
 
     package init(timeline: Timeline?, position: ItemTime?, expected: ItemTime?, duration: TimeSpan?,
                  others: [ParticipantState], clockOffset: TimeSpan?, errorBound: TimeSpan?, roundTrip: TimeSpan?,

@@ -33,4 +33,25 @@ int tdm_bare_timer_create(void);
 /// Arms `timer_fd` to expire once at `monotonic_ns` (absolute, CLOCK_MONOTONIC); 0 or -1.
 int tdm_bare_timer_arm_at(int timer_fd, int64_t monotonic_ns);
 
+// Kernel receive stamps for the datagram sockets of clock probes (TandemNet's `KernelReceiveStamps`).
+//
+// The kernel stamps every datagram when it arrives (on loopback: when the sender's packet is queued to the
+// receiving side), before any event loop gets to it. `SIOCGSTAMPNS` hands the stamp of the datagram last read on a
+// socket; read right after that datagram, it is that datagram's. The stamp is on CLOCK_REALTIME, which a time
+// namespace does not shift (CLOCK_MONOTONIC it does), so it is brought to CLOCK_MONOTONIC with an offset sampled
+// in the same process.
+
+/// A new non-blocking, close-on-exec UDP socket of address family `family` (AF_INET, or AF_INET6 dual stack),
+/// with the kernel's receive stamps turned on; -1 with errno set.
+int tdm_stamped_udp_socket(int family);
+
+/// The receive stamp (CLOCK_REALTIME, ns) of the datagram last read on `fd`: 0, or -1 with errno set (ENOENT: no
+/// datagram stamped yet).
+int tdm_last_receive_stamp(int fd, int64_t *realtime_ns);
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC (ns) as this process sees them, from `tries` readings of monotonic, realtime,
+/// monotonic back to back: the one with the smallest bracket (the two monotonic readings' distance, written to
+/// `bracket_ns`) wins, and the realtime reading is taken to lie midway in it.
+int64_t tdm_realtime_minus_monotonic(int tries, int64_t *bracket_ns);
+
 #endif

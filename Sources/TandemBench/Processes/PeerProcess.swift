@@ -94,6 +94,16 @@ package final class PeerProcess: Sendable {
         return nil
     }
 
+    /// Every `--json` event named `event` (its object), in order.
+    package func events(_ event: String) -> [[String: Any]] {
+        let lines = output.withLock { $0.events }
+        return lines.filter { $0.contains("\"event\":\"\(event)\"") }.compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["event"] as? String == event else { return nil }
+            return object
+        }
+    }
+
     /// Waits up to `seconds` for `event`; an exit on the way is an error with the peer's last words.
     package func waitFor(_ event: String, within seconds: Double) async throws(BenchError) -> [String: Any] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))

@@ -18,6 +18,19 @@ extension ProcessSyncBench {
         }
         lines.append("render skew between processes (ms, ground truth: every frame all peers rendered):")
         lines.append(skew.rendered)
+        var offsets = TextTable(["network", "peer", "against host: median", "p1", "p99", "clock error: median", "p1",
+                                 "p99", "clock stamps"], rightAligned: [2, 3, 4, 5, 6, 7])
+        for result in results {
+            for peer in result.peers {
+                offsets.add([result.network.rawValue, peer.name, f(peer.steadyOffsetMs?.median),
+                             f(peer.steadyOffsetMs?.p1), f(peer.steadyOffsetMs?.p99), f(peer.clockErrorMs?.median),
+                             f(peer.clockErrorMs?.p1), f(peer.clockErrorMs?.p99), peer.clockStamps ?? "–"])
+            }
+        }
+        lines.append("")
+        lines.append("each joiner's render time less the host's in steady play, and its clock estimate less the truth "
+                     + "once a second (ms):")
+        lines.append(offsets.rendered)
         var commands = TextTable(["network", "command", "count", "p50 ms", "max ms", "missed", "target ms", "within"],
                                  rightAligned: [2, 3, 4, 5, 6, 7])
         for result in results {

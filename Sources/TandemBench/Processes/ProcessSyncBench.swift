@@ -40,6 +40,21 @@ package enum ProcessSyncBench {
             package var where_: String
             package var clockShiftSeconds: Int
             package var frames: Int
+            /// A joiner's render time less the host's, frame by frame in steady play (ms, positive late; the host's
+            /// clock is the session's, so this is the joiner's clock estimate and its pipeline): the median (how
+            /// far off it stays) and the 1st and 99th percentiles (with the median, how much it wanders).
+            package var steadyOffsetMs: SteadyOffset?
+            /// Where its clock answers' arrival times came from, as its `position` events said: `kernel` or `user`,
+            /// with the share of events that said each (nil: no datagram probes).
+            package var clockStamps: String?
+            /// A joiner's clock estimate less the truth, from its `position` events once a second after the first
+            /// 5 s (ms; the truth is the two namespaces' shifts, `clockOffsetMs` should be host − joiner).
+            package var clockErrorMs: SteadyOffset?
+        }
+        package struct SteadyOffset: Codable, Sendable {
+            package var median: Double
+            package var p1: Double
+            package var p99: Double
         }
         package var network: Network
         package var link: String
@@ -142,6 +157,22 @@ package enum ProcessSyncBench {
 
         var truth = GroundTruth()
         for (index, peer) in peers.enumerated() {
+            // Which stamps the peer's position events named, and how often (the last few, after the host ended,
+            // name none).
+            let stamps = peer.events("position").compactMap { $0["clockStamps"] as? String }
+            if !stamps.isEmpty {
+                described[index].clockStamps = Dictionary(grouping: stamps, by: { $0 }).sorted { $0.key < $1.key }
+                    .map { "\($0.key) \(100 * $0.value.count / stamps.count) %" }.joined(separator: ", ")
+            }
+            if index > 0 {
+                let truth = Double(described[0].clockShiftSeconds - described[index].clockShiftSeconds) * 1000
+                let errors = peer.events("position").dropFirst(5).compactMap { $0["clockOffsetMs"] as? Double }
+                    .map { $0 - truth }.sorted()
+                if !errors.isEmpty {
+                    func at(_ q: Double) -> Double { errors[min(errors.count - 1, Int(q * Double(errors.count - 1) + 0.5))] }
+                    described[index].clockErrorMs = .init(median: at(0.5), p1: at(0.01), p99: at(0.99))
+                }
+            }
             _ = truth.addPeer()
             let frames = try peer.frames()
             described[index].frames = frames.count
@@ -216,6 +247,16 @@ package enum ProcessSyncBench {
             let values = latencies[name] ?? []
             return SyncReport.CommandLatency(command: name, stats: .init(nanoseconds: values), missed: missed[name] ?? 0,
                                              target: target, withinTarget: values.filter { Double($0) / 1e6 <= target }.count)
+        }
+        var peers = peers
+        for index in peers.indices.dropFirst() {
+            let offsets = steady.compactMap { showing in showing.times[index].flatMap { time in showing.times[0].map { time - $0 } } }
+                .sorted()
+            guard !offsets.isEmpty else { continue }
+            func at(_ quantile: Double) -> Double {
+                Double(offsets[min(offsets.count - 1, Int(quantile * Double(offsets.count - 1) + 0.5))]) / 1e6
+            }
+            peers[index].steadyOffsetMs = .init(median: at(0.5), p1: at(0.01), p99: at(0.99))
         }
         return Result(network: configuration.network, link: configuration.link, peers: peers,
                       duration: configuration.duration, skew: .init(nanoseconds: showings.map(\.spread)),

@@ -1,14 +1,37 @@
+/// Where a receive time of a clock exchange was read.
+public enum ClockStampSource: String, Sendable, Hashable, Codable {
+    /// The clock, read when the event loop got to the message (after its wake-up and whatever ran before).
+    case user
+    /// The kernel's stamp of the datagram's arrival, moved to the local monotonic clock.
+    case kernel
+}
+
 /// One completed four-timestamp exchange. `t1`, `t4` on the peer's local clock; `t2`, `t3` on session time.
 public struct ClockSample: Hashable, Sendable, Codable {
     public var t1: LocalInstant
     public var t2: SessionInstant
     public var t3: SessionInstant
     public var t4: LocalInstant
-    public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant) {
+    /// Where `t4`, the answer's arrival, was read.
+    public var arrival: ClockStampSource
+    public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant,
+                arrival: ClockStampSource = .user) {
         self.t1 = t1
         self.t2 = t2
         self.t3 = t3
         self.t4 = t4
+        self.arrival = arrival
+    }
+
+    private enum CodingKeys: String, CodingKey { case t1, t2, t3, t4, arrival }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(t1: try container.decode(LocalInstant.self, forKey: .t1),
+                  t2: try container.decode(SessionInstant.self, forKey: .t2),
+                  t3: try container.decode(SessionInstant.self, forKey: .t3),
+                  t4: try container.decode(LocalInstant.self, forKey: .t4),
+                  arrival: try container.decodeIfPresent(ClockStampSource.self, forKey: .arrival) ?? .user)
     }
     /// Network round trip, excluding the authority's own turnaround.
     public var roundTrip: TimeSpan { (t4 - t1) - (t3 - t2) }
@@ -131,6 +154,11 @@ public struct ClockSyncEstimator: Sendable {
     public private(set) var rejectedCount = 0
     /// How many times the estimator started over after a clock step.
     public private(set) var resetCount = 0
+    /// How many samples in the window have a kernel-stamped arrival (`ClockSample.arrival`).
+    public private(set) var kernelStampedCount = 0
+    /// Where the arrival times the estimate rests on were read: `.kernel` when the window's least-delayed answer
+    /// (the one that sets the down leg's floor) was kernel-stamped, `.user` otherwise; nil before the first sample.
+    public private(set) var arrivalStamps: ClockStampSource?
 
     /// Pings sent since the last start-over; drives the burst / acquisition / steady schedule.
     private var scheduleCount = 0
@@ -239,6 +267,7 @@ public struct ClockSyncEstimator: Sendable {
         let n = samples.count
         guard n > 0, let newest = samples.last else {
             mapping = nil; errorBound = nil; roundTrip = nil; uncertainty = nil
+            kernelStampedCount = 0; arrivalStamps = nil
             driftPPM = nil; driftUncertaintyPPM = nil; fit = nil
             return
         }
@@ -331,6 +360,12 @@ public struct ClockSyncEstimator: Sendable {
                          slopeVariance: slopeVariance, pivotDeviation: noise, referenceOffset: referenceOffset,
                          legSlope: legs.slope, upIntercept: legs.upIntercept, downIntercept: legs.downIntercept)
         fit = newFit
+        kernelStampedCount = samples.count(where: { $0.arrival == .kernel })
+        var tightest = Double.infinity
+        for i in 0..<n where accepted[i] {
+            let slack = newFit.downQueueing(of: samples[i])
+            if slack < tightest { tightest = slack; arrivalStamps = samples[i].arrival }
+        }
 
         // Mapping anchored at the newest sample's midpoint (rounded down to whole ns).
         mapping = ClockMapping(localAnchor: LocalInstant(nanoseconds: referenceLocal),

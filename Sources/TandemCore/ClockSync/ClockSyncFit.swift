@@ -32,6 +32,12 @@ extension ClockSyncEstimator {
             return min(up, down)
         }
 
+        /// How far below its ceiling the sample's answer was (ns): its delay on the way back beyond the least.
+        func downQueueing(of sample: ClockSample) -> Double {
+            let (_, _, t3, t4) = sample.raw
+            return (legSlope * Double(t4 &- referenceLocal) - downIntercept) - Double((t3 &- t4) &- referenceOffset)
+        }
+
         func offset(at x: Double) -> Double { pivotY + slope * (x - pivotX) }
 
         /// One standard deviation (ns) of the fitted offset at `x`.

@@ -36,6 +36,12 @@ public struct DatagramStatus: Sendable, Hashable {
     /// Clock probes sent as datagrams, and their answers received (each a clock sample).
     public var clockPingsSent = 0
     public var clockPongsReceived = 0
+    /// Of those answers, the ones whose arrival is the kernel's stamp rather than the event loop's reading.
+    public var clockPongsKernelStamped = 0
+
+    /// Where the clock answers' arrival times come from: `kernel` once any answer was kernel-stamped, `user`
+    /// otherwise (no stamps on this system, or a clock other than CLOCK_MONOTONIC).
+    public var clockStamps: ClockStampSource { clockPongsKernelStamped > 0 ? .kernel : .user }
 }
 
 /// One TCP connection's UDP side: a socket of its own that says hello to the server's UDP port (same port as the
@@ -93,14 +99,23 @@ final class ClientDatagramLink: @unchecked Sendable {
                       deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
                       clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void = { _, _ in })
         -> EventLoopFuture<ClientDatagramLink> {
-        let handler = ClientDatagramHandler()
+        let handler = ClientDatagramHandler(clock: options.clock)
         let bootstrap = DatagramBootstrap(group: eventLoop)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
             }
         let anyAddress = server.protocol == .inet6 ? "::" : "0.0.0.0"
-        return bootstrap.bind(host: anyAddress, port: 0).map { channel in
+        let bound: EventLoopFuture<any Channel>
+        if options.kernelReceiveStamps, KernelReceiveStamps.applies(to: options.clock),
+           let address = try? SocketAddress(ipAddress: anyAddress, port: 0),
+           let stamps = try? KernelReceiveStamps.boundSocket(at: address) {
+            handler.stamps = stamps
+            bound = bootstrap.withBoundSocket(stamps.descriptor)
+        } else {
+            bound = bootstrap.bind(host: anyAddress, port: 0)
+        }
+        return bound.map { channel in
             let link = ClientDatagramLink(channel: channel, server: server, id: id, key: key, clock: options.clock,
                                           ackTimeout: options.datagramAckTimeout,
                                           helloInterval: options.datagramHelloInterval, deliver: deliver,
@@ -212,8 +227,10 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     // MARK: Receiving
 
-    fileprivate func receive(_ datagram: ByteBuffer, from sender: SocketAddress) {
-        let receivedAt = clock.now
+    /// One datagram from `sender`, read at `receivedAt` (the kernel's stamp for a clock answer where there is one,
+    /// `arrival` says which).
+    fileprivate func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
+                             arrival: ClockStampSource) {
         do {
             guard sender == server else { throw DatagramRejection.unknownChannel }
             let header = try DatagramCodec.header(of: datagram)
@@ -250,11 +267,13 @@ final class ClientDatagramLink: @unchecked Sendable {
                 state.withLock {
                     $0.status.received += 1
                     $0.status.clockPongsReceived += 1
+                    if arrival == .kernel { $0.status.clockPongsKernelStamped += 1 }
                     // An answer like a helloAck: the path works.
                     if $0.status.path == .udp { $0.lastAck = receivedAt }
                 }
                 clockPong(sequence, ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
-                                                t3: SessionInstant(nanoseconds: t3), t4: receivedAt))
+                                                t3: SessionInstant(nanoseconds: t3), t4: receivedAt,
+                                                arrival: arrival))
             case .hello, .clockPing:
                 throw DatagramRejection.malformed
             }
@@ -264,14 +283,30 @@ final class ClientDatagramLink: @unchecked Sendable {
     }
 }
 
-/// Hands the client's UDP socket's datagrams to its link.
-private final class ClientDatagramHandler: ChannelInboundHandler, Sendable {
+/// Hands the client's UDP socket's datagrams to its link, with the kernel's arrival stamp for a clock answer.
+///
+/// Sendable by hand: `stamps` is set once, before the socket becomes a channel (so before any read).
+private final class ClientDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let link = Mutex<ClientDatagramLink?>(nil)
+    let clock: any MonotonicClock
+    var stamps: KernelReceiveStamps?
+
+    init(clock: any MonotonicClock) { self.clock = clock }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress)
+        let now = clock.now
+        var receivedAt = now
+        var arrival = ClockStampSource.user
+        // Only a clock answer needs the stamp (the header's type byte; whether it is authentic is checked after).
+        if let stamps, envelope.data.getInteger(at: envelope.data.readerIndex + 3, as: UInt8.self)
+            == DatagramType.clockPong.rawValue, let stamp = stamps.lastArrival(now: now) {
+            receivedAt = stamp
+            arrival = .kernel
+        }
+        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: receivedAt,
+                                      arrival: arrival)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -68,6 +68,10 @@ public enum TandemClient {
         /// estimator also has the TCP path's samples (often the best ones while that connection is quiet). Measured
         /// with `tandem bench clock --transfer` (docs/BENCHMARKS.md): both paths gave the lowest median error.
         public var clockProbesAlsoOverTCP = true
+        /// Take a datagram clock answer's arrival from the kernel's receive stamp (`SIOCGSTAMPNS`) rather than from
+        /// the clock when the event loop reads it; applies only while `clock` is the machine's CLOCK_MONOTONIC, and
+        /// falls back to the loop's reading wherever a stamp is missing (`DatagramStatus.clockStamps` says which).
+        public var kernelReceiveStamps = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.

@@ -40,6 +40,8 @@ final class DatagramRelay: Sendable {
         var badAuthentication = 0
         var replayed = 0
         var rateLimited = 0
+        var clockPingsAnswered = 0
+        var clockPingsKernelStamped = 0
     }
 
     private let members = Mutex<[UInt64: Member]>([:])
@@ -60,16 +62,25 @@ final class DatagramRelay: Sendable {
     static func start(host: String, port: Int, group: any EventLoopGroup, configuration: ServerConfiguration,
                       clock: any MonotonicClock, logger: Logger) async -> DatagramRelay? {
         let relay = DatagramRelay(configuration: configuration, clock: clock)
+        let handler = DatagramServerHandler(relay: relay, clock: clock)
         let bootstrap = DatagramBootstrap(group: group)
             // One byte more than the largest datagram accepted, so a longer one shows as oversized, not cut.
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(DatagramServerHandler(relay: relay))
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
         do {
-            let channel = try await bootstrap.bind(host: host, port: port).get()
+            let channel: any Channel
+            if configuration.kernelReceiveStamps, KernelReceiveStamps.applies(to: clock) {
+                let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+                let stamps = try KernelReceiveStamps.boundSocket(at: address)
+                handler.stamps = stamps
+                channel = try await bootstrap.withBoundSocket(stamps.descriptor).get()
+            } else {
+                channel = try await bootstrap.bind(host: host, port: port).get()
+            }
             relay.channel.withLock { $0 = channel }
             return relay
         } catch {
@@ -121,13 +132,14 @@ final class DatagramRelay: Sendable {
 
     // MARK: Receiving
 
-    /// One datagram from `sender` (on the UDP channel's loop).
-    func receive(_ datagram: ByteBuffer, from sender: SocketAddress, allocator: ByteBufferAllocator) {
-        // A clock probe's t2: taken first, as the TCP path takes it when the frame is read.
-        let receivedAt = clock.now
+    /// One datagram from `sender` (on the UDP channel's loop), read at `receivedAt`: a clock probe's t2, the
+    /// kernel's stamp of its arrival where there is one (`arrival`), else the clock read first thing, as the TCP
+    /// path takes it when the frame is read.
+    func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
+                 arrival: ClockStampSource = .user, allocator: ByteBufferAllocator) {
         if dropsIncoming.load(ordering: .relaxed) { return }
         do {
-            try handle(datagram, from: sender, receivedAt: receivedAt, allocator: allocator)
+            try handle(datagram, from: sender, receivedAt: receivedAt, arrival: arrival, allocator: allocator)
             counters.withLock { $0.received += 1 }
         } catch {
             count(error)
@@ -135,7 +147,7 @@ final class DatagramRelay: Sendable {
     }
 
     private func handle(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
-                        allocator: ByteBufferAllocator) throws(DatagramRejection) {
+                        arrival: ClockStampSource, allocator: ByteBufferAllocator) throws(DatagramRejection) {
         let header = try DatagramCodec.header(of: datagram)
         guard let key = members.withLock({ $0[header.channel]?.key }) else { throw .unknownChannel }
         let body = try DatagramCodec.open(datagram, header: header, key: key, direction: .clientToServer)
@@ -195,6 +207,10 @@ final class DatagramRelay: Sendable {
             pong.writeInteger(receivedAt.nanoseconds)
             pong.writeInteger(clock.now.nanoseconds)
             send(.clockPong, body: pong, channel: header.channel, to: sender)
+            counters.withLock {
+                $0.clockPingsAnswered += 1
+                if arrival == .kernel { $0.clockPingsKernelStamped += 1 }
+            }
         case .helloAck, .clockPong:
             throw .malformed
         }
@@ -240,16 +256,34 @@ final class DatagramRelay: Sendable {
     }
 }
 
-/// Hands the UDP socket's datagrams to the relay.
-private final class DatagramServerHandler: ChannelInboundHandler, Sendable {
+/// Hands the UDP socket's datagrams to the relay, with the kernel's arrival stamp for a clock probe.
+///
+/// Sendable by hand: `stamps` is set once, before the socket becomes a channel (so before any read).
+private final class DatagramServerHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let relay: DatagramRelay
+    let clock: any MonotonicClock
+    var stamps: KernelReceiveStamps?
 
-    init(relay: DatagramRelay) { self.relay = relay }
+    init(relay: DatagramRelay, clock: any MonotonicClock) {
+        self.relay = relay
+        self.clock = clock
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        relay.receive(envelope.data, from: envelope.remoteAddress, allocator: context.channel.allocator)
+        let now = clock.now
+        var receivedAt = now
+        var arrival = ClockStampSource.user
+        // Only a probe needs the stamp (the header's type byte; the relay checks everything else, as for any
+        // datagram, and a stamp read for a forged one is simply not used).
+        if let stamps, envelope.data.getInteger(at: envelope.data.readerIndex + 3, as: UInt8.self)
+            == DatagramType.clockPing.rawValue, let stamp = stamps.lastArrival(now: now) {
+            receivedAt = stamp
+            arrival = .kernel
+        }
+        relay.receive(envelope.data, from: envelope.remoteAddress, receivedAt: receivedAt, arrival: arrival,
+                      allocator: context.channel.allocator)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -81,6 +81,10 @@ public struct ServerConfiguration: Sendable {
     public var datagramsPerSecond: Int = 1_000
     /// A member's UDP endpoint is used while its latest hello is at most this old.
     public var datagramEndpointTimeout: TimeSpan = .seconds(3)
+    /// Take a datagram clock probe's receive time (its `t2`) from the kernel's stamp of its arrival rather than
+    /// from the clock when the event loop reads it; falls back to the loop's reading wherever a stamp is missing
+    /// (`DatagramStatistics.clockPingsKernelStamped` counts the stamped ones).
+    public var kernelReceiveStamps: Bool = true
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1
     /// The browser page and its WebSocket endpoint on the same port (nil: the native protocol only).
@@ -152,6 +156,9 @@ public struct DatagramStatistics: Sendable, Hashable {
     public var replayed: Int
     /// Dropped: over the member's datagram rate.
     public var rateLimited: Int
+    /// Clock probes answered, and of those the ones whose receive time is the kernel's stamp.
+    public var clockPingsAnswered: Int
+    public var clockPingsKernelStamped: Int
 
     /// Every datagram dropped, whatever the reason.
     public var rejected: Int { oversized + malformed + unknownChannel + badAuthentication + replayed + rateLimited }
@@ -165,5 +172,7 @@ public struct DatagramStatistics: Sendable, Hashable {
         badAuthentication = counters.badAuthentication
         replayed = counters.replayed
         rateLimited = counters.rateLimited
+        clockPingsAnswered = counters.clockPingsAnswered
+        clockPingsKernelStamped = counters.clockPingsKernelStamped
     }
 }

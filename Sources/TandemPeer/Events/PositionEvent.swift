@@ -17,6 +17,9 @@ package struct PositionEvent: PeerEvent, Equatable {
     @Nullable package var roundTripMs: Double?
     /// `udp` or `tcp`: the path this peer's unreliable app messages take (`TandemClientConnection.unreliablePath`).
     @Nullable package var unreliablePath: String?
+    /// While clock probes go as datagrams: where their answers' arrival times come from, `kernel` (the kernel's
+    /// receive stamps) or `user` (the event loop's reading).
+    @Nullable package var clockStamps: String?
     /// While the item streams from the host's copy (`--share-media`): whom from, and the seconds fetched ahead.
     @Nullable package var streaming: Streaming?
     /// How far this peer's output is from the group's line as its render probe measures it (ms, positive ahead),
@@ -58,6 +61,7 @@ package struct PositionEvent: PeerEvent, Equatable {
                   roundTripMs: EventUnits.milliseconds(status.roundTrip),
                   unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } },
                   renderOffsetMs: EventUnits.milliseconds(status.renderOffset))
+        clockStamps = status.clockStamps?.rawValue
         streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
 }
