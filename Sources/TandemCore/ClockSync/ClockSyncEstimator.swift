@@ -14,8 +14,13 @@ public struct ClockSample: Hashable, Sendable, Codable {
     public var t4: LocalInstant
     /// Where `t4`, the answer's arrival, was read.
     public var arrival: ClockStampSource
+    /// An exchange whose answer's arrival the event loop read (`arrival` `.user`).
+    public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant) {
+        self.init(t1: t1, t2: t2, t3: t3, t4: t4, arrival: .user)
+    }
+
     public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant,
-                arrival: ClockStampSource = .user) {
+                arrival: ClockStampSource) {
         self.t1 = t1
         self.t2 = t2
         self.t3 = t3
