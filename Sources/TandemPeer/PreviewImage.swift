@@ -48,6 +48,12 @@ package struct PreviewImage: Codable, Sendable, Equatable {
     }
 
     /// Reads and checks a file (its size before reading it).
+    /// The image `tandem host --preview PATH` names (nil without the option), or a usage failure saying why not.
+    package static func read(option path: String?) throws(PeerFailure) -> PreviewImage? {
+        guard let path else { return nil }
+        do throws(Problem) { return try read(path: path) } catch { throw PeerFailure(.usage, "--preview: \(error)") }
+    }
+
     package static func read(path: String) throws(Problem) -> PreviewImage {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         guard let size = (attributes?[.size] as? NSNumber)?.intValue else {

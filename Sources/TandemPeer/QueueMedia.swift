@@ -123,9 +123,19 @@ package struct HostedItems: Sendable {
     package let media: QueueMedia
 
     /// Probes every path (`probe` turns a failure into the caller's error) and builds the activity of the first with
-    /// the host's `title`, `subtitle`, `type` and `fallbackURL`.
+    /// the host's `title`, `subtitle`, `type` and `fallbackURL`. An item that cannot be encoded is a `PeerFailure`.
     package static func make(paths: [String], title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?,
                              shared: Bool = false, probe: (String) async throws -> MediaProbe) async throws -> HostedItems {
+        do {
+            return try await items(paths: paths, title: title, subtitle: subtitle, type: type, fallbackURL: fallbackURL,
+                                   shared: shared, probe: probe)
+        } catch let error as PeerFailure { throw error } catch let error as EncodingError {
+            throw PeerFailure(.failure, "cannot encode the activity: \(error)")
+        }
+    }
+
+    private static func items(paths: [String], title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?,
+                              shared: Bool, probe: (String) async throws -> MediaProbe) async throws -> HostedItems {
         let media = QueueMedia(directory: nil)
         var activity: MediaActivity?
         var following: [QueueEntry] = []

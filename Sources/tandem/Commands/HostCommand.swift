@@ -161,23 +161,13 @@ struct HostCommand: AsyncParsableCommand {
             let serverSource = try serverSource()
             let exposed = CommandLineSecrets.warnings(server: serverSource)
             warnAboutCommandLine(exposed)
-            var previewImage: PreviewImage?
-            if let preview {
-                do { previewImage = try PreviewImage.read(path: preview) } catch {
-                    throw PeerFailure(.usage, "--preview: \(error)")
-                }
-            }
+            let previewImage = try PreviewImage.read(option: preview)
             let paths = try files + (playlist.map { try Playlist.read($0) } ?? [])
             let file = paths[0]
-            let items: HostedItems
-            do {
-                items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
+            let items = try await HostedItems.make(paths: paths, title: title, subtitle: subtitle,
                                                    type: type.map { ActivityType(rawValue: $0) },
                                                    fallbackURL: fallbackURL.flatMap(URL.init(string:)),
                                                    shared: shareMedia) { try await MediaProbe.probeForPeer($0) }
-            } catch let error as PeerFailure { throw error } catch {
-                throw PeerFailure(.failure, "cannot encode the activity: \(error)")
-            }
             let player = try peer.choices.makePlayer(title: items.activity.metadata.title ?? items.activity.fileName)
             let config = serverSource == nil ? try TandemConfiguration.load() : TandemConfiguration()
             let place: HostServer = try serverSource.map {
