@@ -10,6 +10,12 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var rebufferWaitingTimeout: TimeSpan
     /// Safety margin added to every scheduled start.
     public var startMargin: TimeSpan
+    /// Whether a seek while playing, and a rate change someone's player cannot make in place, start at once on a
+    /// schedule every peer can make (the largest one-way delay plus each peer's reported preroll time plus
+    /// `startMargin`), instead of stopping the group until everyone has said it is prepared. A peer that cannot be
+    /// ready by then says so (`SuspensionReason.missedStart`); the group then stops and starts together as before.
+    /// Default true; false keeps the prepare round for every such command.
+    public var optimisticStarts = true
     /// Whether a participant joining while the group plays makes the group wait for it.
     /// Default false: late joiners preroll at the projected position and join the running timeline.
     public var lateJoinersPauseGroup: Bool
@@ -65,7 +71,8 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var playback = PlaybackLimits()
 
     public init() {
-        suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .userChangingTime, .userActionRequired]
+        suspensionReasonsThatTriggerWaiting = [.loading, .stallRecovery, .missedStart, .userChangingTime,
+                                               .userActionRequired]
         participantLimitPerReason = [:]
         firstLoadWaitingTimeout = 30_000_000_000
         rebufferWaitingTimeout = 10_000_000_000

@@ -18,10 +18,20 @@ extension PlaybackCoordinatorStateMachine {
             checkMedia(now: now, into: &actions)
         case .prepared(let itemTime):
             // `preparing` only while that prepare is the latest command: an older one's outcome is ignored.
+            noteReady(id, now: now)
             if case .preparing(id, _, let rate) = preroll { preroll = .prepared(itemTime: itemTime, rate: rate) }
             if recovery.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
         case .playing:
-            if start == .starting(command: id) { start = .started(at: now); missedStarts = 0 }
+            noteReady(id, now: now)
+            if start == .starting(command: id) {
+                start = .started(at: now)
+                missedStarts = 0
+                // Playing the group's line: a start missed earlier is caught up with.
+                if timeline?.isPlaying == true {
+                    scheduledStart = nil
+                    endMissedStart(into: &actions)
+                }
+            }
         case .paused:
             break
         case .failed(let error):
@@ -36,6 +46,8 @@ extension PlaybackCoordinatorStateMachine {
                 start = .none
                 target = .idle
                 if case .prepared = preroll { preroll = .none }
+                // A start the group scheduled for us: the group waits (and this peer joins alone meanwhile).
+                missScheduledStart(into: &actions)
                 missedStarts += 1
                 if missedStarts < Self.missedStartsBeforeReporting {
                     reconcile(now: now, into: &actions)
