@@ -135,6 +135,18 @@ import Testing
         #expect(change.notices(.rateChanged, to: a).first?.text == "bob set the speed to 1.5×")
     }
 
+    @Test func onShortLinksASeekKeepsThePrepareRound() {
+        // Everyone within 10 ms: two more legs cost less than an estimate's headroom.
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: .milliseconds(80), host: true)
+        let b = h.joinReady("bob", preroll: .milliseconds(120))
+        h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0), from: b)
+        h.request(.play, from: a)
+        h.advance(ms: 30_000)
+        h.request(.seek(itemTime: .seconds(600), play: true), from: b)
+        #expect(h.authority.timeline.waitingFor == [a: [.loading], b: [.loading]])
+    }
+
     @Test func withoutOptimisticStartsASeekStillWaitsForEveryonesPrepared() {
         var configuration = AuthorityConfiguration()
         configuration.optimisticStarts = false

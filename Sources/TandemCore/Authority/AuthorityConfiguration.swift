@@ -16,6 +16,10 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// ready by then says so (`SuspensionReason.missedStart`); the group then stops and starts together as before.
     /// Default true; false keeps the prepare round for every such command.
     public var optimisticStarts = true
+    /// Scheduled starts only when the largest one-way delay to the participants is at least this: on shorter
+    /// links (loopback, a LAN) the prepare round's two extra legs cost less than the headroom a preroll estimate
+    /// must keep over the preroll itself (measured: a seek on loopback 64 ms with the round, 86–100 ms scheduled).
+    public var optimisticStartsFromOneWayDelay = TimeSpan.milliseconds(10)
     /// Whether a participant joining while the group plays makes the group wait for it.
     /// Default false: late joiners preroll at the projected position and join the running timeline.
     public var lateJoinersPauseGroup: Bool

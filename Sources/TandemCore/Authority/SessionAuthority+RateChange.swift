@@ -16,7 +16,7 @@ extension SessionAuthority {
             stopWaiting()
             actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
                               originator: id)
-        } else if timeline.isPlaying, configuration.optimisticStarts,
+        } else if timeline.isPlaying, schedulesStarts,
                   blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
                            requiringPreparation: false).isEmpty {
             // Someone's player changes rate with a flushing seek: the new line starts where the group will be once

@@ -37,7 +37,7 @@ extension SessionAuthority {
             stopWaiting()
             var actions: [Action]
             let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
-            if play, configuration.optimisticStarts, blockers(at: position, requiringPreparation: false).isEmpty {
+            if play, schedulesStarts, blockers(at: position, requiringPreparation: false).isEmpty {
                 // Nobody is loading or held: start on a schedule everyone can make, without a prepare round.
                 actions = startPlaying(at: itemTime, originator: id, now: now)
             } else if play {
@@ -341,6 +341,11 @@ extension SessionAuthority {
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
         let stopAt = now + maxOneWayDelay + configuration.startMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
+    }
+
+    /// Whether seeks and rate changes start on a schedule instead of after a prepare round (`optimisticStarts`).
+    var schedulesStarts: Bool {
+        configuration.optimisticStarts && maxOneWayDelay >= configuration.optimisticStartsFromOneWayDelay
     }
 
     var maxOneWayDelay: TimeSpan {

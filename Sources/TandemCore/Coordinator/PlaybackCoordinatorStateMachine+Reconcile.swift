@@ -76,17 +76,19 @@ extension PlaybackCoordinatorStateMachine {
                line.fromAnchor > sNow + configuration.inPlaceSwitchMargin {
                 // The new line continues the one playing (a rate change): the engine switches rate at the anchor
                 // without stopping, so it needs no preroll, only the time to hand the command over.
-                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+                attemptScheduledStart(issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate),
+                                            into: &actions))
             } else if case .playing = target, line.fromAnchor > sNow + configuration.joinMargin {
                 // Already rendering: switch lines at the scheduled time without stopping (the engine prerolls there).
-                issueTimed(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), now: now,
-                           into: &actions)
+                attemptScheduledStart(issueTimed(.play(from: line.toAnchor, atSessionTime: line.fromAnchor,
+                                                       rate: line.rate), now: now, into: &actions))
             } else if line.fromAnchor >= sNow + (isScheduledStart ? scheduledStartNeeds : configuration.prerollEstimate)
                         || (preroll.isPrepared(at: line.toAnchor) && line.fromAnchor > sNow) {
                 if !preroll.isPrepared(at: line.toAnchor) {
                     issueTimed(.prepare(itemTime: line.toAnchor, rate: line.rate), now: now, into: &actions)
                 }
-                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+                attemptScheduledStart(issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate),
+                                            into: &actions))
             } else {
                 // Too late to make the scheduled start: preroll at the projected position and join alone — and, when
                 // the group scheduled this start for us, tell it, so that it stops and starts again together.

@@ -40,16 +40,19 @@ extension PlaybackCoordinatorStateMachine {
     }
 
     /// Issues a command that makes the engine preroll somewhere new (a prepare, or a play that prerolls first) and
-    /// times it until the engine is ready.
+    /// times it until the engine is ready — when nothing else is ahead of it in the engine's queue (a pause, a
+    /// load or an earlier prepare would count their own time).
     @discardableResult
     mutating func issueTimed(_ command: EngineCommand, now: LocalInstant, into actions: inout [Action]) -> UInt64 {
+        let idle = commandsInFlight == 0
         let id = issue(command, into: &actions)
-        readyTiming = (command: id, issuedAt: now)
+        readyTiming = idle ? (command: id, issuedAt: now) : nil
         return id
     }
 
     /// The engine finished command `id`: when it was a timed one, its time counts.
     mutating func noteReady(_ id: UInt64, now: LocalInstant) {
+        commandsInFlight = max(0, commandsInFlight - 1)
         guard let timing = readyTiming, timing.command == id else { return }
         readyTiming = nil
         readyTimes.record(now - timing.issuedAt)
@@ -62,10 +65,24 @@ extension PlaybackCoordinatorStateMachine {
         return scheduledStart == tl.generation
     }
 
-    /// This peer cannot make the start the group scheduled: it says so (once per start) so the group waits for it.
-    mutating func missScheduledStart(into actions: inout [Action]) {
+    /// The engine was given the start the group scheduled (play command `command`): from now on only its outcome
+    /// says whether this peer made it.
+    mutating func attemptScheduledStart(_ command: UInt64) {
         guard isScheduledStart else { return }
         scheduledStart = nil
+        scheduledStartPlay = command
+    }
+
+    /// This peer cannot make the start the group scheduled — it is too late to try (before any attempt), or the
+    /// engine refused play command `missedPlay`, the attempt — and says so, once per start, so the group waits for it.
+    mutating func missScheduledStart(missedPlay: UInt64? = nil, into actions: inout [Action]) {
+        if let missedPlay {
+            guard missedPlay == scheduledStartPlay, timeline?.isPlaying == true else { return }
+        } else {
+            guard isScheduledStart else { return }
+        }
+        scheduledStart = nil
+        scheduledStartPlay = nil
         guard missedStartSuspension == nil,
               configuration.suspensionReasonsThatTriggerWaiting.contains(.missedStart) else { return }
         missedStartSuspension = openSuspension(.missedStart, into: &actions)

@@ -112,10 +112,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     // Scheduled starts (+Starts.swift): the playing generation to start on schedule, the suspension held after
     // missing one, and the measured preroll times reported to the authority.
     var scheduledStart: UInt64?
+    var scheduledStartPlay: UInt64?
     var missedStartSuspension: UInt64?
     var readyTimes = ReadyTimes()
     var readyTiming: (command: UInt64, issuedAt: LocalInstant)?
     var reportedPrerollEstimate: TimeSpan?
+    /// Engine commands given and not yet reported on (clock mappings need no report).
+    var commandsInFlight = 0
 
     // Suspensions.
     var nextSuspension: UInt64 = 1
