@@ -26,7 +26,7 @@ struct AuthorityFullSessionTests {
 
     @Test func fourPeersPlayPauseSeekChangeRateStallAndEnd() {
         // carol (not the host) ends the session for everyone, which this configuration allows.
-        var h = AuthorityHarness(configuration: AuthorityConfiguration().withHostRolesForEveryone)
+        var h = AuthorityHarness(configuration: AuthorityConfiguration.withScheduledStarts.withHostRolesForEveryone)
         var peers = Peers()
         func check(_ h: AuthorityHarness, _ peers: Peers, _ step: String) {
             for state in h.authority.participants {

@@ -9,7 +9,7 @@ import Testing
     static let margin = AuthorityConfiguration().startMargin
 
     /// Alice (host, 80 ms preroll, on the server's machine) and bob (120 ms preroll, 30 ms away), playing from 0.
-    static func playingPair(configuration: AuthorityConfiguration = AuthorityConfiguration())
+    static func playingPair(configuration: AuthorityConfiguration = .withScheduledStarts)
         -> (AuthorityHarness, ParticipantID, ParticipantID) {
         var h = AuthorityHarness(configuration: configuration)
         let a = h.joinReady("alice", preroll: .milliseconds(80), host: true)
@@ -107,7 +107,7 @@ import Testing
     }
 
     @Test func aPeerStillLoadingBlocksTheStart() {
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withScheduledStarts)
         let a = h.joinReady("alice", preroll: .milliseconds(80), host: true)
         let (c, _) = h.join("carol")
         h.send(.readiness(.loading(progress: 0.5)), from: c)
@@ -137,7 +137,7 @@ import Testing
 
     @Test func onShortLinksASeekKeepsThePrepareRound() {
         // Everyone within 10 ms: two more legs cost less than an estimate's headroom.
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withScheduledStarts)
         let a = h.joinReady("alice", preroll: .milliseconds(80), host: true)
         let b = h.joinReady("bob", preroll: .milliseconds(120))
         h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0), from: b)

@@ -193,7 +193,8 @@ extension SessionAuthority {
                          applyingLimits: Bool = true) -> [SuspensionReason] {
         guard member.isConnected, member.hasJoined, !member.hasFailed else { return [] }
         var reasons = member.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
-            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) }
+            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0)
+                || ($0 == .missedStart && configuration.optimisticStarts) }
         if applyingLimits { reasons.removeAll { reasonsOverLimit.contains($0) } }
         if requiringPreparation, !member.isPrepared(at: position), !reasons.contains(.loading) {
             reasons.append(.loading)
