@@ -24,10 +24,16 @@ package struct SyncBench {
         package var preciseWait: TimeSpan = .zero
         /// `GStreamerPlayer.Configuration.changesRateInPlace` of every peer; off, a rate change stops and starts.
         package var rateInPlace = true
+        /// The authority stops the group for a prepare round on every seek and rate change it cannot make in place
+        /// (`AuthorityConfiguration.optimisticStarts` off), as before scheduled starts.
+        package var prepareRounds = false
+        /// `AuthorityConfiguration.startMargin`, when not the default.
+        package var startMargin: TimeSpan?
 
         package init(peers: Int = 4, link: String = "loopback", duration: Double = 120, policy: SyncPolicy = .tandem,
                      seed: UInt64 = 1, maxClockOffset: Double = 10, maxDriftPPM: Double = 200, file: String = "",
-                     preciseWait: TimeSpan = .zero, rateInPlace: Bool = true) {
+                     preciseWait: TimeSpan = .zero, rateInPlace: Bool = true, prepareRounds: Bool = false,
+                     startMargin: TimeSpan? = nil) {
             self.peers = peers
             self.link = link
             self.duration = duration
@@ -38,10 +44,13 @@ package struct SyncBench {
             self.file = file
             self.preciseWait = preciseWait
             self.rateInPlace = rateInPlace
+            self.prepareRounds = prepareRounds
+            self.startMargin = startMargin
         }
 
         private enum CodingKeys: String, CodingKey {
-            case peers, link, duration, policy, seed, maxClockOffset, maxDriftPPM, file, preciseWait, rateInPlace
+            case peers, link, duration, policy, seed, maxClockOffset, maxDriftPPM, file, preciseWait, rateInPlace,
+                 prepareRounds, startMargin
         }
 
         package init(from decoder: any Decoder) throws {
@@ -51,7 +60,9 @@ package struct SyncBench {
                       seed: try c.decode(UInt64.self, forKey: .seed), maxClockOffset: try c.decode(Double.self, forKey: .maxClockOffset),
                       maxDriftPPM: try c.decode(Double.self, forKey: .maxDriftPPM), file: try c.decode(String.self, forKey: .file),
                       preciseWait: try c.decode(TimeSpan.self, forKey: .preciseWait),
-                      rateInPlace: try c.decodeIfPresent(Bool.self, forKey: .rateInPlace) ?? true)
+                      rateInPlace: try c.decodeIfPresent(Bool.self, forKey: .rateInPlace) ?? true,
+                      prepareRounds: try c.decodeIfPresent(Bool.self, forKey: .prepareRounds) ?? false,
+                      startMargin: try c.decodeIfPresent(TimeSpan.self, forKey: .startMargin))
         }
     }
 
@@ -117,6 +128,8 @@ package struct SyncBench {
         }
         var authority = AuthorityConfiguration()
         authority.maxParticipants = configuration.peers + 2
+        authority.optimisticStarts = !configuration.prepareRounds
+        if let margin = configuration.startMargin { authority.startMargin = margin }
         if configuration.policy == .jellyfinRules {
             // Jellyfin's server schedules commands at now + max(2 × ping, 500 ms).
             authority.startMargin = TimeSpan(nanoseconds: BaselineRules.Jellyfin.minimumLead)

@@ -35,6 +35,8 @@ extension SyncBench.Configuration {
         var command = "tandem bench sync --peers \(peers) --link \(link) --duration \(String(format: "%g", duration)) --policy \(policy.rawValue) --seed \(seed)"
         if preciseWait != .zero { command += " --precise-wait \(String(format: "%g", Double(preciseWait.nanoseconds) / 1e3))" }
         if !rateInPlace { command += " --rate-fallback" }
+        if prepareRounds { command += " --prepare-rounds" }
+        if let startMargin { command += " --start-margin \(String(format: "%g", Double(startMargin.nanoseconds) / 1e6))" }
         return command
     }
 }

@@ -26,7 +26,7 @@ struct AuthorityFullSessionTests {
 
     @Test func fourPeersPlayPauseSeekChangeRateStallAndEnd() {
         // carol (not the host) ends the session for everyone, which this configuration allows.
-        var h = AuthorityHarness(configuration: AuthorityConfiguration().withHostRolesForEveryone)
+        var h = AuthorityHarness(configuration: AuthorityConfiguration.withScheduledStarts.withHostRolesForEveryone)
         var peers = Peers()
         func check(_ h: AuthorityHarness, _ peers: Peers, _ step: String) {
             for state in h.authority.participants {
@@ -74,8 +74,10 @@ struct AuthorityFullSessionTests {
         h.advance(ms: 10_000)
         peers.deliver(h.request(.rate(1.5), from: dave))
         check(h, peers, "rate")
-        // Like a seek: everyone prerolls at the new rate, then all start together.
-        #expect(h.authority.timeline.rate == 1.5 && !h.authority.timeline.isPlaying)
+        // Like a seek: the new line starts once the slowest (dave: 40 ms away, 900 ms preroll) can have prerolled
+        // there, without a prepare round.
+        #expect(h.authority.timeline.rate == 1.5 && h.authority.timeline.isPlaying)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(980))
         for id in ids {
             h.advance(ms: 20)
             peers.deliver(h.send(.prepared(generation: h.authority.timeline.generation), from: id))

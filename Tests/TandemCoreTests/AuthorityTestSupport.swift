@@ -113,6 +113,22 @@ extension Array where Element == SessionAuthority.Action {
     }
 }
 
+extension AuthorityConfiguration {
+    /// Seeks and rate changes on a schedule (`optimisticStarts`).
+    static var withScheduledStarts: AuthorityConfiguration {
+        var configuration = AuthorityConfiguration()
+        configuration.optimisticStarts = true
+        return configuration
+    }
+
+    /// Seeks and rate changes that stop the group until everyone has said it is prepared (no scheduled starts).
+    static var withPrepareRounds: AuthorityConfiguration {
+        var configuration = AuthorityConfiguration()
+        configuration.optimisticStarts = false
+        return configuration
+    }
+}
+
 extension Timeline {
     var waitingFor: [ParticipantID: [SuspensionReason]]? {
         if case .waiting(let who) = status { return who } else { return nil }

@@ -82,7 +82,7 @@ struct AuthorityTimelineTests {
     }
 
     @Test func seekWaitsForEveryoneToPrepareThenStartsTogether() {
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
         let a = h.joinReady("alice", preroll: .milliseconds(200), host: true)
         let b = h.joinReady("bob", preroll: .milliseconds(200))
         h.send(.linkReport(oneWayDelay: .milliseconds(25), errorBound: 0), from: b)
@@ -131,7 +131,7 @@ struct AuthorityTimelineTests {
     }
 
     @Test func rateChangeWhilePlayingPrerollsEveryoneAtTheNewRateThenStartsTogether() {
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
         let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)
         let b = h.joinReady("bob", preroll: .milliseconds(250))
         h.send(.linkReport(oneWayDelay: .milliseconds(30), errorBound: 0), from: b)
@@ -172,7 +172,7 @@ struct AuthorityTimelineTests {
     }
 
     @Test func aPeerThatRenderedPastTheStopMovesTheResumePointForEveryone() {
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
         let a = h.joinReady("alice", host: true)
         let b = h.joinReady("bob")
         h.request(.play, from: a)

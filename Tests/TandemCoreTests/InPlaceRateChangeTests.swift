@@ -44,7 +44,7 @@ private let s: Int64 = 1_000_000_000
     }
 
     @Test func oneParticipantThatCannotMakesItAStopAndAPrepareRound() {
-        var h = AuthorityHarness()
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
         let a = h.joinReady("alice", host: true, info: Self.inPlace)
         // The browser page, an older peer, or a pipeline without instant rate changes: no flag.
         let b = h.joinReady("bob", info: AuthorityHarness.info())

@@ -10,6 +10,18 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var rebufferWaitingTimeout: TimeSpan
     /// Safety margin added to every scheduled start.
     public var startMargin: TimeSpan
+    /// Whether a seek while playing, and a rate change someone's player cannot make in place, start at once on a
+    /// schedule every peer can make (the largest one-way delay plus each peer's reported preroll time plus
+    /// `startMargin`), instead of stopping the group until everyone has said it is prepared. A peer that cannot be
+    /// ready by then says so (`SuspensionReason.missedStart`); the group then stops and starts together as before.
+    /// Default false (the prepare round for every such command) until a lossy-link scenario that stalls with it
+    /// (`ScenarioTests.aPeerOnALossyLinkStaysInStepEvenWhenItsStartArrivesLate`) is understood; `tandem bench sync`
+    /// turns it on. With it, `missedStart` suspensions make the group wait.
+    public var optimisticStarts = false
+    /// Scheduled starts only when the largest one-way delay to the participants is at least this: on shorter
+    /// links (loopback, a LAN) the prepare round's two extra legs cost less than the headroom a preroll estimate
+    /// must keep over the preroll itself (measured: a seek on loopback 64 ms with the round, 86–100 ms scheduled).
+    public var optimisticStartsFromOneWayDelay = TimeSpan.milliseconds(10)
     /// Whether a participant joining while the group plays makes the group wait for it.
     /// Default false: late joiners preroll at the projected position and join the running timeline.
     public var lateJoinersPauseGroup: Bool

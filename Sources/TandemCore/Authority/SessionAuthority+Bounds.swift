@@ -37,6 +37,10 @@ extension SessionAuthority {
         return .success(envelope)
     }
 
+    /// A reported preroll estimate, within 0…10 s: it sets how far ahead everyone's starts are scheduled, so one
+    /// peer's absurd figure must not hold the group for minutes.
+    static func boundedPreroll(_ estimate: TimeSpan) -> TimeSpan { min(max(.zero, estimate), .seconds(10)) }
+
     /// A reported readiness with its text bounded (it is part of every participant list).
     static func bounded(_ readiness: Readiness) -> Readiness {
         switch readiness {

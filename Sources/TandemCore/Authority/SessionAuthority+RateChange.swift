@@ -16,6 +16,18 @@ extension SessionAuthority {
             stopWaiting()
             actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
                               originator: id)
+        } else if timeline.isPlaying, schedulesStarts,
+                  blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
+                           requiringPreparation: false).isEmpty {
+            // Someone's player changes rate with a flushing seek: the new line starts where the group will be once
+            // every peer can have prerolled there (`lead`), and the others switch to it in place. Each peer stops on
+            // arrival, short of that point, so nobody sees a frame twice; one that cannot be ready in time says
+            // so and the group waits for it (`reconcile`).
+            let start = now + lead(at: nil)
+            stopWaiting()
+            actions = publish(status: .playing, anchorSessionTime: start,
+                              anchorItemTime: clampToItem(timeline.expectedItemTime(atSessionTime: start)), rate: rate,
+                              originator: id)
         } else if timeline.isPlaying {
             // Someone's player changes rate with a flushing seek, so this goes like a seek to where the group will be
             // just after the request has reached everyone (the stop of a stall): each peer stops on arrival,

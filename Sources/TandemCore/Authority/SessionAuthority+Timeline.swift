@@ -36,8 +36,11 @@ extension SessionAuthority {
             let itemTime = configuration.playback.clampedSeek(requested, itemDuration: referenceMedia?.info.duration)
             stopWaiting()
             var actions: [Action]
-            if play {
-                let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
+            let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
+            if play, schedulesStarts, blockers(at: position, requiringPreparation: false).isEmpty {
+                // Nobody is loading or held: start on a schedule everyone can make, without a prepare round.
+                actions = startPlaying(at: itemTime, originator: id, now: now)
+            } else if play {
                 let blocking = blockers(at: position, requiringPreparation: true)
                 waitingRequiresPreparation = true
                 actions = publish(status: .waiting(for: blocking), anchorSessionTime: now, anchorItemTime: itemTime,
@@ -190,7 +193,8 @@ extension SessionAuthority {
                          applyingLimits: Bool = true) -> [SuspensionReason] {
         guard member.isConnected, member.hasJoined, !member.hasFailed else { return [] }
         var reasons = member.heldReasons(treatingUnknownAsLoading: configuration.treatsUnreportedReadinessAsLoading)
-            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0) }
+            .filter { configuration.suspensionReasonsThatTriggerWaiting.contains($0)
+                || ($0 == .missedStart && configuration.optimisticStarts) }
         if applyingLimits { reasons.removeAll { reasonsOverLimit.contains($0) } }
         if requiringPreparation, !member.isPrepared(at: position), !reasons.contains(.loading) {
             reasons.append(.loading)
@@ -263,11 +267,19 @@ extension SessionAuthority {
         case .paused:
             return actions
         case .playing:
-            let blocking = blockers(at: position, requiringPreparation: false)
+            var blocking = blockers(at: position, requiringPreparation: false)
             guard !blocking.isEmpty else { return actions }
             // A stall: stop everyone at a common item time, a little ahead so every peer stops short of it.
-            let (stopAt, itemTime) = stopPoint(now: now)
+            var (stopAt, itemTime) = stopPoint(now: now)
             stopWaiting()
+            if stopAt <= timeline.anchorSessionTime {
+                // The stop reaches everyone before the group's start (a peer that cannot make it, or loads again):
+                // the group stays at the start's item time and waits for everyone's "prepared" there, as a start
+                // without a schedule does. A peer the stop reaches after the start says how far it got.
+                stopAt = timeline.anchorSessionTime
+                waitingRequiresPreparation = true
+                blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime), requiringPreparation: true)
+            }
             actions += publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
                                originator: nil)
             beginWaiting(blocking, now: now)
@@ -330,6 +342,11 @@ extension SessionAuthority {
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
         let stopAt = now + maxOneWayDelay + configuration.startMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
+    }
+
+    /// Whether seeks and rate changes start on a schedule instead of after a prepare round (`optimisticStarts`).
+    var schedulesStarts: Bool {
+        configuration.optimisticStarts && maxOneWayDelay >= configuration.optimisticStartsFromOneWayDelay
     }
 
     var maxOneWayDelay: TimeSpan {

@@ -156,7 +156,7 @@ public struct SessionAuthority: Sendable {
             member.lazyJournal = lazyJournal
             member.isConnected = true
             member.disconnectedAt = nil
-            member.prerollEstimate = max(0, prerollEstimate)
+            member.prerollEstimate = Self.boundedPreroll(prerollEstimate)
             member.suspensions = []
             // Like a late joiner, it catches up with a running timeline on its own.
             member.isExcused = member.isExcused || (timeline.isPlaying && !configuration.lateJoinersPauseGroup)
@@ -174,7 +174,7 @@ public struct SessionAuthority: Sendable {
             let isHost = wantsHost && !hasHadHost
             if isHost { hasHadHost = true }
             var member = Member(participant: Participant(id: id, name: name, via: via), isHost: isHost,
-                                reconnectToken: newReconnectToken, prerollEstimate: max(0, prerollEstimate),
+                                reconnectToken: newReconnectToken, prerollEstimate: Self.boundedPreroll(prerollEstimate),
                                 joinedAt: now, messageTokens: Double(configuration.appMessageBurst))
             // A late joiner catches up with the running timeline instead of pausing everyone.
             member.isExcused = timeline.isPlaying && !configuration.lateJoinersPauseGroup
@@ -272,9 +272,10 @@ public struct SessionAuthority: Sendable {
             actions = handleQueue(request, from: id, now: now)
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
-        case .linkReport(let oneWayDelay, let errorBound, let renderOffset):
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate):
             members[id]?.oneWayDelay = max(.zero, oneWayDelay)
             members[id]?.errorBound = max(.zero, errorBound)
+            if let prerollEstimate { members[id]?.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
             actions = members[id]?.noteRenderOffset(renderOffset, now: now) == true ? broadcastParticipants() : []
         case .leave:
             actions = remove(id, leaving: true, now: now)

@@ -5,6 +5,9 @@ extension PlaybackCoordinatorStateMachine {
     /// Feeds the outcome of engine command `id`.
     public mutating func engineCompleted(_ id: UInt64, _ outcome: EngineOutcome, now: LocalInstant) -> [Action] {
         var actions: [Action] = []
+        if case .prepared = outcome {} else if case .playing = outcome {} else {
+            commandsInFlight = max(0, commandsInFlight - 1)   // the others count in `noteReady`
+        }
         switch outcome {
         case .loaded(let info):
             // Only the latest load counts; one replaced by another is ignored.
@@ -18,10 +21,21 @@ extension PlaybackCoordinatorStateMachine {
             checkMedia(now: now, into: &actions)
         case .prepared(let itemTime):
             // `preparing` only while that prepare is the latest command: an older one's outcome is ignored.
+            noteReady(id, now: now)
             if case .preparing(id, _, let rate) = preroll { preroll = .prepared(itemTime: itemTime, rate: rate) }
             if recovery.command == id { finishRecovery(prepared: id == lastCommandID, into: &actions) }
         case .playing:
-            if start == .starting(command: id) { start = .started(at: now); missedStarts = 0 }
+            noteReady(id, now: now)
+            if start == .starting(command: id) {
+                start = .started(at: now)
+                missedStarts = 0
+                // Playing the group's line: a start missed earlier is caught up with.
+                if timeline?.isPlaying == true {
+                    scheduledStart = nil
+                    scheduledStartPlay = nil
+                    endMissedStart(into: &actions)
+                }
+            }
         case .paused:
             break
         case .failed(let error):
@@ -36,6 +50,8 @@ extension PlaybackCoordinatorStateMachine {
                 start = .none
                 target = .idle
                 if case .prepared = preroll { preroll = .none }
+                // A start the group scheduled for us: the group waits (and this peer joins alone meanwhile).
+                missScheduledStart(missedPlay: id, into: &actions)
                 missedStarts += 1
                 if missedStarts < Self.missedStartsBeforeReporting {
                     reconcile(now: now, into: &actions)
@@ -97,6 +113,7 @@ extension PlaybackCoordinatorStateMachine {
     @discardableResult
     mutating func issue(_ command: EngineCommand, into actions: inout [Action]) -> UInt64 {
         let id = takeCommandID()
+        if case .setClockMapping = command {} else { commandsInFlight += 1 }
         switch command {
         case .load:
             lastCommandID = id

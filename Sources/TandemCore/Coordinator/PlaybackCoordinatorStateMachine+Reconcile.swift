@@ -2,8 +2,9 @@
 extension PlaybackCoordinatorStateMachine {
     // MARK: Applying the timeline
 
+    /// Whether this peer's engine is held back. A missed start is not a hold: the peer joins the line meanwhile.
     func isHeld(now: LocalInstant) -> Bool {
-        !suspensions.isEmpty || stall != .flowing || pauseHold.holds(at: now)
+        suspensions.contains { $0.value != .missedStart } || stall != .flowing || pauseHold.holds(at: now)
     }
 
     /// A waiting generation that stops the line this peer plays (a rate change, a stall elsewhere) names a stop
@@ -11,8 +12,10 @@ extension PlaybackCoordinatorStateMachine {
     /// or retransmitted message), this peer has already shown frames the others will show only after the restart,
     /// so it tells the authority how far it got and the group resumes from there.
     func reportRenderedPast(_ tl: Timeline, playing line: Line, sessionNow: SessionInstant, into actions: inout [Action]) {
-        // Only a stop on this very line: a seek names an item time of its own.
-        guard (line(tl.anchorSessionTime) - tl.anchorItemTime).magnitude <= .milliseconds(1) else { return }
+        // Only a stop on this very line (a seek names an item time of its own), and only once the engine has
+        // started on it (one still prerolling for a start it missed has shown nothing of it).
+        guard (line(tl.anchorSessionTime) - tl.anchorItemTime).magnitude <= .milliseconds(1),
+              case .started = start else { return }
         let stopped = sessionNow + configuration.stopAllowance
         guard stopped > tl.anchorSessionTime else { return }
         actions.append(.send(.renderedPast(generation: tl.generation, itemTime: line(stopped))))
@@ -56,10 +59,11 @@ extension PlaybackCoordinatorStateMachine {
                     reportedPreparedGeneration = tl.generation
                     actions.append(.send(.prepared(generation: tl.generation)))
                 }
+                endMissedStart(into: &actions)
                 return
             }
             if case .prepared(let px, _) = target, px == x { return }   // on its way
-            issue(.prepare(itemTime: x, rate: tl.rate), into: &actions)
+            issueTimed(.prepare(itemTime: x, rate: tl.rate), now: now, into: &actions)
             target = .prepared(itemTime: x, rate: tl.rate)
         case .playing:
             let line = tl.projection
@@ -72,18 +76,23 @@ extension PlaybackCoordinatorStateMachine {
                line.fromAnchor > sNow + configuration.inPlaceSwitchMargin {
                 // The new line continues the one playing (a rate change): the engine switches rate at the anchor
                 // without stopping, so it needs no preroll, only the time to hand the command over.
-                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+                attemptScheduledStart(issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate),
+                                            into: &actions))
             } else if case .playing = target, line.fromAnchor > sNow + configuration.joinMargin {
-                // Already rendering: switch lines at the scheduled time without stopping.
-                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
-            } else if line.fromAnchor >= sNow + configuration.prerollEstimate
+                // Already rendering: switch lines at the scheduled time without stopping (the engine prerolls there).
+                attemptScheduledStart(issueTimed(.play(from: line.toAnchor, atSessionTime: line.fromAnchor,
+                                                       rate: line.rate), now: now, into: &actions))
+            } else if line.fromAnchor >= sNow + (isScheduledStart ? scheduledStartNeeds : configuration.prerollEstimate)
                         || (preroll.isPrepared(at: line.toAnchor) && line.fromAnchor > sNow) {
                 if !preroll.isPrepared(at: line.toAnchor) {
-                    issue(.prepare(itemTime: line.toAnchor, rate: line.rate), into: &actions)
+                    issueTimed(.prepare(itemTime: line.toAnchor, rate: line.rate), now: now, into: &actions)
                 }
-                issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate), into: &actions)
+                attemptScheduledStart(issue(.play(from: line.toAnchor, atSessionTime: line.fromAnchor, rate: line.rate),
+                                            into: &actions))
             } else {
-                // Too late to make the scheduled start: preroll at the projected position and join alone.
+                // Too late to make the scheduled start: preroll at the projected position and join alone — and, when
+                // the group scheduled this start for us, tell it, so that it stops and starts again together.
+                missScheduledStart(into: &actions)
                 let start = sNow + needed
                 let item = tl.expectedItemTime(atSessionTime: start)
                 issue(.prepare(itemTime: item, rate: line.rate), into: &actions)

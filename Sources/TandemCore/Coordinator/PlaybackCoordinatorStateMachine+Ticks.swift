@@ -15,8 +15,11 @@ extension PlaybackCoordinatorStateMachine {
         if let q = clockQuality,
            lastLinkReport.map({ now - $0 >= configuration.linkReportInterval }) ?? true {
             lastLinkReport = now
+            let preroll = prerollEstimateToReport
+            if let preroll { reportedPrerollEstimate = preroll }
             actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / Int64(2), errorBound: q.errorBound,
-                                             renderOffset: renderOffset(of: latestRender, now: now))))
+                                             renderOffset: renderOffset(of: latestRender, now: now),
+                                             prerollEstimate: preroll)))
         }
         if case .holding(_, let until) = pauseHold, now >= until { pauseHold = .none }
         watchdog(now: now, engineItemTime: engineItemTime, into: &actions)

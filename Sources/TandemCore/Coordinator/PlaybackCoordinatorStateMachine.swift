@@ -21,9 +21,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// Local suspensions with these reasons are sent to the authority (the group may wait); others only hold
         /// this peer back, which rejoins the running timeline when they end.
         public var suspensionReasonsThatTriggerWaiting: Set<SuspensionReason> = [.loading, .stallRecovery,
-                                                                                  .userChangingTime]
+                                                                                  .missedStart, .userChangingTime]
         /// How long the engine typically takes to preroll; `PlaybackEngine.prerollEstimate`.
         public var prerollEstimate: TimeSpan = .milliseconds(300)
+        /// How far ahead of a start the engine must be prerolled (it refuses closer starts): added to the measured
+        /// preroll times this peer reports to the authority.
+        public var startHandover: TimeSpan = .milliseconds(5)
         /// Extra time added to the preroll when this peer joins a running timeline on its own.
         public var joinMargin: TimeSpan = .milliseconds(100)
         /// How far ahead a line that continues the playing one (a rate change) must still be for an engine that
@@ -106,6 +109,16 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var missedStarts = 0
     var stall: StallState = .flowing
     var recovery: StallRecovery = .none
+    // Scheduled starts (+Starts.swift): the playing generation to start on schedule, the suspension held after
+    // missing one, and the measured preroll times reported to the authority.
+    var scheduledStart: UInt64?
+    var scheduledStartPlay: UInt64?
+    var missedStartSuspension: UInt64?
+    var readyTimes = ReadyTimes()
+    var readyTiming: (command: UInt64, issuedAt: LocalInstant)?
+    var reportedPrerollEstimate: TimeSpan?
+    /// Engine commands given and not yet reported on (clock mappings need no report).
+    var commandsInFlight = 0
 
     // Suspensions.
     var nextSuspension: UInt64 = 1
@@ -170,7 +183,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             if rejoining { reannounce(into: &actions) }
             if let tl = snapshot.timeline { accept(tl, into: &actions) }
         case .timeline(let tl):
+            // A playing generation that reaches a peer following the group is a start it is expected to make.
+            let following = timeline.map { tl.generation > $0.generation } ?? false
             accept(tl, into: &actions)
+            if following { scheduledStart = tl.isPlaying ? tl.generation : nil }
         case .participants(let states):
             updateParticipants(states, into: &actions)
         case .activity(let env):
@@ -221,6 +237,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             actions.append(.send(.suspension(.begin(id: id, reason: reason))))
         }
         reportedPreparedGeneration = nil
+        reportedPrerollEstimate = nil
         lastLinkReport = nil
     }
 

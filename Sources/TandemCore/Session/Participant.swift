@@ -40,6 +40,9 @@ public struct SuspensionReason: Hashable, Sendable, Codable, CustomStringConvert
     public static let loading = SuspensionReason(rawValue: "loading")
     /// The player stalled during playback and is re-buffering.
     public static let stallRecovery = SuspensionReason(rawValue: "stallRecovery")
+    /// The player could not be ready for a start the group scheduled for it (the start came too late, or its
+    /// preroll took longer than it had said): the group stops and starts again together once it is.
+    public static let missedStart = SuspensionReason(rawValue: "missedStart")
     /// The user is scrubbing.
     public static let userChangingTime = SuspensionReason(rawValue: "userChangingTime")
     /// An ad or other interstitial is playing locally.
@@ -53,6 +56,7 @@ public struct SuspensionReason: Hashable, Sendable, Codable, CustomStringConvert
         switch self {
         case .loading: return "loading"
         case .stallRecovery: return "buffering"
+        case .missedStart: return "catching up with the start"
         case .userChangingTime: return "changing time"
         case .interstitial: return "interstitial"
         case .userActionRequired: return "needs user action"

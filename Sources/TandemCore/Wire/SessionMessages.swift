@@ -319,7 +319,11 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// The peer's own estimate of its one-way delay and clock error, for scheduling and status. `renderOffset`
     /// (optional) is how far the peer's picture is from the group's line, as the peer measures it (positive:
     /// ahead); the authority passes it on in `ParticipantState` (browser pages send it, measured per frame).
-    case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil)
+    /// `prerollEstimate` (optional, sent when it changes) is how long this peer recently took from a timeline's
+    /// arrival to being ready to start at a new position (seek and preroll): the authority schedules starts with it
+    /// in place of the estimate the join carried.
+    case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil,
+                    prerollEstimate: TimeSpan? = nil)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
     /// messages; everyone receives it as a `notice` of kind `app`.
     case notice(text: String)

@@ -68,6 +68,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("rate-fallback"), help: "Players change rate by stopping and starting again (a flushing seek and a prepare round), as without GStreamer's instant rate change: to compare with the in-place change.")
     var rateFallback = false
 
+    @Flag(name: .customLong("prepare-rounds"), help: "The authority stops the group until everyone is prepared on every seek and on rate changes not made in place, as before scheduled starts: to compare.")
+    var prepareRounds = false
+
+    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms); default 40.", valueName: "ms"))
+    var startMargin: Double?
+
     @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
     var json: String?
 
@@ -92,8 +98,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         if processes || netlab {
             if let peers, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
             guard policy == [.tandem] else { throw ValidationError("--processes and --netlab run Tandem's own policy only; leave out --policy") }
-            guard plot == nil, frames == nil, preciseWait == 0, !rateFallback else {
-                throw ValidationError("--plot, --frames, --precise-wait and --rate-fallback are for the in-process run; leave them out with --processes or --netlab")
+            guard plot == nil, frames == nil, preciseWait == 0, !rateFallback, !prepareRounds, startMargin == nil else {
+                throw ValidationError("--plot, --frames, --precise-wait, --rate-fallback, --prepare-rounds and --start-margin are for the in-process run; leave them out with --processes or --netlab")
             }
         }
         guard (2...32).contains(peers ?? 4) else { throw ValidationError("--peers must be 2 to 32") }
@@ -105,6 +111,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
         guard maxDrift >= 0, maxDrift <= 1000 else { throw ValidationError("--max-drift must be 0 to 1000 ppm") }
         guard !policy.isEmpty else { throw ValidationError("give at least one --policy") }
         guard (0...5000).contains(preciseWait) else { throw ValidationError("--precise-wait must be 0 to 5000 µs") }
+        if let startMargin, !(0...1000).contains(startMargin) { throw ValidationError("--start-margin must be 0 to 1000 ms") }
     }
 
     func run() async throws {
@@ -115,7 +122,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             if processes || netlab { return try await runProcesses(path) }
             let configuration = SyncBench.Configuration(
                 peers: peers ?? 4, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
-                maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait), rateInPlace: !rateFallback)
+                maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait), rateInPlace: !rateFallback,
+                prepareRounds: prepareRounds, startMargin: startMargin.map { .milliseconds($0) })
             _ = try await SyncBench.run(configuration, policies: policy,
                                         outputs: .init(frames: frames, plot: plot, json: json),
                                         progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)
