@@ -187,7 +187,6 @@ struct ClockBenchCommand: AsyncParsableCommand {
     func run() async throws {
         guard transfer else {
             printLine(ClockBench.run(duration: duration, seed: seed, runs: runs))
-            printLine("reproduce: tandem bench clock --duration \(String(format: "%g", duration)) --runs \(runs) --seed \(seed)")
             return
         }
         try await reportingErrors {
