@@ -16,7 +16,7 @@ struct LayerImportTests {
         "TandemCore": [],
         "TandemMedia": ["TandemCore", "CTandemGStreamer", "CTandemGStreamerShim", "Crypto", "Logging"],
         "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOHTTP1", "NIOWebSocket",
-                      "NIOSSL", "Crypto", "Logging"],
+                      "NIOSSL", "Crypto", "Logging", "CTandemBareSockets"],
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "TandemPortMapping", "Logging",
                        "ServiceLifecycle"],
