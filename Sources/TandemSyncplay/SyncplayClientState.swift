@@ -81,6 +81,8 @@ public struct SyncplayClientState: Sendable {
     private var lastRTT = 0.0
     private var clientIgnoring = 0
     private var serverIgnoring = 0
+    /// This peer's latest change while the server has not confirmed it: what it was, and when.
+    private var unconfirmed: (playstate: SyncplayLocalPlaystate, seek: Bool, at: LocalInstant)?
     private var lastHeard: LocalInstant?
 
     public init(configuration: Configuration) {
@@ -137,6 +139,7 @@ public struct SyncplayClientState: Sendable {
     public mutating func localChange(_ local: SyncplayLocalPlaystate, seek: Bool, now: LocalInstant) -> [Action] {
         guard isWelcomed else { return [] }
         clientIgnoring += 1
+        unconfirmed = (local, seek, now)
         let state = SyncplayState(playstate: SyncplayPlaystate(position: local.position, paused: local.paused, doSeek: seek),
                                   ping: SyncplayPing(clientLatencyCalculation: now.seconds, clientRtt: lastRTT),
                                   ignoringServer: nil, ignoringClient: clientIgnoring)
@@ -185,12 +188,25 @@ public struct SyncplayClientState: Sendable {
 
     private mutating func heartbeat(_ state: SyncplayState, now: LocalInstant, local: SyncplayLocalPlaystate?) -> [Action] {
         var actions: [Action] = []
+        // A forced state that does not confirm this peer's latest change was sent before the server saw that change,
+        // and the server ignores what a peer says until it echoes the forced state: the change was, or will be,
+        // dropped. The answer says it again with the echo (as Syncplay's own client does by answering with its
+        // player's state), so a pause or play crossing a forced state (often the room's echo of this peer's own seek
+        // just before) is not lost.
+        var repeated: SyncplayPlaystate?
         if let server = state.ignoringServer {
             serverIgnoring = server
-            clientIgnoring = 0
+            if clientIgnoring != 0, state.ignoringClient != clientIgnoring, let change = unconfirmed {
+                let position = change.playstate.paused ? change.playstate.position
+                    : change.playstate.position + max(0, (now - change.at).seconds)
+                repeated = SyncplayPlaystate(position: position, paused: change.playstate.paused, doSeek: change.seek)
+            } else {
+                clientIgnoring = 0
+            }
         } else if let client = state.ignoringClient, client == clientIgnoring {
             clientIgnoring = 0
         }
+        if clientIgnoring == 0 { unconfirmed = nil }
         var echo: Double?
         if let ping = state.ping {
             echo = ping.latencyCalculation
@@ -216,7 +232,9 @@ public struct SyncplayClientState: Sendable {
         // The answer: where this player is, unless a change of ours is still unconfirmed (or it has nothing to say).
         var reply = SyncplayState(ping: SyncplayPing(latencyCalculation: echo, clientLatencyCalculation: now.seconds,
                                                      clientRtt: lastRTT))
-        if let answer, clientIgnoring == 0 || serverIgnoring != 0 {
+        if let repeated {
+            reply.playstate = repeated
+        } else if let answer, clientIgnoring == 0 || serverIgnoring != 0 {
             reply.playstate = SyncplayPlaystate(position: answer.position, paused: answer.paused)
         }
         if serverIgnoring != 0 {

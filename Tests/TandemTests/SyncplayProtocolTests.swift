@@ -151,6 +151,36 @@ struct SyncplayProtocolTests {
         if case .state(let reply)? = Self.sent(next).first { #expect(reply.ignoringServer == nil) }
     }
 
+    @Test("a change that crosses a forced state (the room's echo of this peer's seek) is said again with the echo, not lost")
+    func changeCrossingAForcedState() {
+        var client = Self.welcomed()
+        // A seek, then a play 10 ms later, before the server's forced echo of the seek has arrived.
+        _ = client.localChange(.init(position: 37, paused: true), seek: true, now: Self.at(1))
+        _ = client.localChange(.init(position: 37, paused: false), seek: false, now: Self.at(1.01))
+        // The forced echo confirms the seek only: the server sent it before the play arrived, so it ignores the play.
+        let echo = client.receive([.state(SyncplayState(playstate: SyncplayPlaystate(position: 37, paused: true, doSeek: true, setBy: "ann"),
+                                                        ignoringServer: 1, ignoringClient: 1))],
+                                  now: Self.at(1.05), local: .init(position: 37.04, paused: false))
+        #expect(Self.events(echo).isEmpty, "the stale pause must not reach the player")
+        guard case .state(let reply)? = Self.sent(echo).first else { Issue.record("no reply"); return }
+        #expect(reply.ignoringServer == 1 && reply.ignoringClient == 2)
+        #expect(reply.playstate?.paused == false && reply.playstate?.doSeek == false)
+        #expect(abs((reply.playstate?.position ?? 0) - 37.04) < 0.001)
+        // The server applies it and confirms: states apply again, and the play is not said a third time.
+        let confirmed = client.receive([.state(SyncplayState(playstate: SyncplayPlaystate(position: 37.05, paused: false, setBy: "ann"),
+                                                             ignoringServer: 1, ignoringClient: 2))],
+                                       now: Self.at(1.1), local: .init(position: 37.09, paused: false))
+        #expect(Self.events(confirmed) == [.roomState(paused: false, position: 37.05, doSeek: false, setBy: "ann")])
+        if case .state(let reply)? = Self.sent(confirmed).first {
+            #expect(reply.ignoringClient == nil && reply.ignoringServer == 1 && reply.playstate?.paused == false)
+        }
+        // Another peer's forced seek with no change of ours pending is applied as before.
+        let other = client.receive([.state(SyncplayState(playstate: SyncplayPlaystate(position: 5, paused: true, doSeek: true, setBy: "bob"),
+                                                         ignoringServer: 2))],
+                                   now: Self.at(2), local: .init(position: 38, paused: false))
+        #expect(Self.events(other) == [.roomState(paused: true, position: 5, doSeek: true, setBy: "bob")])
+    }
+
     @Test("users of this room join, change file and leave; other rooms and this peer are left out; the list is bounded")
     func users() {
         var client = Self.welcomed()
