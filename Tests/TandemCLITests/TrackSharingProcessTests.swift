@@ -50,7 +50,8 @@ struct TrackSharingProcessTests {
 
         // Dave's file has French as track 1: matched by language.
         let matched = await dave.event("trackProposal", within: 30)
-        #expect(matched?["applied"] == .bool(true), "dave stdout: \(dave.stdout.suffix(800))")
+        #expect(matched?["applied"] == .bool(true),
+                "dave: \(dave.events("notice").suffix(4)) \(dave.events("warning").suffix(4)) \(dave.events("timeline").suffix(2)); stderr: \(dave.stderr.suffix(1500)); host: \(host.events("warning").suffix(4)) \(host.events("participants").suffix(1))")
         #expect(matched?["track"]?.number == 2)
         #expect(matched?["playing"]?.number == 1)
         #expect(matched?["text"]?.string?.contains("track 1 (fra)") == true)

@@ -29,14 +29,16 @@ private let s: Int64 = 1_000_000_000
         _ = m.tick(now: lt(5 * s), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)), engineItemTime: nil)
         // The group has played since session 0 from item 100 s; we arrive at local 15 s (session 10 s).
         let welcome = m.receive(T.welcome(T.timeline(5, .playing, at: 0, item: 100 * s)), now: lt(15 * s))
-        var play = try #require(Self.plays(m.engineCompleted(T.engineCommands(welcome)[0].0, .loaded(T.media),
-                                                              now: lt(15 * s))).first)
+        let loaded = m.engineCompleted(T.engineCommands(welcome)[0].0, .loaded(T.media), now: lt(15 * s))
+        var play = try #require(Self.plays(loaded).first)
+        var prepare = try #require(T.engineCommands(loaded).first)
         #expect(play.session == 10 * s + 300 * ms)
         var now = 15 * s
         var leads: [Int64] = []
         for miss in 1...5 {
-            // The engine was ready only after the start it was given.
+            // The engine prerolled, and was ready only after the start it was given.
             now += 600 * ms
+            if case .prepare(let x, _) = prepare.1 { _ = m.engineCompleted(prepare.0, .prepared(itemTime: x), now: lt(now - 300 * ms)) }
             let after = m.engineCompleted(play.id, .failed(.startMissed(lateBy: .milliseconds(300))), now: lt(now))
             let next = try #require(Self.plays(after).first, "miss \(miss) plans another start")
             let sessionNow = now - 5 * s
@@ -44,6 +46,7 @@ private let s: Int64 = 1_000_000_000
             // Always on the group's line: item = 100 s + (session − 0).
             #expect(next.item == 100 * s + next.session)
             #expect(T.engineCommands(after).map(\.1).first == .prepare(itemTime: it(next.item), rate: 1))
+            prepare = try #require(T.engineCommands(after).first)
             // Quiet for the first misses; a peer that keeps missing is reported (and keeps trying).
             #expect(Self.engineFailures(after).isEmpty == (miss < 4), "miss \(miss)")
             play = next
@@ -53,6 +56,33 @@ private let s: Int64 = 1_000_000_000
         // Once it plays, the next late join is back to one preroll.
         _ = m.engineCompleted(play.id, .playing, now: lt(now + 1 * s))
         #expect(m.missedStarts == 0)
+    }
+
+    /// An engine that runs behind completes a start the machine has already replaced: that one missing must not
+    /// plan yet another (it would queue behind the newer one, which would then miss in turn, for ever).
+    @Test func aMissedStartAlreadyReplacedByANewerOneIsLeftAlone() throws {
+        var config = Machine.Configuration()
+        config.prerollEstimate = sp(200 * ms)
+        config.joinMargin = sp(100 * ms)
+        var m = Machine(configuration: config)
+        _ = m.tick(now: lt(5 * s), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)), engineItemTime: nil)
+        let welcome = m.receive(T.welcome(T.timeline(5, .playing, at: 0, item: 100 * s)), now: lt(15 * s))
+        let first = try #require(Self.plays(m.engineCompleted(T.engineCommands(welcome)[0].0, .loaded(T.media),
+                                                               now: lt(15 * s))).first)
+        // A new line (the group restarted elsewhere) replaces that start before the engine got to it.
+        let restart = m.receive(.timeline(T.timeline(6, .playing, at: 11 * s, item: 50 * s)), now: lt(15 * s + 20 * ms))
+        let second = try #require(Self.plays(restart).first)
+        #expect(second.id != first.id)
+        // The first one misses: nothing new for the engine, and the newer start still counts.
+        let stale = m.engineCompleted(first.id, .failed(.startMissed(lateBy: .milliseconds(400))), now: lt(15 * s + 300 * ms))
+        #expect(T.engineCommands(stale).isEmpty, "\(stale)")
+        #expect(Self.engineFailures(stale).isEmpty)
+        #expect(m.missedStarts == 0)
+        // The newer one missing plans another along its line.
+        let missed = m.engineCompleted(second.id, .failed(.startMissed(lateBy: .milliseconds(100))), now: lt(15 * s + 600 * ms))
+        let third = try #require(Self.plays(missed).first)
+        #expect(third.item == 50 * s + (third.session - 11 * s))
+        #expect(m.missedStarts == 1)
     }
 
     @Test func aFailureOtherThanAMissedStartIsReportedAtOnce() throws {

@@ -55,6 +55,11 @@ private let s: Int64 = 1_000_000_000
         // Playing since session 0 from item 0 (generation 2), in step.
         let playing = m.receive(.timeline(T.timeline(2, .playing, at: 1 * s, item: 0)), now: lt(5 * s))
         #expect(T.engineCommands(playing).map(\.1).last == .play(from: 0, atSessionTime: st(1 * s), rate: 1))
+        // The engine did all it was told (a join planned behind unfinished commands would allow for them).
+        for (id, command) in T.engineCommands(playing) {
+            if case .prepare(let x, _) = command { _ = m.engineCompleted(id, .prepared(itemTime: x), now: lt(5 * s + 100 * ms)) }
+            if case .play = command { _ = m.engineCompleted(id, .playing, now: lt(5 * s + 100 * ms)) }
+        }
         // Back after a gap: someone seeked to 100 s at session 8 s (generation 4); now is session 10 s.
         let again = m.receive(T.welcome(T.timeline(4, .playing, at: 8 * s, item: 100 * s)), now: lt(15 * s))
         let commands = T.engineCommands(again).map(\.1)

@@ -48,6 +48,27 @@ private let s: Int64 = 1_000_000_000
         #expect(m.localSuspensionReasons.isEmpty)
     }
 
+    /// The restart that ends a wait where the group stood is not a scheduled start: everyone prepared there. A peer
+    /// that gets it late (a retransmission) joins alone without stopping the group again — on a lossy link a stop and
+    /// a restart that both travel slowly would otherwise repeat. It plans its join behind what its engine has not
+    /// finished: one more preroll per command ahead of it.
+    @Test func aRestartAfterAWaitThatArrivesLateIsJoinedAloneBehindTheEnginesQueue() throws {
+        var m = T.playingMachine()
+        // The group waits at 100 s (session 20 s); our prepare there is under way when the restart arrives, 10 ms
+        // before its start (local = session + 5 s).
+        let waiting = m.receive(.timeline(T.timeline(3, .waiting(for: [:]), at: 20 * s, item: 100 * s)), now: lt(24_800 * ms))
+        let prepare = try #require(T.engineCommands(waiting).last)
+        #expect(prepare.1 == .prepare(itemTime: it(100 * s), rate: 1))
+        let late = m.receive(.timeline(T.timeline(4, .playing, at: 20 * s + 100 * ms, item: 100 * s)), now: lt(25_090 * ms))
+        #expect(Self.suspensionsBegun(late).isEmpty, "the group is not stopped again")
+        #expect(m.localSuspensionReasons.isEmpty)
+        let join = try #require(CoordinatorMissedStartTests.plays(late).first)
+        // One preroll for the join, one for the prepare still running, and the margin.
+        let expected = 20_090 * ms + 2 * m.configuration.prerollEstimate.nanoseconds + m.configuration.joinMargin.nanoseconds
+        #expect(join.session == expected)
+        #expect(join.item == 100 * s + (join.session - (20 * s + 100 * ms)))
+    }
+
     @Test func aScheduledStartTheEngineMissesIsReportedAndEndsOnceThePeerPlaysInStep() throws {
         var m = T.playingMachine()
         // In time by the estimate: the engine prerolls and is given the start…

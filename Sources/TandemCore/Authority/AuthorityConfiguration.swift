@@ -14,10 +14,9 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// schedule every peer can make (the largest one-way delay plus each peer's reported preroll time plus
     /// `startMargin`), instead of stopping the group until everyone has said it is prepared. A peer that cannot be
     /// ready by then says so (`SuspensionReason.missedStart`); the group then stops and starts together as before.
-    /// Default false (the prepare round for every such command) until a lossy-link scenario that stalls with it
-    /// (`ScenarioTests.aPeerOnALossyLinkStaysInStepEvenWhenItsStartArrivesLate`) is understood; `tandem bench sync`
-    /// turns it on. With it, `missedStart` suspensions make the group wait.
-    public var optimisticStarts = false
+    /// With it, `missedStart` suspensions make the group wait. Default true; false gives the prepare round for
+    /// every such command (`tandem bench sync --prepare-rounds` compares the two).
+    public var optimisticStarts = true
     /// Scheduled starts only when the largest one-way delay to the participants is at least this: on shorter
     /// links (loopback, a LAN) the prepare round's two extra legs cost less than the headroom a preroll estimate
     /// must keep over the preroll itself (measured: a seek on loopback 64 ms with the round, 86–100 ms scheduled).

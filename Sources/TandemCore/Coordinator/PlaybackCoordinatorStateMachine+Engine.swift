@@ -44,6 +44,11 @@ extension PlaybackCoordinatorStateMachine {
                 load = .failed(item: item)
                 actions.append(.send(.readiness(.failed(error.description))))
                 closeSuspension(suspension, proposing: nil, into: &actions)
+            } else if case .startMissed = error, case .starting(let current) = start, current != id {
+                // A start already replaced by a newer one (queued behind it in the engine) missed: the newer one
+                // stands. Planning yet another here would queue it behind that one, which then misses in turn —
+                // a peer whose engine runs a command behind would never catch up.
+                return actions
             } else if case .startMissed = error, start == .starting(command: id) {
                 // The engine was ready only after the start it was given: plan one further along the same line,
                 // allowing more time with each miss. Only a peer that keeps missing is worth telling the user about.

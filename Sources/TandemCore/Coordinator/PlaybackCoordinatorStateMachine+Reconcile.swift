@@ -69,8 +69,10 @@ extension PlaybackCoordinatorStateMachine {
             let line = tl.projection
             if case .playing(let current) = target, current == line { return }
             let sNow = mapping.sessionTime(atLocal: now)
-            // After missed starts the engine is slower than its estimate: allow one more preroll per miss.
-            let needed = configuration.prerollEstimate * Int64(min(missedStarts, 7) + 1) + configuration.joinMargin
+            // After missed starts the engine is slower than its estimate: allow one more preroll per miss, and one
+            // per command the engine has not finished (it runs them in order: a join behind them starts later).
+            let queued = min(commandsInFlight, 4)
+            let needed = configuration.prerollEstimate * Int64(min(missedStarts, 7) + 1 + queued) + configuration.joinMargin
             if case .playing(let current) = target, loaded.info?.changesRateInPlace == true,
                (current(line.fromAnchor) - line.toAnchor).magnitude <= .milliseconds(1),
                line.fromAnchor > sNow + configuration.inPlaceSwitchMargin {

@@ -183,10 +183,20 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             if rejoining { reannounce(into: &actions) }
             if let tl = snapshot.timeline { accept(tl, into: &actions) }
         case .timeline(let tl):
-            // A playing generation that reaches a peer following the group is a start it is expected to make.
-            let following = timeline.map { tl.generation > $0.generation } ?? false
+            // A playing generation that reaches a peer following the group is a start it is expected to make —
+            // unless it ends a wait where the group stood (everyone had prepared there): a peer that gets that
+            // restart late joins alone as before, rather than stop everyone again (on a lossy link, a stop and a
+            // restart that both travel slowly would repeat).
+            let previous = timeline
+            let following = previous.map { tl.generation > $0.generation } ?? false
             accept(tl, into: &actions)
-            if following { scheduledStart = tl.isPlaying ? tl.generation : nil }
+            if following {
+                var restartAfterWait = false
+                if let previous, case .waiting = previous.status {
+                    restartAfterWait = previous.itemID == tl.itemID && previous.anchorItemTime == tl.anchorItemTime
+                }
+                scheduledStart = tl.isPlaying && !restartAfterWait ? tl.generation : nil
+            }
         case .participants(let states):
             updateParticipants(states, into: &actions)
         case .activity(let env):
