@@ -129,10 +129,14 @@ package struct SyncBench {
         var authority = AuthorityConfiguration()
         authority.maxParticipants = configuration.peers + 2
         authority.optimisticStarts = !configuration.prepareRounds
-        if let margin = configuration.startMargin { authority.startMargin = margin }
+        if let margin = configuration.startMargin {
+            authority.startMargin = margin
+            authority.shortLinkStartMargin = margin
+        }
         if configuration.policy == .jellyfinRules {
             // Jellyfin's server schedules commands at now + max(2 × ping, 500 ms).
             authority.startMargin = TimeSpan(nanoseconds: BaselineRules.Jellyfin.minimumLead)
+            authority.shortLinkStartMargin = authority.startMargin
         }
         let ensemble = try await Ensemble.start(file: configuration.file, title: "bench", authority: authority)
         let cpuBefore = ThreadCPU.read()

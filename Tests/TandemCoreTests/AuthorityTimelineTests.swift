@@ -24,6 +24,31 @@ struct AuthorityTimelineTests {
         #expect(actions.notices(.played, to: b).first?.text == "alice played from 0:00")
     }
 
+    /// On short links (every one-way delay under 10 ms) the margin only covers handing the command to the players:
+    /// 20 ms instead of 40; one long link brings the full margin back. Neither is larger than `startMargin`.
+    @Test func shortLinksStartWithTheSmallerMargin() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: .zero, host: true)
+        let b = h.joinReady("bob", preroll: .zero)
+        h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(9), errorBound: 0), from: b)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(9 + 20))
+        h.request(.pause(itemTime: .zero), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(12), errorBound: 0), from: b)
+        h.advance(ms: 1_000)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(12 + 40))
+        // A configured margin below the short-link one is kept everywhere.
+        var configuration = AuthorityConfiguration()
+        configuration.startMargin = .milliseconds(10)
+        var small = AuthorityHarness(configuration: configuration)
+        let c = small.joinReady("carol", preroll: .zero, host: true)
+        small.send(.linkReport(oneWayDelay: .milliseconds(1), errorBound: 0), from: c)
+        small.request(.play, from: c)
+        #expect(small.authority.timeline.anchorSessionTime == small.now + .milliseconds(11))
+    }
+
     @Test func preparedParticipantsAddNoPreroll() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)

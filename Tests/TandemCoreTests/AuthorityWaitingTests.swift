@@ -20,7 +20,8 @@ struct AuthorityWaitingTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         #expect(timeline.anchorItemTime == 0)
-        #expect(timeline.anchorSessionTime == h.now + .milliseconds(440))
+        // The preroll estimate (400 ms) and the short-link margin: every one-way delay here is under 10 ms.
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(420))
         for peer in [a, b, c] { #expect(ready.timelines(to: peer) == [timeline]) }
         #expect(ready.notices(.resumed, to: a).count == 1)
     }
@@ -136,7 +137,7 @@ struct AuthorityWaitingTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         // bob is excused: neither his preroll nor his loading holds anyone back.
-        #expect(timeline.anchorSessionTime == h.now + .milliseconds(40))
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(20))   // the short-link margin
         let timedOut = fired.notices(.waitingTimedOut, to: a)
         #expect(timedOut.count == 1)
         #expect(timedOut.first?.participant == b)
@@ -272,7 +273,7 @@ struct AuthorityWaitingTests {
         h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
         let playing = h.authority.timeline
         #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime == 0)
-        #expect(playing.anchorSessionTime == h.now + .milliseconds(40))
+        #expect(playing.anchorSessionTime == h.now + .milliseconds(20))   // the short-link margin
     }
 
     @Test func activityChangeWhilePausedStaysPaused() {

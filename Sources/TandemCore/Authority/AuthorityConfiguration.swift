@@ -8,8 +8,13 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     public var firstLoadWaitingTimeout: TimeSpan
     /// How long the group waits for a participant that had loaded the item (re-buffering, preparing after a seek).
     public var rebufferWaitingTimeout: TimeSpan
-    /// Safety margin added to every scheduled start.
+    /// Safety margin added to every scheduled start (and to where a playing group stops).
     public var startMargin: TimeSpan
+    /// The margin instead, when smaller, while the largest one-way delay is under `optimisticStartsFromOneWayDelay`
+    /// (loopback, a LAN): there it only covers handing the command to every player, not a long path's jitter.
+    /// Measured (`tandem bench sync --link loopback|lan --start-margin`): 20 ms missed no start and kept the render
+    /// skew; 12 ms missed a rate change.
+    public var shortLinkStartMargin = TimeSpan.milliseconds(20)
     /// Whether a seek while playing, and a rate change someone's player cannot make in place, start at once on a
     /// schedule every peer can make (the largest one-way delay plus each peer's reported preroll time plus
     /// `startMargin`), instead of stopping the group until everyone has said it is prepared. A peer that cannot be

@@ -340,7 +340,7 @@ extension SessionAuthority {
     /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
     /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
-        let stopAt = now + maxOneWayDelay + configuration.startMargin
+        let stopAt = now + maxOneWayDelay + startMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
     }
 
@@ -365,7 +365,13 @@ extension SessionAuthority {
             if !prepared && !member.isExcused && !member.hasFailed { needed += member.prerollEstimate }
             slowest = max(slowest, needed)
         }
-        return slowest + configuration.startMargin
+        return slowest + startMargin
+    }
+
+    /// The margin of starts and stops: `startMargin`, or `shortLinkStartMargin` when every link is short.
+    var startMargin: TimeSpan {
+        maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay
+            ? min(configuration.startMargin, configuration.shortLinkStartMargin) : configuration.startMargin
     }
 
     mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant) -> [Action] {
