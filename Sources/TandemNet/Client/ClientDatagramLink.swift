@@ -296,17 +296,10 @@ private final class ClientDatagramHandler: ChannelInboundHandler, @unchecked Sen
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        let now = clock.now
-        var receivedAt = now
-        var arrival = ClockStampSource.user
-        // Only a clock answer needs the stamp (the header's type byte; whether it is authentic is checked after).
-        if let stamps, envelope.data.getInteger(at: envelope.data.readerIndex + 3, as: UInt8.self)
-            == DatagramType.clockPong.rawValue, let stamp = stamps.lastArrival(now: now) {
-            receivedAt = stamp
-            arrival = .kernel
-        }
-        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: receivedAt,
-                                      arrival: arrival)
+        // Only a clock answer needs the kernel's stamp.
+        let arrival = KernelReceiveStamps.arrival(of: envelope.data, ifType: .clockPong, stamps: stamps, now: clock.now)
+        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: arrival.at,
+                                      arrival: arrival.source)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

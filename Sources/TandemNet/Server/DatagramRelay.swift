@@ -272,17 +272,9 @@ private final class DatagramServerHandler: ChannelInboundHandler, @unchecked Sen
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        let now = clock.now
-        var receivedAt = now
-        var arrival = ClockStampSource.user
-        // Only a probe needs the stamp (the header's type byte; the relay checks everything else, as for any
-        // datagram, and a stamp read for a forged one is simply not used).
-        if let stamps, envelope.data.getInteger(at: envelope.data.readerIndex + 3, as: UInt8.self)
-            == DatagramType.clockPing.rawValue, let stamp = stamps.lastArrival(now: now) {
-            receivedAt = stamp
-            arrival = .kernel
-        }
-        relay.receive(envelope.data, from: envelope.remoteAddress, receivedAt: receivedAt, arrival: arrival,
+        // Only a probe needs the kernel's stamp; the relay checks everything else, as for any datagram.
+        let arrival = KernelReceiveStamps.arrival(of: envelope.data, ifType: .clockPing, stamps: stamps, now: clock.now)
+        relay.receive(envelope.data, from: envelope.remoteAddress, receivedAt: arrival.at, arrival: arrival.source,
                       allocator: context.channel.allocator)
     }
 

@@ -72,6 +72,16 @@ struct KernelReceiveStamps: Sendable {
 
     /// The arrival of the datagram just read on the socket, on CLOCK_MONOTONIC, given the loop's reading `now`
     /// (taken after the read); nil when the kernel has no stamp or it is implausible.
+    /// When the datagram just read in `buffer` arrived, and where that was read: the kernel's stamp when it is a
+    /// `type` datagram (the header's type byte; whether it is authentic is checked later, and a stamp read for a
+    /// forged one is simply not used) and a plausible stamp is there, else `now` (the loop's reading).
+    static func arrival(of buffer: ByteBuffer, ifType type: DatagramType, stamps: Self?,
+                        now: LocalInstant) -> (at: LocalInstant, source: ClockStampSource) {
+        guard let stamps, buffer.getInteger(at: buffer.readerIndex + 3, as: UInt8.self) == type.rawValue,
+              let stamp = stamps.lastArrival(now: now) else { return (now, .user) }
+        return (stamp, .kernel)
+    }
+
     func lastArrival(now: LocalInstant) -> LocalInstant? {
         var realtime: Int64 = 0
         guard tdm_last_receive_stamp(descriptor, &realtime) == 0 else { return nil }
