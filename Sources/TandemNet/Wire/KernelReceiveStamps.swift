@@ -70,8 +70,6 @@ struct KernelReceiveStamps: Sendable {
         return LocalInstant(nanoseconds: min(stamp, now.nanoseconds))
     }
 
-    /// The arrival of the datagram just read on the socket, on CLOCK_MONOTONIC, given the loop's reading `now`
-    /// (taken after the read); nil when the kernel has no stamp or it is implausible.
     /// When the datagram just read in `buffer` arrived, and where that was read: the kernel's stamp when it is a
     /// `type` datagram (the header's type byte; whether it is authentic is checked later, and a stamp read for a
     /// forged one is simply not used) and a plausible stamp is there, else `now` (the loop's reading).
@@ -82,6 +80,8 @@ struct KernelReceiveStamps: Sendable {
         return (stamp, .kernel)
     }
 
+    /// The arrival of the datagram just read on the socket, on CLOCK_MONOTONIC, given the loop's reading `now`
+    /// (taken after the read); nil when the kernel has no stamp or it is implausible.
     func lastArrival(now: LocalInstant) -> LocalInstant? {
         var realtime: Int64 = 0
         guard tdm_last_receive_stamp(descriptor, &realtime) == 0 else { return nil }
