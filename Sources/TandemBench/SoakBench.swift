@@ -110,6 +110,9 @@ package struct Soak: Sendable {
         }
         let links = stableLinks
         let ledgers = links.map { _ in Ledger() }
+        // Every receiver listens before anyone sends: a message that reaches a link nobody listens on yet is not
+        // kept for a later listener, and a receiver task that starts late on a busy machine would miss the first.
+        let inboxes = links.map { GroupSessionMessenger(link: $0).messages(of: Data.self) }
         let sentByStable = Locked<[String: Int]>([:])
         let deadline = ContinuousClock.now + .seconds(duration)
         let warmUp = ContinuousClock.now + .seconds(duration / 10)
@@ -122,11 +125,11 @@ package struct Soak: Sendable {
 
         await withTaskGroup(of: Void.self) { group in
             // Stable receivers.
-            for (index, link) in stableLinks.enumerated() {
-                let messenger = GroupSessionMessenger(link: link)
+            for index in stableLinks.indices {
                 let ledger = ledgers[index]
+                let inbox = inboxes[index]
                 group.addTask {
-                    for await (payload, _) in messenger.messages(of: Data.self) {
+                    for await (payload, _) in inbox {
                         ledger.record(payload)
                         if ContinuousClock.now > deadline + .seconds(3) { break }
                     }
