@@ -4,10 +4,15 @@
 // as soon as an error is recorded.
 #include "shim_internal.h"
 
+#include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000  // linux/sched.h; glibc only names it under _GNU_SOURCE
+#endif
 
 struct tdm_gst_error_trap {
     GMutex lock;
@@ -28,18 +33,52 @@ static void error_trap_free(gpointer data) {
     g_free(trap);
 }
 
-// A streaming thread announces itself (STREAM_STATUS ENTER) from inside that thread. The threads that feed the
-// sinks (playsink's "vqueue" and "aqueue") must release buffers on time; the others (demuxing, decoding) only
-// have to keep queues filled. Those others get a lower priority (nice +5: allowed without privileges), so that
-// when several players share a few cores, a decoder waking up does not delay another player's sink.
+// A streaming thread announces itself (STREAM_STATUS ENTER) from inside that thread, and says it is leaving (LEAVE)
+// from inside it too. The threads that feed the sinks (playsink's "vqueue" and "aqueue") must release buffers on
+// time; the others (demuxing, decoding) only have to keep queues filled. Those others get a lower priority (nice +5:
+// allowed without privileges), so that when several players share a few cores, a decoder waking up does not delay
+// another player's sink. The sinks' threads get a real-time priority (SCHED_FIFO, low, reset on fork) where the
+// system allows it (root, CAP_SYS_NICE or an RLIMIT_RTPRIO above 0), else nice -10 where allowed, else stay as
+// they are: a sink thread woken late by the scheduler shows its frame late, and on a busy machine that tail is most
+// of the spread between peers. A thread that leaves gets back the ordinary policy, so a pooled thread that later
+// runs another task does not keep it.
+static int sink_thread_priority_mode = TDM_GST_SINK_PRIORITY_REALTIME;
+static __thread int thread_priority_changed;
+
+void tdm_gst_set_sink_thread_priority(int mode) { g_atomic_int_set(&sink_thread_priority_mode, mode); }
+int tdm_gst_get_sink_thread_priority(void) { return g_atomic_int_get(&sink_thread_priority_mode); }
+
+static void raise_sink_thread(void) {
+    int mode = g_atomic_int_get(&sink_thread_priority_mode);
+    if (mode == TDM_GST_SINK_PRIORITY_NORMAL) return;
+    struct sched_param param = { .sched_priority = 10 };
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
+        thread_priority_changed = 1;
+        return;
+    }
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10) == 0) thread_priority_changed = 1;
+}
+
 static void prioritise_streaming_thread(GstMessage *message) {
     GstStreamStatusType status;
     GstElement *owner = NULL;
     gst_message_parse_stream_status(message, &status, &owner);
+    if (status == GST_STREAM_STATUS_TYPE_LEAVE) {
+        if (!thread_priority_changed) return;
+        struct sched_param param = { .sched_priority = 0 };
+        (void)sched_setscheduler(0, SCHED_OTHER, &param);
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 0);
+        thread_priority_changed = 0;
+        return;
+    }
     if (status != GST_STREAM_STATUS_TYPE_ENTER || owner == NULL) return;
     const char *name = GST_OBJECT_NAME(owner);
-    if (name && (g_str_has_prefix(name, "vqueue") || g_str_has_prefix(name, "aqueue"))) return;
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);  // best effort: a failure changes nothing
+    if (name && (g_str_has_prefix(name, "vqueue") || g_str_has_prefix(name, "aqueue"))) {
+        raise_sink_thread();
+        return;
+    }
+    // best effort: a failure changes nothing
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5) == 0) thread_priority_changed = 1;
 }
 
 static GstBusSyncReply error_trap_handler(GstBus *bus, GstMessage *message, gpointer data) {

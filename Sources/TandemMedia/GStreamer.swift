@@ -7,7 +7,30 @@ import TandemCore
 public enum GStreamer {
     /// Initialises GStreamer for this process (idempotent). Returns false when GStreamer cannot start.
     @discardableResult
-    public static func initialize() -> Bool { tdm_gst_init() != 0 }
+    public static func initialize() -> Bool {
+        if ProcessInfo.processInfo.environment["TANDEM_SINK_PRIORITY"] == "normal" { sinkThreadPriority = .normal }
+        return tdm_gst_init() != 0
+    }
+
+    /// How the streaming threads that feed a player's sinks are scheduled, from the next thread that starts on.
+    public enum SinkThreadPriority: Sendable, Hashable {
+        /// As every other thread.
+        case normal
+        /// Real time (SCHED_FIFO, priority 10) where the system allows it (root, CAP_SYS_NICE, or an RLIMIT_RTPRIO
+        /// of 10 or more, e.g. `@audio - rtprio 95` in limits.conf), else nice −10 where allowed, else as `normal`.
+        /// A sink thread the scheduler wakes late shows its frame late; on a busy machine that tail is most of the
+        /// spread between peers (`docs/BENCHMARKS.md`).
+        case realtime
+    }
+
+    /// The default is `.realtime`; `TANDEM_SINK_PRIORITY=normal` in the environment gives `.normal` (to compare).
+    public static var sinkThreadPriority: SinkThreadPriority {
+        get { tdm_gst_get_sink_thread_priority() == Int32(TDM_GST_SINK_PRIORITY_NORMAL) ? .normal : .realtime }
+        set {
+            tdm_gst_set_sink_thread_priority(Int32(newValue == .normal ? TDM_GST_SINK_PRIORITY_NORMAL
+                                                                       : TDM_GST_SINK_PRIORITY_REALTIME))
+        }
+    }
 
     /// Initialises GStreamer or throws a typed error saying what to install.
     static func require() throws(PlaybackError) {

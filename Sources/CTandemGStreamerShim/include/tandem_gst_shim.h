@@ -41,6 +41,13 @@ typedef struct tdm_gst_error_trap tdm_gst_error_trap;
 /// The returned pointer stays valid as long as the pipeline (its bus) lives; do not free it.
 tdm_gst_error_trap *tdm_gst_install_error_trap(GstElement *pipeline);
 
+/// How the threads that feed a pipeline's sinks are scheduled (process-wide; read when such a thread starts):
+/// REALTIME asks for SCHED_FIFO where the system allows it, else nice -10 where allowed, else leaves them be;
+/// NORMAL leaves them be. Other streaming threads get nice +5 either way.
+enum { TDM_GST_SINK_PRIORITY_NORMAL = 0, TDM_GST_SINK_PRIORITY_REALTIME = 1 };
+void tdm_gst_set_sink_thread_priority(int mode);
+int tdm_gst_get_sink_thread_priority(void);
+
 /// Error domains, as plain numbers.
 enum { TDM_GST_DOMAIN_OTHER = 0, TDM_GST_DOMAIN_CORE = 1, TDM_GST_DOMAIN_LIBRARY = 2,
        TDM_GST_DOMAIN_RESOURCE = 3, TDM_GST_DOMAIN_STREAM = 4 };
