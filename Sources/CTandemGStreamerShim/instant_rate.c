@@ -165,3 +165,41 @@ int tdm_gst_supports_instant_rate(GstElement *pipeline) {
     gst_iterator_free(it);
     return found;
 }
+
+// A playing pipeline's elements read their base time at every clock wait, so moving it moves every render from the
+// next buffer on. The pipeline itself only hands its base time out on the way to PLAYING, which sets a new one.
+int tdm_gst_shift_base_time(GstElement *pipeline, int64_t delta_ns) {
+    if (!GST_IS_BIN(pipeline) || delta_ns == 0) return 0;
+    int shifted = 0;
+    GstClockTime base = gst_element_get_base_time(pipeline);
+    if ((int64_t)base + delta_ns < 0) return 0;
+    gst_element_set_base_time(pipeline, (GstClockTime)((int64_t)base + delta_ns));
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
+    GValue item = G_VALUE_INIT;
+    gboolean done = FALSE;
+    while (!done) {
+        switch (gst_iterator_next(it, &item)) {
+        case GST_ITERATOR_OK: {
+            GstElement *element = g_value_get_object(&item);
+            GstClockTime own = gst_element_get_base_time(element);
+            if ((int64_t)own + delta_ns >= 0) {
+                gst_element_set_base_time(element, (GstClockTime)((int64_t)own + delta_ns));
+                if (GST_IS_BASE_SINK(element)) shifted++;
+            }
+            g_value_reset(&item);
+            break;
+        }
+        case GST_ITERATOR_RESYNC:
+            // Elements already moved would move twice: stop here (a bin changing under a playing pipeline is rare;
+            // the sinks seen so far keep the shift).
+            done = TRUE;
+            break;
+        default:
+            done = TRUE;
+            break;
+        }
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+    return shifted;
+}

@@ -28,8 +28,8 @@ private let s: Int64 = 1_000_000_000
         let actions = h.request(.rate(1.5), from: b)
         let new = h.authority.timeline
         // Playing on: the new line starts where the old one is once the request has reached the farthest peer
-        // (plus the start margin), so every peer has it before its anchor; nobody prerolls.
-        let at = h.now + .milliseconds(30) + AuthorityConfiguration().startMargin
+        // (plus the small margin of a switch in place: a peer it reaches late still switches), nobody prerolls.
+        let at = h.now + .milliseconds(30) + AuthorityConfiguration().rateSwitchMargin
         #expect(new.isPlaying && new.rate == 1.5 && new.generation == old.generation + 1)
         #expect(new.anchorSessionTime == at)
         #expect(new.anchorItemTime == old.expectedItemTime(atSessionTime: at))
@@ -122,13 +122,24 @@ private let s: Int64 = 1_000_000_000
             Issue.record("expected a prepare on the new line, got \(rejoin)")
         }
 
-        // The news reaches a peer after the anchor (a retransmission): no switch into the past, a join instead.
+        // The news reaches a peer far past the anchor (a retransmission): no switch into the past, a join instead.
         var late = Self.playing(Self.inPlace)
         let after = late.receive(.timeline(Support.timeline(3, .playing, at: 20 * s, item: 17 * s, rate: 1.5)),
-                                 now: lt(25 * s + 5 * ms))
+                                 now: lt(25 * s + 35 * ms))
         let commands = Support.engineCommands(after).map(\.1)
         #expect(commands.count == 2)
         if case .prepare = commands.first {} else { Issue.record("expected a prepare, got \(commands)") }
+    }
+
+    @Test func aSwitchThatArrivesALittleLateIsStillMadeInPlace() {
+        // 5 ms past the anchor (within `inPlaceSwitchMargin`, −30 ms): the engine switches at once and corrects
+        // its frames, where a join would flush and freeze the picture.
+        var m = Self.playing(Self.inPlace)
+        let actions = m.receive(.timeline(Support.timeline(3, .playing, at: 20 * s, item: 17 * s, rate: 1.5)),
+                                now: lt(25 * s + 5 * ms))
+        let commands = Support.engineCommands(actions).map(\.1)
+        #expect(commands == [.play(from: it(17 * s), atSessionTime: st(20 * s), rate: 1.5)])
+        #expect(!actions.contains { if case .send(.suspension) = $0 { true } else { false } }, "\(actions)")
     }
 
     @Test func aLineThatDoesNotContinueThePlayingOneIsNotSwitchedInPlace() {

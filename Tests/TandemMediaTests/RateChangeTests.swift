@@ -28,6 +28,10 @@ struct RateChangeTests {
         let switched = try #require(player.lastRateSwitch, "the change was not made in place")
         #expect(switched.rate == 1.5)
         #expect(switched.lateness.magnitude < .milliseconds(10), "switched \(switched.lateness.milliseconds) ms off the anchor")
+        // The switch's lateness is taken back: the base time moved by the error it would have left.
+        if switched.renderError.magnitude > GStreamerPlayer.smallestSwitchCorrection {
+            #expect(switched.correction.nanoseconds == -switched.renderError.nanoseconds)
+        }
         try await sleep(ms: 1_500)
         _ = try await player.pause()
 
@@ -56,6 +60,50 @@ struct RateChangeTests {
         let rate = Double(last.itemTime - first.itemTime) / Double(last.monotonicTime - first.monotonicTime)
         #expect(abs(rate - 1.5) < 0.02, "rendered at \(rate)×")
         await player.close()
+    }
+
+    @Test("a rate change handed over 20 ms after its moment is still made in place, and its frames land on the line")
+    func aLateChangeIsMadeInPlaceAndCorrected() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let from = TimeSpan.seconds(2).nanoseconds
+        let start = player.sessionTimeNow().nanoseconds + TimeSpan.milliseconds(300).nanoseconds
+        try await player.play(from: ItemTime(nanoseconds: from), atSessionTime: SessionInstant(nanoseconds: start), rate: 1)
+        try await sleep(ms: 1_000)
+        // The group's 2× line began 20 ms ago (the change reached this peer late).
+        let anchor = player.sessionTimeNow().nanoseconds - TimeSpan.milliseconds(20).nanoseconds
+        let anchorItem = from + (anchor - start)
+        _ = player.renderProbe.drain()
+        try await player.play(from: ItemTime(nanoseconds: anchorItem), atSessionTime: SessionInstant(nanoseconds: anchor),
+                              rate: 2)
+        let switched = try #require(player.lastRateSwitch, "the late change was not made in place")
+        #expect(switched.rate == 2 && switched.lateness >= .milliseconds(15), "late by \(switched.lateness.milliseconds) ms")
+        // Uncorrected, every frame would now show half the lateness (10 ms or more) late: the item ran those 20 ms at 1×.
+        #expect(switched.correction == TimeSpan(nanoseconds: -switched.renderError.nanoseconds))
+        #expect(switched.renderError >= .milliseconds(7))
+        try await sleep(ms: 1_000)
+        _ = try await player.pause()
+        let after = player.renderProbe.drain().filter {
+            $0.kind == .video && $0.isExact && $0.monotonicTime > anchor + TimeSpan.milliseconds(200).nanoseconds
+        }
+        #expect(after.count > 30, "\(after.count) frames")
+        let off = after.map { Double($0.monotonicTime - (anchor + ($0.itemTime - anchorItem) / 2)) / 1e6 }
+        #expect(abs(median(off)) < 4, "median \(median(off)) ms off the 2× line")
+        await player.close()
+    }
+
+    @Test("a switch made late would leave every later frame a fraction of its lateness off the new line")
+    func renderErrorOfALateSwitch() {
+        func error(late: Int64, from old: Double, to new: Double) -> Int64 {
+            GStreamerPlayer.RateSwitch(rate: new, previousRate: old, intendedRunningTime: .seconds(1),
+                                       appliedRunningTime: .seconds(1) + TimeSpan(nanoseconds: late)).renderError.nanoseconds
+        }
+        // 1× → 1.5×, 600 µs late: the item ran 600 µs at 1× instead of 1.5×, 300 µs behind, shown 200 µs late.
+        #expect(error(late: 600_000, from: 1, to: 1.5) == 200_000)
+        // 1.5× → 1×, 800 µs late: 400 µs ahead, shown 400 µs early.
+        #expect(error(late: 800_000, from: 1.5, to: 1) == -400_000)
+        #expect(error(late: -300_000, from: 1, to: 2) == -150_000)
+        #expect(error(late: 500_000, from: 1, to: 1) == 0)
     }
 
     @Test("changes in a row, and one after a flushing start at another rate, land on their lines too")

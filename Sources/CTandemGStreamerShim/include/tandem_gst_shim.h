@@ -135,6 +135,11 @@ typedef struct {
 /// Blocking; call it from the player's queue. Nothing to free.
 int tdm_gst_instant_rate_change(GstElement *pipeline, double rate, int64_t wait_ns, tdm_gst_instant_rate_result *out);
 
+/// Moves the base time of a playing `pipeline` and of every element in it by `delta_ns` (negative: earlier), so
+/// every sink renders that much later from its next buffer on (the next PLAYING sets a new base time). Returns how
+/// many base sinks moved; 0 when nothing did.
+int tdm_gst_shift_base_time(GstElement *pipeline, int64_t delta_ns);
+
 /// 1 when the loaded pipeline holds an element known to turn an instant-rate seek into an instant-rate-change
 /// event (matroskademux, qtdemux, the adaptive demuxers, appsrc), else 0. Only then is
 /// tdm_gst_instant_rate_change safe: other demuxers take the seek for a non-flushing seek.

@@ -15,6 +15,11 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Measured (`tandem bench sync --link loopback|lan --start-margin`): 20 ms missed no start and kept the render
     /// skew; 12 ms missed a rate change.
     public var shortLinkStartMargin = TimeSpan.milliseconds(20)
+    /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
+    /// playing one): a player that such a change reaches a little late still switches without stopping and puts
+    /// its frames back on the line (`PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin`), so the
+    /// margin only has to hand the change over, not to cover every delay's tail.
+    public var rateSwitchMargin = TimeSpan.milliseconds(5)
     /// Whether a seek while playing, and a rate change someone's player cannot make in place, start at once on a
     /// schedule every peer can make (the largest one-way delay plus each peer's reported preroll time plus
     /// `startMargin`), instead of stopping the group until everyone has said it is prepared. A peer that cannot be

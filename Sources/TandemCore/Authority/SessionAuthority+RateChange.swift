@@ -10,9 +10,10 @@ extension SessionAuthority {
         var actions: [Action]
         if timeline.isPlaying, everyoneChangesRateInPlace {
             // Every player switches rate without stopping: the new line continues the current one from where
-            // the group will be once the request has reached everyone (the same point a stop would name), and
-            // nobody prerolls.
-            let (switchAt, itemTime) = stopPoint(now: now)
+            // the group will be once the request has reached everyone, and nobody prerolls. A player it reaches a
+            // little late switches at once and corrects, so the margin is the small one.
+            let switchAt = now + maxOneWayDelay + min(startMargin, configuration.rateSwitchMargin)
+            let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: switchAt))
             stopWaiting()
             actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,
                               originator: id)

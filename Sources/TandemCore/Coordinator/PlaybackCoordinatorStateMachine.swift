@@ -29,10 +29,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         public var startHandover: TimeSpan = .milliseconds(5)
         /// Extra time added to the preroll when this peer joins a running timeline on its own.
         public var joinMargin: TimeSpan = .milliseconds(100)
-        /// How far ahead a line that continues the playing one (a rate change) must still be for an engine that
-        /// changes rate in place (`MediaInfo.changesRateInPlace`) to switch to it at its anchor; closer than this,
-        /// the peer joins the new line on its own like a late joiner.
-        public var inPlaceSwitchMargin: TimeSpan = .milliseconds(10)
+        /// How far ahead of its anchor a line that continues the playing one (a rate change) must still be for an
+        /// engine that changes rate in place (`MediaInfo.changesRateInPlace`) to be given it; negative, how far past
+        /// the anchor it may already be (such an engine switches at once and puts its frames back on the line;
+        /// `GStreamerPlayer` does up to 40 ms late). Later than this, the peer joins the new line on its own like a
+        /// late joiner.
+        public var inPlaceSwitchMargin: TimeSpan = .milliseconds(-30)
         /// The drift watchdog resynchronises when the engine strays further than this from the timeline…
         public var driftThreshold: TimeSpan = .milliseconds(20)
         /// …for at least this long.

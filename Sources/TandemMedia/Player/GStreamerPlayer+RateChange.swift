@@ -14,18 +14,48 @@ import TandemCore
 // S − start (the base time holds the lead and the latency), and the pipeline's "now" runs `latency` ahead of what
 // the sinks release, so the change is asked for when the engine clock reads anchor − latency: the pipeline then picks
 // the anchor's running time, where the current line reaches the anchor's item time, and the new line goes on from
-// that very frame. Asked e late, it switches e late: the line is off by e × (1 − old rate / new rate), a fraction of
-// e (the GStreamerPlayer tests measure both).
+// that very frame. Asked e late, it switches e late: every later frame would render e × (1 − old rate / new rate)
+// late (a fraction of e; the thread that asks wakes 0.1–1 ms late on a busy machine, differently on every peer).
+// The sync-time event says where the pipeline switched, so the player moves the pipeline's base time by that much
+// and the frames land on the group's line after all.
 extension GStreamerPlayer {
     /// What the latest in-place rate change came to: the running time it was meant for and the one the pipeline
     /// switched at.
     public struct RateSwitch: Sendable, Hashable {
         public var rate: Double
+        /// The rate it switched from.
+        public var previousRate: Double
         public var intendedRunningTime: TimeSpan
         public var appliedRunningTime: TimeSpan
+        /// How far the base time was moved to put the frames back on the line (0 when it was not).
+        public var correction: TimeSpan = .zero
+
+        public init(rate: Double, previousRate: Double, intendedRunningTime: TimeSpan, appliedRunningTime: TimeSpan) {
+            self.rate = rate
+            self.previousRate = previousRate
+            self.intendedRunningTime = intendedRunningTime
+            self.appliedRunningTime = appliedRunningTime
+        }
+
         /// How much later than intended the switch happened (negative: earlier).
         public var lateness: TimeSpan { appliedRunningTime - intendedRunningTime }
+        /// How much later than the new line every frame after the switch renders, uncorrected: the stretch between
+        /// the intended and the real switch went at the old rate, so the position there is off by
+        /// lateness × (old − new) in item time, which the new rate renders lateness × (1 − old / new) late.
+        public var renderError: TimeSpan {
+            guard rate > 0 else { return .zero }
+            return TimeSpan(nanoseconds: Int64((Double(lateness.nanoseconds) * (1 - previousRate / rate)).rounded()))
+        }
     }
+
+    /// Render errors of a rate switch at or under this are left alone; over `largestSwitchCorrection` too (a switch
+    /// that far off is not a wake-up's lateness: the coordinator's drift watchdog deals with it).
+    static let smallestSwitchCorrection = TimeSpan.microseconds(5)
+    static let largestSwitchCorrection = TimeSpan.milliseconds(50)
+    /// How far past its moment a rate change in place is still made (at once, then corrected): the frames shown
+    /// meanwhile stay on the old line, a few milliseconds off at most, where a flush and a join would freeze the
+    /// picture. `PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin` hands such changes over.
+    static let lateSwitchAllowance = TimeSpan.milliseconds(40)
 
     /// The latest rate change made in place, if any.
     public var lastRateSwitch: RateSwitch? { state.withLock { $0.lastRateSwitch } }
@@ -50,10 +80,15 @@ extension GStreamerPlayer {
             return true
         }
         let askAt = sessionTime - latency
-        // Too close to make (the command arrived late): a switch now would land off the line; the coordinator
-        // plans a join instead once the flushing path refuses the start.
-        guard sessionTimeNow() + .milliseconds(1) <= askAt else { return false }
-        Self.sleep(until: monotonicTime(atSessionTime: askAt))
+        // A change that arrived late is made at once and its frames put back on the line like any late switch's,
+        // while that stays small; later than that, the flushing path refuses the start and the coordinator plans a
+        // join.
+        let lateBy = sessionTimeNow() - askAt
+        let expectedError = Double(lateBy.nanoseconds) * abs(1 - line.rate / rate)
+        guard lateBy <= Self.lateSwitchAllowance, expectedError <= Double(Self.largestSwitchCorrection.nanoseconds) else {
+            return false
+        }
+        if lateBy < .zero { Self.sleep(until: monotonicTime(atSessionTime: askAt)) }
         var result = tdm_gst_instant_rate_result()
         let outcome = tdm_gst_instant_rate_change(handles.pipeline, rate, Self.instantRateWait.nanoseconds, &result)
         guard outcome == 1 else {
@@ -61,15 +96,23 @@ extension GStreamerPlayer {
                            metadata: ["rate": "\(rate)", "outcome": "\(outcome)"])
             return false
         }
-        let switched = RateSwitch(rate: rate, intendedRunningTime: sessionTime - origin,
+        var switched = RateSwitch(rate: rate, previousRate: line.rate, intendedRunningTime: sessionTime - origin,
                                   appliedRunningTime: TimeSpan(nanoseconds: Int64(clamping: result.running_time)))
+        let error = switched.renderError
+        if error.magnitude > Self.smallestSwitchCorrection, error.magnitude <= Self.largestSwitchCorrection,
+           tdm_gst_shift_base_time(handles.pipeline, -error.nanoseconds) > 0 {
+            switched.correction = TimeSpan(nanoseconds: -error.nanoseconds)
+        }
         state.withLock {
             $0.playingLine = next
             $0.playingRate = rate
+            // Running time 0 moved with the base time.
+            $0.runningTimeOrigin = $0.runningTimeOrigin + switched.correction
             $0.lastRateSwitch = switched
         }
         logger.debug("changed rate in place", metadata: ["rate": "\(rate)",
-                                                         "late_us": "\(switched.lateness.nanoseconds / 1000)"])
+                                                         "late_us": "\(switched.lateness.nanoseconds / 1000)",
+                                                         "corrected_us": "\(switched.correction.nanoseconds / 1000)"])
         return true
     }
 

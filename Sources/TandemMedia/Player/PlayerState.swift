@@ -50,7 +50,8 @@ struct PlayerState: Sendable {
     var playingRate = 1.0
     /// The line the pipeline plays (session time → item time) since the latest `play`, or an in-place rate change.
     var playingLine: ItemProjection?
-    /// The session time at which running time is 0 for the playing pipeline (the start of the latest `play`).
+    /// The session time at which running time is 0 for the playing pipeline (the start of the latest `play`, moved
+    /// with the base time when a rate switch's lateness was corrected).
     var runningTimeOrigin: SessionInstant = .zero
     /// The latency the latest `play` set on the pipeline.
     var pipelineLatency: TimeSpan = .zero
