@@ -52,10 +52,64 @@ static GstPadProbeReturn on_upstream_event(GstPad *pad, GstPadProbeInfo *info, g
     return GST_PAD_PROBE_OK;
 }
 
+// Calls `visit` on every element inside `bin`, however deep (playbin's playsink, a sink description's bin). A bin
+// that changes while it is walked (GST_ITERATOR_RESYNC) makes the walk start over after `restart` has undone what
+// the visits counted, or, without `restart`, ends it there.
+static void each_element(GstElement *bin, void (*visit)(GstElement *, gpointer), void (*restart)(gpointer),
+                         gpointer data) {
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
+    GValue item = G_VALUE_INIT;
+    gboolean done = FALSE;
+    while (!done) {
+        switch (gst_iterator_next(it, &item)) {
+        case GST_ITERATOR_OK:
+            visit(g_value_get_object(&item), data);
+            g_value_reset(&item);
+            break;
+        case GST_ITERATOR_RESYNC:
+            if (!restart) { done = TRUE; break; }
+            restart(data);
+            gst_iterator_resync(it);
+            break;
+        default:
+            done = TRUE;
+            break;
+        }
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+}
+
 typedef struct {
     GstPad *pad;
     gulong id;
 } attached_probe;
+
+typedef struct {
+    sync_watch *watch;
+    GArray *probes;
+} probe_walk;
+
+static void attach_sync_probe(GstElement *element, gpointer data) {
+    probe_walk *walk = data;
+    if (!GST_IS_BASE_SINK(element)) return;
+    GstPad *pad = gst_element_get_static_pad(element, "sink");
+    if (!pad) return;
+    attached_probe probe = { pad, gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, on_upstream_event,
+                                                    sync_watch_ref(walk->watch), sync_watch_unref) };
+    g_array_append_val(walk->probes, probe);
+}
+
+static void detach_sync_probes(GArray *probes) {
+    for (guint i = 0; i < probes->len; i++) {
+        attached_probe *probe = &g_array_index(probes, attached_probe, i);
+        gst_pad_remove_probe(probe->pad, probe->id);
+        gst_object_unref(probe->pad);
+    }
+    g_array_set_size(probes, 0);
+}
+
+static void restart_probe_walk(gpointer data) { detach_sync_probes(((probe_walk *)data)->probes); }
 
 int tdm_gst_instant_rate_change(GstElement *pipeline, double rate, int64_t wait_ns, tdm_gst_instant_rate_result *out) {
     memset(out, 0, sizeof *out);
@@ -69,37 +123,10 @@ int tdm_gst_instant_rate_change(GstElement *pipeline, double rate, int64_t wait_
     g_cond_init(&watch->seen);
     watch->seqnum = gst_event_get_seqnum(seek);
 
-    // Every base sink, however deep in bins (playbin's playsink, a sink description's bin).
+    // Every base sink.
     GArray *probes = g_array_new(FALSE, FALSE, sizeof(attached_probe));
-    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-    GValue item = G_VALUE_INIT;
-    gboolean done = FALSE;
-    while (!done) {
-        switch (gst_iterator_next(it, &item)) {
-        case GST_ITERATOR_OK: {
-            GstElement *element = g_value_get_object(&item);
-            if (GST_IS_BASE_SINK(element)) {
-                GstPad *pad = gst_element_get_static_pad(element, "sink");
-                if (pad) {
-                    attached_probe probe = { pad, gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM,
-                                                                    on_upstream_event, sync_watch_ref(watch),
-                                                                    sync_watch_unref) };
-                    g_array_append_val(probes, probe);
-                }
-            }
-            g_value_reset(&item);
-            break;
-        }
-        case GST_ITERATOR_RESYNC:
-            gst_iterator_resync(it);
-            break;
-        default:
-            done = TRUE;
-            break;
-        }
-    }
-    g_value_unset(&item);
-    gst_iterator_free(it);
+    probe_walk walk = { watch, probes };
+    each_element(pipeline, attach_sync_probe, restart_probe_walk, &walk);
 
     out->sent_at = tdm_shim_monotonic_now();
     gboolean accepted = gst_element_send_event(pipeline, seek);   // takes the event
@@ -117,11 +144,7 @@ int tdm_gst_instant_rate_change(GstElement *pipeline, double rate, int64_t wait_
         g_mutex_unlock(&watch->lock);
         result = out->sinks > 0 ? 1 : 0;
     }
-    for (guint i = 0; i < probes->len; i++) {
-        attached_probe *probe = &g_array_index(probes, attached_probe, i);
-        gst_pad_remove_probe(probe->pad, probe->id);
-        gst_object_unref(probe->pad);
-    }
+    detach_sync_probes(probes);
     g_array_free(probes, TRUE);
     sync_watch_unref(watch);
     return result;
@@ -135,71 +158,46 @@ static const char *const instant_rate_elements[] = {
     "appsrc", NULL
 };
 
+static void find_instant_rate_element(GstElement *element, gpointer data) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    const char *name = factory ? gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(factory)) : NULL;
+    for (int i = 0; name && instant_rate_elements[i]; i++) {
+        if (strcmp(name, instant_rate_elements[i]) == 0) *(int *)data = 1;
+    }
+}
+
+static void forget_found(gpointer data) { *(int *)data = 0; }
+
 int tdm_gst_supports_instant_rate(GstElement *pipeline) {
     if (!GST_IS_BIN(pipeline)) return 0;
     int found = 0;
-    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-    GValue item = G_VALUE_INIT;
-    gboolean done = FALSE;
-    while (!done) {
-        switch (gst_iterator_next(it, &item)) {
-        case GST_ITERATOR_OK: {
-            GstElementFactory *factory = gst_element_get_factory(g_value_get_object(&item));
-            const char *name = factory ? gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(factory)) : NULL;
-            for (int i = 0; name && instant_rate_elements[i]; i++) {
-                if (strcmp(name, instant_rate_elements[i]) == 0) found = 1;
-            }
-            g_value_reset(&item);
-            break;
-        }
-        case GST_ITERATOR_RESYNC:
-            found = 0;
-            gst_iterator_resync(it);
-            break;
-        default:
-            done = TRUE;
-            break;
-        }
-    }
-    g_value_unset(&item);
-    gst_iterator_free(it);
+    each_element(pipeline, find_instant_rate_element, forget_found, &found);
     return found;
 }
 
 // A playing pipeline's elements read their base time at every clock wait, so moving it moves every render from the
 // next buffer on. The pipeline itself only hands its base time out on the way to PLAYING, which sets a new one.
+typedef struct {
+    int64_t delta;
+    int sinks;
+} base_time_shift;
+
+static void shift_element_base_time(GstElement *element, gpointer data) {
+    base_time_shift *shift = data;
+    GstClockTime own = gst_element_get_base_time(element);
+    if ((int64_t)own + shift->delta < 0) return;
+    gst_element_set_base_time(element, (GstClockTime)((int64_t)own + shift->delta));
+    if (GST_IS_BASE_SINK(element)) shift->sinks++;
+}
+
 int tdm_gst_shift_base_time(GstElement *pipeline, int64_t delta_ns) {
     if (!GST_IS_BIN(pipeline) || delta_ns == 0) return 0;
-    int shifted = 0;
     GstClockTime base = gst_element_get_base_time(pipeline);
     if ((int64_t)base + delta_ns < 0) return 0;
     gst_element_set_base_time(pipeline, (GstClockTime)((int64_t)base + delta_ns));
-    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-    GValue item = G_VALUE_INIT;
-    gboolean done = FALSE;
-    while (!done) {
-        switch (gst_iterator_next(it, &item)) {
-        case GST_ITERATOR_OK: {
-            GstElement *element = g_value_get_object(&item);
-            GstClockTime own = gst_element_get_base_time(element);
-            if ((int64_t)own + delta_ns >= 0) {
-                gst_element_set_base_time(element, (GstClockTime)((int64_t)own + delta_ns));
-                if (GST_IS_BASE_SINK(element)) shifted++;
-            }
-            g_value_reset(&item);
-            break;
-        }
-        case GST_ITERATOR_RESYNC:
-            // Elements already moved would move twice: stop here (a bin changing under a playing pipeline is rare;
-            // the sinks seen so far keep the shift).
-            done = TRUE;
-            break;
-        default:
-            done = TRUE;
-            break;
-        }
-    }
-    g_value_unset(&item);
-    gst_iterator_free(it);
-    return shifted;
+    // A bin changing under a playing pipeline is rare: the walk stops there (elements already moved would move
+    // twice), and the sinks seen so far keep the shift.
+    base_time_shift shift = { delta_ns, 0 };
+    each_element(pipeline, shift_element_base_time, NULL, &shift);
+    return shift.sinks;
 }
