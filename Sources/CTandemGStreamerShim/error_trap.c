@@ -43,20 +43,31 @@ static void error_trap_free(gpointer data) {
 // of the spread between peers. A thread that leaves gets back the ordinary policy, so a pooled thread that later
 // runs another task does not keep it.
 static int sink_thread_priority_mode = TDM_GST_SINK_PRIORITY_REALTIME;
+static int sink_thread_scheduling = TDM_GST_SINK_THREADS_UNKNOWN;
 static __thread int thread_priority_changed;
 
 void tdm_gst_set_sink_thread_priority(int mode) { g_atomic_int_set(&sink_thread_priority_mode, mode); }
 int tdm_gst_get_sink_thread_priority(void) { return g_atomic_int_get(&sink_thread_priority_mode); }
+int tdm_gst_sink_thread_scheduling(void) { return g_atomic_int_get(&sink_thread_scheduling); }
 
 static void raise_sink_thread(void) {
     int mode = g_atomic_int_get(&sink_thread_priority_mode);
-    if (mode == TDM_GST_SINK_PRIORITY_NORMAL) return;
+    if (mode == TDM_GST_SINK_PRIORITY_NORMAL) {
+        g_atomic_int_set(&sink_thread_scheduling, TDM_GST_SINK_THREADS_ORDINARY);
+        return;
+    }
     struct sched_param param = { .sched_priority = 10 };
     if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
         thread_priority_changed = 1;
+        g_atomic_int_set(&sink_thread_scheduling, TDM_GST_SINK_THREADS_REALTIME);
         return;
     }
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10) == 0) thread_priority_changed = 1;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10) == 0) {
+        thread_priority_changed = 1;
+        g_atomic_int_set(&sink_thread_scheduling, TDM_GST_SINK_THREADS_RAISED);
+        return;
+    }
+    g_atomic_int_set(&sink_thread_scheduling, TDM_GST_SINK_THREADS_ORDINARY);
 }
 
 static void prioritise_streaming_thread(GstMessage *message) {

@@ -23,6 +23,17 @@ public enum GStreamer {
         case realtime
     }
 
+    /// How the latest sink thread to start in this process was scheduled in the end: `realtime` (SCHED_FIFO),
+    /// `raised` (nice −10), `ordinary`; nil before any started.
+    public static var sinkThreadScheduling: String? {
+        switch tdm_gst_sink_thread_scheduling() {
+        case Int32(TDM_GST_SINK_THREADS_REALTIME): return "realtime"
+        case Int32(TDM_GST_SINK_THREADS_RAISED): return "raised"
+        case Int32(TDM_GST_SINK_THREADS_ORDINARY): return "ordinary"
+        default: return nil
+        }
+    }
+
     /// The default is `.realtime`; `TANDEM_SINK_PRIORITY=normal` in the environment gives `.normal` (to compare).
     public static var sinkThreadPriority: SinkThreadPriority {
         get { tdm_gst_get_sink_thread_priority() == Int32(TDM_GST_SINK_PRIORITY_NORMAL) ? .normal : .realtime }

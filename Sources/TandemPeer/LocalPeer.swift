@@ -117,6 +117,7 @@ package final class LocalPeer: Sendable {
         }
         let datagrams = connection.datagramStatus
         if datagrams.path == .udp, datagrams.clockPongsReceived > 0 { status.clockStamps = datagrams.clockStamps }
+        status.sinkThreads = GStreamer.sinkThreadScheduling
         return status
     }
 
@@ -188,6 +189,8 @@ package struct PeerStatus: Sendable {
     package var renderOffset: TimeSpan?
     /// Where the clock answers' arrival times come from while probes go as datagrams (nil: they do not).
     package var clockStamps: ClockStampSource?
+    /// How the sink threads were scheduled (`GStreamer.sinkThreadScheduling`).
+    package var sinkThreads: String?
 
     package init(timeline: Timeline?, position: ItemTime?, expected: ItemTime?, duration: TimeSpan?,
                  others: [ParticipantState], clockOffset: TimeSpan?, errorBound: TimeSpan?, roundTrip: TimeSpan?,

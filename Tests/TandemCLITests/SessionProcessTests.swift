@@ -71,6 +71,8 @@ struct SessionProcessTests {
             #expect(!errors.isEmpty && errors.allSatisfy { abs($0) < 30 }, "position errors \(errors)")
             // On loopback the datagram path works: unreliable messages go over UDP.
             #expect(peer.events("position").last?["unreliablePath"]?.string == "udp")
+            // The threads that release its frames run real-time (tests run as root here).
+            if geteuid() == 0 { #expect(peer.events("position").last?["sinkThreads"]?.string == "realtime") }
             // Each measures how far its picture is from the line (its render probe), and the other sees it.
             let own = peer.events("position").suffix(2).compactMap { $0["renderOffsetMs"]?.number }
             #expect(!own.isEmpty && own.allSatisfy { abs($0) < 30 }, "own render offsets \(own)")

@@ -46,6 +46,7 @@ struct SinkThreadPriorityTests {
         getrlimit(__rlimit_resource_t(14), &limit)   // RLIMIT_RTPRIO (Linux), which Glibc does not name for Swift
         if geteuid() == 0 || limit.rlim_cur >= 10 {
             for thread in feeding { #expect(thread.policy == Int(SCHED_FIFO), "\(thread.name): policy \(thread.policy)") }
+            #expect(GStreamer.sinkThreadScheduling == "realtime")
         } else {
             for thread in feeding { #expect(thread.policy != Int(SCHED_FIFO) && thread.nice <= 0, "\(thread.name)") }
         }

@@ -174,8 +174,8 @@ struct PeerEventSchemaTests {
                                 roundTrip: TimeSpan(nanoseconds: 3_000_001), renderOffset: TimeSpan(nanoseconds: 1_500_500))
         let line = PositionEvent(status).line(at: Date(timeIntervalSince1970: 1_700_000_000))
         #expect(line == #"{"clockOffsetMs":-1.235,"clockStamps":null,"errorBoundMs":0.25,"event":"position","expected":12.347,"generation":4,"#
-            + #""position":12.346,"positionErrorMs":-1.233,"rate":1.5,"renderOffsetMs":1.501,"roundTripMs":3,"state":"playing","#
-            + #""streaming":null,"time":1700000000,"unreliablePath":null}"#)
+            + #""position":12.346,"positionErrorMs":-1.233,"rate":1.5,"renderOffsetMs":1.501,"roundTripMs":3,"sinkThreads":null,"#
+            + #""state":"playing","streaming":null,"time":1700000000,"unreliablePath":null}"#)
         #expect(status.line(names: [:]).hasPrefix("▶ 0:12/0:40 1.5×"))
         status.timeline = nil
         #expect(status.positionError == nil)
@@ -187,8 +187,8 @@ struct PeerEventSchemaTests {
                                  generation: nil, clockOffsetMs: nil, errorBoundMs: nil, roundTripMs: nil)
             .line(at: Date(timeIntervalSince1970: 1_700_000_000.1234))
         #expect(line == #"{"clockOffsetMs":null,"clockStamps":null,"errorBoundMs":null,"event":"position","expected":null,"generation":null,"#
-            + #""position":null,"positionErrorMs":null,"rate":null,"renderOffsetMs":null,"roundTripMs":null,"state":"connecting","streaming":null,"#
-            + #""time":1700000000.123,"unreliablePath":null}"#)
+            + #""position":null,"positionErrorMs":null,"rate":null,"renderOffsetMs":null,"roundTripMs":null,"sinkThreads":null,"#
+            + #""state":"connecting","streaming":null,"time":1700000000.123,"unreliablePath":null}"#)
         #expect(EventUnits.seconds(1_234_567_890) == 1.235)
         #expect(EventUnits.milliseconds(1_234_567) == 1.235)
         let readiness = ParticipantsEvent(participants: [

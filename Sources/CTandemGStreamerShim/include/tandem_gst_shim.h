@@ -47,6 +47,10 @@ tdm_gst_error_trap *tdm_gst_install_error_trap(GstElement *pipeline);
 enum { TDM_GST_SINK_PRIORITY_NORMAL = 0, TDM_GST_SINK_PRIORITY_REALTIME = 1 };
 void tdm_gst_set_sink_thread_priority(int mode);
 int tdm_gst_get_sink_thread_priority(void);
+/// How the latest sink thread to start was scheduled in the end.
+enum { TDM_GST_SINK_THREADS_UNKNOWN = -1, TDM_GST_SINK_THREADS_ORDINARY = 0, TDM_GST_SINK_THREADS_RAISED = 1,
+       TDM_GST_SINK_THREADS_REALTIME = 2 };
+int tdm_gst_sink_thread_scheduling(void);
 
 /// Error domains, as plain numbers.
 enum { TDM_GST_DOMAIN_OTHER = 0, TDM_GST_DOMAIN_CORE = 1, TDM_GST_DOMAIN_LIBRARY = 2,

@@ -19,12 +19,13 @@ extension ProcessSyncBench {
         lines.append("render skew between processes (ms, ground truth: every frame all peers rendered):")
         lines.append(skew.rendered)
         var offsets = TextTable(["network", "peer", "against host: median", "p1", "p99", "clock error: median", "p1",
-                                 "p99", "clock stamps"], rightAligned: [2, 3, 4, 5, 6, 7])
+                                 "p99", "clock stamps", "sink threads"], rightAligned: [2, 3, 4, 5, 6, 7])
         for result in results {
             for peer in result.peers {
                 offsets.add([result.network.rawValue, peer.name, f(peer.steadyOffsetMs?.median),
                              f(peer.steadyOffsetMs?.p1), f(peer.steadyOffsetMs?.p99), f(peer.clockErrorMs?.median),
-                             f(peer.clockErrorMs?.p1), f(peer.clockErrorMs?.p99), peer.clockStamps ?? "–"])
+                             f(peer.clockErrorMs?.p1), f(peer.clockErrorMs?.p99), peer.clockStamps ?? "–",
+                             peer.sinkThreads ?? "–"])
             }
         }
         lines.append("")

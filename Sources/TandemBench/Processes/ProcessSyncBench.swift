@@ -50,6 +50,8 @@ package enum ProcessSyncBench {
             /// A joiner's clock estimate less the truth, from its `position` events once a second after the first
             /// 5 s (ms; the truth is the two namespaces' shifts, `clockOffsetMs` should be host − joiner).
             package var clockErrorMs: SteadyOffset?
+            /// How its sink threads were scheduled, as its `position` events said (`realtime`, `raised`, `ordinary`).
+            package var sinkThreads: String?
         }
         package struct SteadyOffset: Codable, Sendable {
             package var median: Double
@@ -164,6 +166,7 @@ package enum ProcessSyncBench {
                 described[index].clockStamps = Dictionary(grouping: stamps, by: { $0 }).sorted { $0.key < $1.key }
                     .map { "\($0.key) \(100 * $0.value.count / stamps.count) %" }.joined(separator: ", ")
             }
+            described[index].sinkThreads = peer.events("position").compactMap { $0["sinkThreads"] as? String }.last
             if index > 0 {
                 let truth = Double(described[0].clockShiftSeconds - described[index].clockShiftSeconds) * 1000
                 let errors = peer.events("position").dropFirst(5).compactMap { $0["clockOffsetMs"] as? Double }

@@ -25,6 +25,8 @@ package struct PositionEvent: PeerEvent, Equatable {
     /// How far this peer's output is from the group's line as its render probe measures it (ms, positive ahead),
     /// as the others see it in `participants`.
     @Nullable package var renderOffsetMs: Double?
+    /// How this process's sink threads were scheduled: `realtime`, `raised` or `ordinary` (`GStreamer.sinkThreadPriority`).
+    @Nullable package var sinkThreads: String?
 
     package struct Streaming: Codable, Sendable, Equatable {
         package var from: String
@@ -62,6 +64,7 @@ package struct PositionEvent: PeerEvent, Equatable {
                   unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } },
                   renderOffsetMs: EventUnits.milliseconds(status.renderOffset))
         clockStamps = status.clockStamps?.rawValue
+        sinkThreads = status.sinkThreads
         streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
 }
