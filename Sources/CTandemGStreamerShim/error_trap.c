@@ -38,7 +38,7 @@ static void error_trap_free(gpointer data) {
 // time; the others (demuxing, decoding) only have to keep queues filled. Those others get a lower priority (nice +5:
 // allowed without privileges), so that when several players share a few cores, a decoder waking up does not delay
 // another player's sink. The sinks' threads get a real-time priority (SCHED_FIFO, low, reset on fork) where the
-// system allows it (root, CAP_SYS_NICE or an RLIMIT_RTPRIO above 0), else nice -10 where allowed, else stay as
+// system allows it (root, CAP_SYS_NICE or an RLIMIT_RTPRIO of 10 or more), else nice -10 where allowed, else stay as
 // they are: a sink thread woken late by the scheduler shows its frame late, and on a busy machine that tail is most
 // of the spread between peers. A thread that leaves gets back the ordinary policy, so a pooled thread that later
 // runs another task does not keep it.

@@ -13,7 +13,7 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// The margin instead, when smaller, while the largest one-way delay is under `optimisticStartsFromOneWayDelay`
     /// (loopback, a LAN): there it only covers handing the command to every player, not a long path's jitter.
     /// Measured (`tandem bench sync --link loopback|lan --start-margin`): 20 ms missed no start and kept the render
-    /// skew; 12 ms missed a rate change.
+    /// skew; 12 ms missed a rate change (before rate changes in place had `rateSwitchMargin`).
     public var shortLinkStartMargin = TimeSpan.milliseconds(20)
     /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
     /// playing one): a player that such a change reaches a little late still switches without stopping and puts
