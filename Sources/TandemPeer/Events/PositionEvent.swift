@@ -25,7 +25,8 @@ package struct PositionEvent: PeerEvent, Equatable {
     /// How far this peer's output is from the group's line as its render probe measures it (ms, positive ahead),
     /// as the others see it in `participants`.
     @Nullable package var renderOffsetMs: Double?
-    /// How this process's sink threads were scheduled: `realtime`, `raised` or `ordinary` (`GStreamer.sinkThreadScheduling`).
+    /// How this process's sink threads were scheduled: `realtime`, `raised` or `ordinary`
+    /// (`GStreamer.sinkThreadScheduling`).
     @Nullable package var sinkThreads: String?
 
     package struct Streaming: Codable, Sendable, Equatable {
