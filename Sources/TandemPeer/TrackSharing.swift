@@ -46,6 +46,12 @@ package struct TrackProposal: Codable, Sendable, Hashable {
     }
 }
 
+/// A joiner's request for the host's current proposals, sent once its item has loaded when none came: a safety
+/// net under the host's proposal to each newcomer. The host answers each participant once.
+package struct TrackProposalRequest: Codable, Sendable, Hashable {
+    package init() {}
+}
+
 /// Which of its own tracks a joiner plays for a proposal.
 package enum TrackMatch: Equatable, Sendable {
     /// Track `index` (0-based among the item's own); `byLanguage` when its number differs from the proposal's.

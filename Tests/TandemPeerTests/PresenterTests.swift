@@ -74,4 +74,35 @@ struct PresenterTests {
         #expect(await annPresenter.handle(.end))
         #expect(await annRun.value == .endedHere)
     }
+
+    @Test("a joiner the host's first track proposal missed asks for it once loaded, and is answered")
+    func missedProposalIsAskedFor() async throws {
+        let path = try Samples.path("countdown.webm")
+        let probe = try await MediaProbe.probe(path)
+        let activity = MediaActivity(probe: probe, path: path, title: "Countdown", subtitle: nil, type: nil, fallbackURL: nil)
+        let server = try await SessionServer.start(host: "127.0.0.1", port: 0)
+        defer { Task { await server.shutdown() } }
+        let invite = try server.createSession(activity: try activity.envelope)
+        var hostOptions = TandemClient.Options()
+        hostOptions.asHost = true
+        let ann = try await LocalPeer.connect(invite: invite, name: "ann", file: path,
+                                              player: try GStreamerPlayer(configuration: .headless), options: hostOptions)
+        let annOut = RecordingOutput(), bobOut = RecordingOutput()
+        let annPresenter = PeerPresenter(peer: ann, output: annOut, tracks: TrackSharing(share: true, chosen: [.audio]))
+        let annRun = Task { await annPresenter.run(header: ["Hosting Countdown"]) }
+        let bob = try await LocalPeer.connect(invite: invite, name: "bob", file: path,
+                                              player: try GStreamerPlayer(configuration: .headless))
+        // Ann proposes her audio track to bob as he joins; he is not listening yet, so that one is lost to him.
+        for _ in 0..<200 where annPresenter.nameOf(bob.id) == nil { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(2))
+        let bobPresenter = PeerPresenter(peer: bob, output: bobOut, proposals: bob.trackProposals())
+        let bobRun = Task { await bobPresenter.run(header: ["Joining Countdown"]) }
+        #expect(await bobOut.waitFor("ann proposes audio track 1"), "\(bobOut.lines)")
+        #expect(bobOut.lines.filter { $0 == "event: trackProposal" }.count == 1)
+
+        #expect(await bobPresenter.handle(.leave))
+        #expect(await bobRun.value == .left)
+        #expect(await annPresenter.handle(.end))
+        #expect(await annRun.value == .endedHere)
+    }
 }

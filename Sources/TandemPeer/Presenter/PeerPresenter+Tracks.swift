@@ -25,6 +25,11 @@ struct TrackSharingState: Sendable {
     var told: Set<ParticipantID> = []
     /// Proposals received and not yet applied (the latest of each kind).
     var pending: [TrackProposal.Kind: (TrackProposal, ParticipantID)] = [:]
+    /// The host: the participants whose request it answered (at most once each; pruned to those present).
+    var answered: Set<ParticipantID> = []
+    /// A joiner: the latest proposal of each kind it received, and when (a copy soon after is an answer to its
+    /// request that crossed the first one, and is not shown again).
+    var received: [TrackProposal.Kind: (TrackProposal, ContinuousClock.Instant)] = [:]
 }
 
 extension PeerPresenter {
@@ -36,6 +41,7 @@ extension PeerPresenter {
         let (newcomers, kinds) = trackState.withLock { state -> (Set<ParticipantID>, Set<TrackProposal.Kind>) in
             let new = ids.subtracting(state.told)
             state.told = ids
+            state.answered.formIntersection(ids)
             return (new, state.shared)
         }
         guard !newcomers.isEmpty, !kinds.isEmpty else { return }
@@ -64,6 +70,26 @@ extension PeerPresenter {
         }
     }
 
+    /// The host: answers a participant's request for the current proposals, once per participant.
+    func answerTrackRequests() async {
+        for await (_, context) in peer.chat.messages(of: TrackProposalRequest.self) {
+            let kinds = trackState.withLock { state -> Set<TrackProposal.Kind> in
+                guard state.told.contains(context.source), state.answered.insert(context.source).inserted else { return [] }
+                return state.shared
+            }
+            if !kinds.isEmpty { trackRequests.yield((kinds, .only([context.source]))) }
+        }
+    }
+
+    /// A joiner: once its item has loaded, asks the host for its proposals if none came within a second.
+    func requestTrackProposals() async {
+        guard let host = peer.connection.welcome.participants.first(where: \.isHost)?.participant.id,
+              host != peer.id, await waitForLoad() else { return }
+        try? await Task.sleep(for: .seconds(1))
+        guard !Task.isCancelled, trackState.withLock({ $0.received.isEmpty }) else { return }
+        try? await peer.chat.send(TrackProposalRequest(), to: .only([host]))
+    }
+
     /// A joiner: proposals from the host wait (the latest of each kind) until the item is loaded here.
     func receiveTrackProposals(_ proposals: AsyncStream<(TrackProposal, ParticipantID)>,
                                wake: AsyncStream<Void>.Continuation) async {
@@ -71,8 +97,14 @@ extension PeerPresenter {
         for await (proposal, from) in proposals {
             // Only the host proposes; anything else, or anything out of bounds, is dropped.
             guard from == host, from != peer.id, let proposal = proposal.validated else { continue }
-            trackState.withLock { $0.pending[proposal.kind] = (proposal, from) }
-            wake.yield()
+            let fresh = trackState.withLock { state -> Bool in
+                let now = ContinuousClock.now
+                if let (last, at) = state.received[proposal.kind], last == proposal, now - at < .seconds(5) { return false }
+                state.received[proposal.kind] = (proposal, now)
+                state.pending[proposal.kind] = (proposal, from)
+                return true
+            }
+            if fresh { wake.yield() }
         }
     }
 

@@ -190,11 +190,13 @@ package final class PeerPresenter: Sendable {
             group.addTask { await self.drawOverlay() }
             if self.trackSharing.share {
                 group.addTask { await self.sendTrackProposals(self.trackRequestStream) }
+                group.addTask { await self.answerTrackRequests() }
             }
             if let proposals = self.proposals {
                 let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 group.addTask { await self.receiveTrackProposals(proposals, wake: wake) }
                 group.addTask { await self.applyTrackProposals(wakes) }
+                group.addTask { await self.requestTrackProposals() }
             }
         }
     }
