@@ -71,7 +71,7 @@ import TandemTesting
         var estimator = ClockSyncEstimator()
         var t: Int64 = 1_000_000_000_000
         var pings = 0
-        while estimator.currentInterval != estimator.configuration.steadyInterval && pings < 1_000 {
+        while estimator.currentInterval != estimator.currentSteadyInterval && pings < 1_000 {
             estimator.pingSent()
             pings += 1
             estimator.add(Self.exchange(sentAt: t, up: 500_000, down: 500_000))
@@ -173,7 +173,7 @@ import TandemTesting
         #expect(estimator.resetCount == 1)
         let estimate = estimator.sessionTime(atLocal: LocalInstant(nanoseconds: stepped.sessionNanos(atLocal: t)))!
         #expect(abs(estimate.nanoseconds - t) < 100_000)
-        #expect(estimator.currentInterval < estimator.configuration.steadyInterval)  // pinging fast again
+        #expect(estimator.currentInterval < estimator.currentSteadyInterval)  // pinging fast again
     }
 
     @Test func windowStaysBoundedAndKeepsTheNewestSamples() {

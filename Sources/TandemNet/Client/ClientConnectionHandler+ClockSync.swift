@@ -50,11 +50,11 @@ extension ClientConnectionHandler {
         }
         lastPing = t1
         var next = estimator.nextPingTime(lastPing: t1)
-        // Steady probes (a second apart) move by up to a tenth of their spacing either way, so that peers that
-        // joined together (or came back together after the server restarted) do not probe in lockstep: a
-        // server, or a machine running many peers, would get every probe of a batch in one burst.
+        // Steady probes (a second apart, 100 ms on a short path) move by up to a tenth of their spacing either way,
+        // so that peers that joined together (or came back together after the server restarted) do not probe in
+        // lockstep: a server, or a machine running many peers, would get every probe of a batch in one burst.
         let spacing = next - t1
-        if spacing >= .milliseconds(500) {
+        if spacing >= .milliseconds(100) {
             next = next + TimeSpan(nanoseconds: Int64.random(in: -spacing.nanoseconds / 10...spacing.nanoseconds / 10))
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
