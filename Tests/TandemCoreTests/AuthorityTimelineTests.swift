@@ -25,7 +25,7 @@ struct AuthorityTimelineTests {
     }
 
     /// On short links (every one-way delay under 10 ms) the margin only covers handing the command to the players:
-    /// 20 ms instead of 40; one long link brings the full margin back. Neither is larger than `startMargin`.
+    /// 8 ms instead of 40; one long link brings the full margin back. Neither is larger than `startMargin`.
     @Test func shortLinksStartWithTheSmallerMargin() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", preroll: .zero, host: true)
@@ -33,7 +33,7 @@ struct AuthorityTimelineTests {
         h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0), from: a)
         h.send(.linkReport(oneWayDelay: .milliseconds(9), errorBound: 0), from: b)
         h.request(.play, from: a)
-        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(9 + 20))
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(9 + 8))
         h.request(.pause(itemTime: .zero), from: a)
         h.send(.linkReport(oneWayDelay: .milliseconds(12), errorBound: 0), from: b)
         h.advance(ms: 1_000)
@@ -41,12 +41,12 @@ struct AuthorityTimelineTests {
         #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(12 + 40))
         // A configured margin below the short-link one is kept everywhere.
         var configuration = AuthorityConfiguration()
-        configuration.startMargin = .milliseconds(10)
+        configuration.startMargin = .milliseconds(5)
         var small = AuthorityHarness(configuration: configuration)
         let c = small.joinReady("carol", preroll: .zero, host: true)
         small.send(.linkReport(oneWayDelay: .milliseconds(1), errorBound: 0), from: c)
         small.request(.play, from: c)
-        #expect(small.authority.timeline.anchorSessionTime == small.now + .milliseconds(11))
+        #expect(small.authority.timeline.anchorSessionTime == small.now + .milliseconds(6))
     }
 
     @Test func preparedParticipantsAddNoPreroll() {

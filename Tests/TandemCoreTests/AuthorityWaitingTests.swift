@@ -21,7 +21,7 @@ struct AuthorityWaitingTests {
         #expect(timeline.isPlaying)
         #expect(timeline.anchorItemTime == 0)
         // The preroll estimate (400 ms) and the short-link margin: every one-way delay here is under 10 ms.
-        #expect(timeline.anchorSessionTime == h.now + .milliseconds(420))
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(408))
         for peer in [a, b, c] { #expect(ready.timelines(to: peer) == [timeline]) }
         #expect(ready.notices(.resumed, to: a).count == 1)
     }
@@ -137,7 +137,7 @@ struct AuthorityWaitingTests {
         let timeline = h.authority.timeline
         #expect(timeline.isPlaying)
         // bob is excused: neither his preroll nor his loading holds anyone back.
-        #expect(timeline.anchorSessionTime == h.now + .milliseconds(20))   // the short-link margin
+        #expect(timeline.anchorSessionTime == h.now + .milliseconds(8))   // the short-link margin
         let timedOut = fired.notices(.waitingTimedOut, to: a)
         #expect(timedOut.count == 1)
         #expect(timedOut.first?.participant == b)
@@ -273,7 +273,7 @@ struct AuthorityWaitingTests {
         h.send(.readiness(.ready(AuthorityHarness.info())), from: b)
         let playing = h.authority.timeline
         #expect(playing.isPlaying && playing.itemID == "episode2" && playing.anchorItemTime == 0)
-        #expect(playing.anchorSessionTime == h.now + .milliseconds(20))   // the short-link margin
+        #expect(playing.anchorSessionTime == h.now + .milliseconds(8))   // the short-link margin
     }
 
     @Test func activityChangeWhilePausedStaysPaused() {

@@ -191,9 +191,9 @@ final class ChangeFeed: Sendable {
                                                                 payload: Data(), itemID: "movie"), clock: clock)
         let aliceEngine = RecordingEngine(clock: clock, changes: changes)
         let bobEngine = RecordingEngine(clock: clock, changes: changes)
-        let alice = ClockedPlaybackCoordinator(engine: aliceEngine, link: try await hub.connect(name: "alice", isHost: true),
+        let alice = ClockedPlaybackCoordinator(engine: aliceEngine, link: try await hub.connect(name: "alice", isHost: true, prerollEstimate: .milliseconds(20)),
                                                clock: clock, tickInterval: .milliseconds(10))
-        let bob = ClockedPlaybackCoordinator(engine: bobEngine, link: try await hub.connect(name: "bob"), clock: clock,
+        let bob = ClockedPlaybackCoordinator(engine: bobEngine, link: try await hub.connect(name: "bob", prerollEstimate: .milliseconds(20)), clock: clock,
                                              tickInterval: .milliseconds(10))
         let following = [changes.follow(alice.events), changes.follow(bob.events)]
         defer { following.forEach { $0.cancel() } }

@@ -85,6 +85,28 @@ private let s: Int64 = 1_000_000_000
         #expect(m.missedStarts == 1)
     }
 
+    /// A start after a prepare round has a short margin on short links; one that reaches a peer prerolled where it
+    /// starts a little after its time is still made on its line (the engine leaves out what is past), not planned
+    /// again as a lone join a preroll later. Further past than `lateStartAllowance`, it is.
+    @Test(arguments: [(10 * ms, true), (29 * ms, true), (31 * ms, false), (200 * ms, false)])
+    func aStartALittleLateIsMadeOnItsLineByAPrerolledPeer(late: Int64, onItsLine: Bool) throws {
+        var m = Machine(configuration: Machine.Configuration())
+        _ = m.tick(now: lt(5 * s), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)), engineItemTime: nil)
+        let welcome = m.receive(T.welcome(T.timeline(5, .paused, at: 0, item: 100 * s)), now: lt(15 * s))
+        let loaded = m.engineCompleted(T.engineCommands(welcome)[0].0, .loaded(T.media), now: lt(15 * s))
+        let prepare = try #require(T.engineCommands(loaded).first { $0.1 == .prepare(itemTime: it(100 * s), rate: 1) })
+        _ = m.engineCompleted(prepare.0, .prepared(itemTime: it(100 * s)), now: lt(15 * s + 50 * ms))
+        // The group starts at session 12 s from item 100 s; the start reaches this peer `late` after that.
+        let start = m.receive(.timeline(T.timeline(6, .playing, at: 12 * s, item: 100 * s)), now: lt(17 * s + late))
+        let play = try #require(Self.plays(start).first)
+        if onItsLine {
+            #expect(play.session == 12 * s && play.item == 100 * s)
+            #expect(!T.engineCommands(start).contains { if case .prepare = $0.1 { true } else { false } })
+        } else {
+            #expect(play.session > 12 * s + late && play.item == 100 * s + (play.session - 12 * s))
+        }
+    }
+
     @Test func aFailureOtherThanAMissedStartIsReportedAtOnce() throws {
         var m = T.loadedMachine()
         let playing = m.receive(.timeline(T.timeline(2, .playing, at: 3 * s, item: 0)), now: lt(7 * s))

@@ -252,6 +252,24 @@ struct GStreamerPlayerTests {
         await player.close()
     }
 
+    @Test("a start that comes up to 40 ms late to a prerolled player is made on its line: what is past is left out")
+    func aLittleLateStartIsMadeOnItsLine() async throws {
+        let player = try Samples.headlessPlayer()
+        _ = try await player.load(Samples.countdown)
+        let x = TimeSpan.seconds(3).nanoseconds
+        try await player.prepare(at: ItemTime(nanoseconds: x), rate: 1)
+        let t = player.sessionTimeNow().nanoseconds - TimeSpan.milliseconds(20).nanoseconds
+        try await player.play(from: ItemTime(nanoseconds: x), atSessionTime: SessionInstant(nanoseconds: t), rate: 1)
+        try await sleep(ms: 600)
+        _ = try await player.pause()
+        let video = player.renderProbe.drain().filter { $0.kind == .video }
+        // Every frame after the first on its line: item x at session t.
+        let lateness = video.dropFirst().map { Double($0.monotonicTime - (t + $0.itemTime - x)) / 1e6 }
+        #expect(video.count > 5)
+        #expect(abs(median(lateness)) < 15, "lateness \(lateness) ms")
+        await player.close()
+    }
+
     @Test("end of stream is reported")
     func endOfStream() async throws {
         let player = try Samples.headlessPlayer()

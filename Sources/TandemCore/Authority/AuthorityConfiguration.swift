@@ -11,10 +11,12 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Safety margin added to every scheduled start (and to where a playing group stops).
     public var startMargin: TimeSpan
     /// The margin instead, when smaller, while the largest one-way delay is under `optimisticStartsFromOneWayDelay`
-    /// (loopback, a LAN): there it only covers handing the command to every player, not a long path's jitter.
-    /// Measured (`tandem bench sync --link loopback|lan --start-margin`): 20 ms missed no start and kept the render
-    /// skew; 12 ms missed a rate change (before rate changes in place had `rateSwitchMargin`).
-    public var shortLinkStartMargin = TimeSpan.milliseconds(20)
+    /// (loopback, a LAN): there it only covers handing the command to every player, not a long path's jitter, and a
+    /// start that reaches a prerolled player a little late is still made on its line
+    /// (`PlaybackCoordinatorStateMachine.Configuration.lateStartAllowance`). Measured (`tandem bench sync --peers 4
+    /// --link loopback --duration 180 --start-margin N`): with 8 ms play took 9 ms and a seek 29 (p50), none missed,
+    /// the render skew as with 20 ms (play 21 ms, seek 33–37).
+    public var shortLinkStartMargin = TimeSpan.milliseconds(8)
     /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
     /// playing one): a player that such a change reaches a little late still switches without stopping and puts
     /// its frames back on the line (`PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin`), so the

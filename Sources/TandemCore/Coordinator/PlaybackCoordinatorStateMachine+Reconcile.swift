@@ -85,7 +85,10 @@ extension PlaybackCoordinatorStateMachine {
                 attemptScheduledStart(issueTimed(.play(from: line.toAnchor, atSessionTime: line.fromAnchor,
                                                        rate: line.rate), now: now, into: &actions))
             } else if line.fromAnchor >= sNow + (isScheduledStart ? scheduledStartNeeds : configuration.prerollEstimate)
-                        || (preroll.isPrepared(at: line.toAnchor) && line.fromAnchor > sNow) {
+                        || (preroll.isPrepared(at: line.toAnchor)
+                            && line.fromAnchor > sNow - configuration.lateStartAllowance) {
+                // Prerolled there, a start a little past is still made on its line (the engine leaves out what is
+                // past); one further past is refused, and planned again below.
                 if !preroll.isPrepared(at: line.toAnchor) {
                     issueTimed(.prepare(itemTime: line.toAnchor, rate: line.rate), now: now, into: &actions)
                 }

@@ -35,6 +35,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// `GStreamerPlayer` does up to 40 ms late). Later than this, the peer joins the new line on its own like a
         /// late joiner.
         public var inPlaceSwitchMargin: TimeSpan = .milliseconds(-30)
+        /// How far past its start a start may already be when it reaches an engine prerolled where it starts: the
+        /// engine is given it anyway and starts on the line, leaving out what is already past (`GStreamerPlayer`
+        /// does up to 40 ms late; an engine that cannot throws `startMissed`). Later than this the peer joins alone.
+        /// It is what lets a start after a prepare round have a short margin (`AuthorityConfiguration
+        /// .shortLinkStartMargin`): one that arrives a few milliseconds late costs a frame, not a lone join.
+        public var lateStartAllowance: TimeSpan = .milliseconds(30)
         /// The drift watchdog resynchronises when the engine strays further than this from the timeline…
         public var driftThreshold: TimeSpan = .milliseconds(20)
         /// …for at least this long.

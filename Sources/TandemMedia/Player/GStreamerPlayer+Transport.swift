@@ -85,16 +85,22 @@ extension GStreamerPlayer {
 
     /// Prerolls at `itemTime` unless already there, then checks that the start is still ahead. The player never
     /// moves a start: one it cannot make is refused with `startMissed`, and the coordinator (the one place that
-    /// decides where a late peer joins) plans a later one on the same line.
+    /// decides where a late peer joins) plans a later one on the same line. A start up to `lateStartAllowance`
+    /// late is made on its line all the same: the base time is in the past, and the sinks leave out what is
+    /// already late (the video sink drops or shows at once frames due before it started; the audio ring buffer
+    /// skips samples whose time has gone), so the peer renders on the line from the next frame.
     func prerolledForStart(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant,
                            rate: Double) throws(PlaybackError) -> (itemTime: ItemTime, sessionTime: SessionInstant) {
         if state.withLock({ $0.transport.prepared }) != Prepared(itemTime: itemTime, rate: rate) {
             try prepareOnQueue(at: itemTime, rate: rate)
         }
         let late = sessionTimeNow() + startMargin - sessionTime
-        guard late <= .zero else { throw .startMissed(lateBy: late) }
+        guard late <= Self.lateStartAllowance else { throw .startMissed(lateBy: late) }
         return (itemTime, sessionTime)
     }
+
+    /// How late a start may come and still be made on its line.
+    static let lateStartAllowance = TimeSpan.milliseconds(40)
 
     /// How far ahead of the clock a start must still be once prerolled: setting the base time and going to
     /// PLAYING takes a moment.

@@ -71,7 +71,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("prepare-rounds"), help: "The authority stops the group until everyone is prepared on every seek and on rate changes not made in place, as before scheduled starts: to compare.")
     var prepareRounds = false
 
-    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; default 40, 20 when every one-way delay is under 10 ms.", valueName: "ms"))
+    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; default 40, 8 when every one-way delay is under 10 ms.", valueName: "ms"))
     var startMargin: Double?
 
     @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
