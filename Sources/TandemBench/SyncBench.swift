@@ -132,11 +132,13 @@ package struct SyncBench {
         if let margin = configuration.startMargin {
             authority.startMargin = margin
             authority.shortLinkStartMargin = margin
+            authority.shortLinkStopMargin = margin
         }
         if configuration.policy == .jellyfinRules {
             // Jellyfin's server schedules commands at now + max(2 × ping, 500 ms).
             authority.startMargin = TimeSpan(nanoseconds: BaselineRules.Jellyfin.minimumLead)
             authority.shortLinkStartMargin = authority.startMargin
+            authority.shortLinkStopMargin = authority.startMargin
         }
         let ensemble = try await Ensemble.start(file: configuration.file, title: "bench", authority: authority)
         let cpuBefore = ThreadCPU.read()

@@ -34,6 +34,8 @@ struct AuthorityTimelineTests {
         h.send(.linkReport(oneWayDelay: .milliseconds(9), errorBound: 0), from: b)
         h.request(.play, from: a)
         #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(9 + 8))
+        // Stops keep 20 ms there: peers stop on arrival, and one reached after the stop has rendered past it.
+        #expect(h.authority.stopPoint(now: h.now).sessionTime == h.now + .milliseconds(9 + 20))
         h.request(.pause(itemTime: .zero), from: a)
         h.send(.linkReport(oneWayDelay: .milliseconds(12), errorBound: 0), from: b)
         h.advance(ms: 1_000)

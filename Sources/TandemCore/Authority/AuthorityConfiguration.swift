@@ -17,6 +17,11 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// --link loopback --duration 180 --start-margin N`): with 8 ms play took 9 ms and a seek 29 (p50), none missed,
     /// the render skew as with 20 ms (play 21 ms, seek 33–37).
     public var shortLinkStartMargin = TimeSpan.milliseconds(8)
+    /// The margin of where a playing group stops (a pause, a stall, a rate change made by stopping) on such links,
+    /// when smaller than `startMargin`. Peers stop as the stop arrives, short of it, so it costs no latency; one that
+    /// it reaches after that point has shown frames past it and the group resumes from where it got
+    /// (`renderedPast`): so stops keep a wider margin than starts, which a player makes a little late on their line.
+    public var shortLinkStopMargin = TimeSpan.milliseconds(20)
     /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
     /// playing one): a player that such a change reaches a little late still switches without stopping and puts
     /// its frames back on the line (`PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin`), so the

@@ -340,7 +340,7 @@ extension SessionAuthority {
     /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
     /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
-        let stopAt = now + maxOneWayDelay + startMargin
+        let stopAt = now + maxOneWayDelay + stopMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))
     }
 
@@ -368,10 +368,16 @@ extension SessionAuthority {
         return slowest + startMargin
     }
 
-    /// The margin of starts and stops: `startMargin`, or `shortLinkStartMargin` when every link is short.
+    /// The margin of starts: `startMargin`, or `shortLinkStartMargin` when every link is short.
     var startMargin: TimeSpan {
         maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay
             ? min(configuration.startMargin, configuration.shortLinkStartMargin) : configuration.startMargin
+    }
+
+    /// The margin of stops: `startMargin`, or `shortLinkStopMargin` when every link is short.
+    var stopMargin: TimeSpan {
+        maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay
+            ? min(configuration.startMargin, configuration.shortLinkStopMargin) : configuration.startMargin
     }
 
     mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant) -> [Action] {
