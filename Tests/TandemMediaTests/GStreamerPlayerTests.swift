@@ -246,10 +246,16 @@ struct GStreamerPlayerTests {
         try await sleep(ms: 600)
         _ = try await player.pause()
         let video = player.renderProbe.drain().filter { $0.kind == .video }
-        let lateness = video.map { Double($0.monotonicTime - (t + $0.itemTime - TimeSpan.seconds(3).nanoseconds)) / 1e6 }
+        let lateness = Self.lateness(video, line: (t, TimeSpan.seconds(3).nanoseconds))
         #expect(video.count > 5)
         #expect(abs(median(lateness)) < 15, "lateness \(median(lateness)) ms")
         await player.close()
+    }
+
+    /// How late each frame rendered (ms) against the line that renders item `line.item` at session `line.session`
+    /// (a headless player's session time is its monotonic clock).
+    static func lateness(_ frames: some Collection<RenderRecord>, line: (session: Int64, item: Int64)) -> [Double] {
+        frames.map { Double($0.monotonicTime - (line.session + $0.itemTime - line.item)) / 1e6 }
     }
 
     @Test("a start that comes up to 40 ms late to a prerolled player is made on its line: what is past is left out")
@@ -264,7 +270,7 @@ struct GStreamerPlayerTests {
         _ = try await player.pause()
         let video = player.renderProbe.drain().filter { $0.kind == .video }
         // Every frame after the first on its line: item x at session t.
-        let lateness = video.dropFirst().map { Double($0.monotonicTime - (t + $0.itemTime - x)) / 1e6 }
+        let lateness = Self.lateness(video.dropFirst(), line: (t, x))
         #expect(video.count > 5)
         #expect(abs(median(lateness)) < 15, "lateness \(lateness) ms")
         await player.close()

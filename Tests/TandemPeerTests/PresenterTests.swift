@@ -29,18 +29,24 @@ final class RecordingOutput: PeerOutput {
 /// are told, and what their commands do.
 @Suite("A participant's presenter", .serialized)
 struct PresenterTests {
-    @Test("notices, participants and the queue are narrated; a joiner cannot end the session; leaving ends the run")
-    func narratesAndCarriesOut() async throws {
+    /// A session on an embedded server for the bundled countdown, and ann, its host, connected to it.
+    static func hostedCountdown() async throws -> (server: SessionServer, invite: Invite, path: String, ann: LocalPeer) {
         let path = try Samples.path("countdown.webm")
         let probe = try await MediaProbe.probe(path)
         let activity = MediaActivity(probe: probe, path: path, title: "Countdown", subtitle: nil, type: nil, fallbackURL: nil)
         let server = try await SessionServer.start(host: "127.0.0.1", port: 0)
-        defer { Task { await server.shutdown() } }
         let invite = try server.createSession(activity: try activity.envelope)
         var hostOptions = TandemClient.Options()
         hostOptions.asHost = true
         let ann = try await LocalPeer.connect(invite: invite, name: "ann", file: path,
                                               player: try GStreamerPlayer(configuration: .headless), options: hostOptions)
+        return (server, invite, path, ann)
+    }
+
+    @Test("notices, participants and the queue are narrated; a joiner cannot end the session; leaving ends the run")
+    func narratesAndCarriesOut() async throws {
+        let (server, invite, path, ann) = try await Self.hostedCountdown()
+        defer { Task { await server.shutdown() } }
         let bob = try await LocalPeer.connect(invite: invite, name: "bob", file: path,
                                               player: try GStreamerPlayer(configuration: .headless))
         let annOut = RecordingOutput(), bobOut = RecordingOutput()
@@ -77,16 +83,8 @@ struct PresenterTests {
 
     @Test("a joiner the host's first track proposal missed asks for it once loaded, and is answered")
     func missedProposalIsAskedFor() async throws {
-        let path = try Samples.path("countdown.webm")
-        let probe = try await MediaProbe.probe(path)
-        let activity = MediaActivity(probe: probe, path: path, title: "Countdown", subtitle: nil, type: nil, fallbackURL: nil)
-        let server = try await SessionServer.start(host: "127.0.0.1", port: 0)
+        let (server, invite, path, ann) = try await Self.hostedCountdown()
         defer { Task { await server.shutdown() } }
-        let invite = try server.createSession(activity: try activity.envelope)
-        var hostOptions = TandemClient.Options()
-        hostOptions.asHost = true
-        let ann = try await LocalPeer.connect(invite: invite, name: "ann", file: path,
-                                              player: try GStreamerPlayer(configuration: .headless), options: hostOptions)
         let annOut = RecordingOutput(), bobOut = RecordingOutput()
         let annPresenter = PeerPresenter(peer: ann, output: annOut, tracks: TrackSharing(share: true, chosen: [.audio]))
         let annRun = Task { await annPresenter.run(header: ["Hosting Countdown"]) }
