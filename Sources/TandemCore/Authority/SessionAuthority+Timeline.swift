@@ -338,7 +338,7 @@ extension SessionAuthority {
     // MARK: Scheduling
 
     /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
-    /// start margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
+    /// stop margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
     func stopPoint(now: SessionInstant) -> (sessionTime: SessionInstant, itemTime: ItemTime) {
         let stopAt = now + maxOneWayDelay + stopMargin
         return (stopAt, clampToItem(timeline.expectedItemTime(atSessionTime: stopAt)))

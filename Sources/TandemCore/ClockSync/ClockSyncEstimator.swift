@@ -63,8 +63,8 @@ public struct ClockSample: Hashable, Sendable, Codable {
 /// How it works:
 /// - **Schedule.** A quick burst at start (a first estimate within a round trip or two), then an acquisition
 ///   phase of faster pings — every 20 round trips on a short path, at most every 100 ms — that ends as soon as
-///   the estimate is firm, then a steady ping a second (every 100 ms on loopback or a LAN). A LAN settles within a second or two; a 50 ms path
-///   gets ten exchanges a second for its first half minute. Each exchange is two packets of a few dozen bytes.
+///   the estimate is firm, then a steady ping a second (every 100 ms on loopback or a LAN). A LAN settles within a
+///   second or two; a 50 ms path gets ten exchanges a second for its first half minute. Each exchange is two packets of a few dozen bytes.
 /// - **Keeping the low-delay samples, per direction.** `t2 − t1` is the offset plus the up delay, `t3 − t4`
 ///   the offset minus the down delay. Over the window, the points of the first lie on or above a line (the
 ///   offset line raised by the smallest up delay) and those of the second on or below one (lowered by the
@@ -215,7 +215,8 @@ public struct ClockSyncEstimator: Sendable {
 
     /// The steady interval on this path: `steadyInterval`, or `shortPathSteadyInterval` on a short one.
     public var currentSteadyInterval: TimeSpan {
-        if let short = configuration.shortPathSteadyInterval, let roundTrip, roundTrip < configuration.shortPathRoundTrip {
+        if let short = configuration.shortPathSteadyInterval, let roundTrip,
+           roundTrip < configuration.shortPathRoundTrip {
             return max(configuration.minimumInterval, min(short, configuration.steadyInterval))
         }
         return configuration.steadyInterval

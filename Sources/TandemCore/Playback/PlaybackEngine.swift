@@ -151,9 +151,10 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     /// it throws `PlaybackError.startMissed` and stays prerolled without playing. Where a late peer joins the
     /// running timeline instead is the coordinator's decision. A start that comes a little late to an engine
     /// prerolled where it starts (`PlaybackCoordinatorStateMachine.Configuration.lateStartAllowance`) may instead
-    /// be made on its line, what is already past left out (`GStreamerPlayer` does up to 40 ms late). Given while playing, on a line that continues the one
-    /// playing (a rate change), an engine whose `MediaInfo.changesRateInPlace` is true switches rate at `sessionTime`
-    /// without stopping; one that cannot stops and starts as above. Such a line can come a little after its
+    /// be made on its line, what is already past left out (`GStreamerPlayer` does up to 40 ms late). Given while
+    /// playing, on a line that continues the one playing (a rate change), an engine whose
+    /// `MediaInfo.changesRateInPlace` is true switches rate at `sessionTime` without stopping; one that cannot stops
+    /// and starts as above. Such a line can come a little after its
     /// `sessionTime` (`PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin`): switch at once and put
     /// the frames back on the line, or throw `startMissed` to have the coordinator plan a join.
     func play(from itemTime: ItemTime, atSessionTime sessionTime: SessionInstant, rate: Double) async throws

@@ -74,7 +74,9 @@ extension PeerPresenter {
     func answerTrackRequests() async {
         for await (_, context) in peer.chat.messages(of: TrackProposalRequest.self) {
             let kinds = trackState.withLock { state -> Set<TrackProposal.Kind> in
-                guard state.told.contains(context.source), state.answered.insert(context.source).inserted else { return [] }
+                guard state.told.contains(context.source), state.answered.insert(context.source).inserted else {
+                    return []
+                }
                 return state.shared
             }
             if !kinds.isEmpty { trackRequests.yield((kinds, .only([context.source]))) }
@@ -99,7 +101,9 @@ extension PeerPresenter {
             guard from == host, from != peer.id, let proposal = proposal.validated else { continue }
             let fresh = trackState.withLock { state -> Bool in
                 let now = ContinuousClock.now
-                if let (last, at) = state.received[proposal.kind], last == proposal, now - at < .seconds(5) { return false }
+                if let (last, at) = state.received[proposal.kind], last == proposal, now - at < .seconds(5) {
+                    return false
+                }
                 state.received[proposal.kind] = (proposal, now)
                 state.pending[proposal.kind] = (proposal, from)
                 return true
