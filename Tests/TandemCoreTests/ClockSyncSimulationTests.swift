@@ -36,7 +36,7 @@ import TandemTesting
         #expect(r.pongsReceived == r.pingsSent)
     }
 
-    /// On a short path the steady probes come every 100 ms, as densely as the acquisition's: the drift is not
+    /// On a short path the steady probes come every 250 ms, nearer the acquisition's density: the drift is not
     /// fitted from the first seconds' least-delayed exchanges against a few later ones (with a probe a second the
     /// worst error from 30 s on was 21 µs over these seeds, and the drift 0.14 ppm off).
     @Test(arguments: seeds.indices)

@@ -62,7 +62,7 @@ import Testing
         options.clockSync.burstCount = 1
         options.clockSync.acquisitionCount = 0
         options.clockSync.steadyInterval = .milliseconds(500)
-        options.clockSync.shortPathSteadyInterval = nil  // loopback would probe every 100 ms
+        options.clockSync.shortPathSteadyInterval = nil  // loopback would probe every 250 ms
         let ann = try await TandemClient.connect(invite: invite, name: "ann", options: options)
         let samples = ann.clockSamples()
         let gathered = await Self.freshSamples(samples, after: SystemMonotonicClock().now, for: 5.5)

@@ -207,7 +207,7 @@ package enum RelayBenchmark {
         // generator's participants reach the steady rate after 20 probes instead of up to 300 at 10 a second, and
         // keep 32 samples instead of 256: their estimators' refits were most of the generator's own CPU.
         clientOptions.clockSync.acquisitionCount = 20
-        // Clients of a relay are far away: a probe a second, not a short path's ten, although these are on loopback.
+        // Clients of a relay are far away: a probe a second, not a short path's four, although these are on loopback.
         clientOptions.clockSync.shortPathSteadyInterval = nil
         clientOptions.clockSync.window = 32
         let options = clientOptions

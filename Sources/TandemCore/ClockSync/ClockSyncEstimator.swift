@@ -63,7 +63,7 @@ public struct ClockSample: Hashable, Sendable, Codable {
 /// How it works:
 /// - **Schedule.** A quick burst at start (a first estimate within a round trip or two), then an acquisition
 ///   phase of faster pings — every 20 round trips on a short path, at most every 100 ms — that ends as soon as
-///   the estimate is firm, then a steady ping a second (every 100 ms on loopback or a LAN). A LAN settles within a
+///   the estimate is firm, then a steady ping a second (every 250 ms on loopback or a LAN). A LAN settles within a
 ///   second or two; a 50 ms path gets ten exchanges a second for its first half minute. Each exchange is two packets of a few dozen bytes.
 /// - **Keeping the low-delay samples, per direction.** `t2 − t1` is the offset plus the up delay, `t3 − t4`
 ///   the offset minus the down delay. Over the window, the points of the first lie on or above a line (the
@@ -116,12 +116,14 @@ public struct ClockSyncEstimator: Sendable {
         /// Steady-state ping interval.
         public var steadyInterval: TimeSpan = .seconds(1)
         /// The steady interval instead, when shorter, on a short path (smallest round trip under
-        /// `shortPathRoundTrip`: loopback, a LAN), where exchanges cost next to nothing. A steady rate near the
-        /// acquisition phase's keeps the fitted drift honest: with one exchange a second after a dense start, the
-        /// least-delayed exchanges all came from the first seconds, and the drift fitted between two processes on
-        /// one machine (truly none) stayed 1–2 ppm off for a minute, the estimate drifting up to 0.09 ms from the
-        /// truth between corrections (`tandem bench sync --processes`). Nil: `steadyInterval` on every path.
-        public var shortPathSteadyInterval: TimeSpan? = .milliseconds(100)
+        /// `shortPathRoundTrip`: loopback, a LAN), where exchanges are quick. A steady rate nearer the acquisition
+        /// phase's keeps the fitted drift honest: with one exchange a second after a dense start, the least-delayed
+        /// exchanges all came from the first seconds, and the drift fitted between two processes on one machine
+        /// (truly none) stayed 1–2 ppm off for a minute, the estimate drifting up to 0.09 ms from the truth between
+        /// corrections (`tandem bench sync --processes`). 100 ms did a little better still but doubled a debug
+        /// build's coordination CPU per peer (each exchange is a refit); 250 ms adds a fifth. Nil: `steadyInterval`
+        /// on every path.
+        public var shortPathSteadyInterval: TimeSpan? = .milliseconds(250)
         /// The round trip under which a path is short (see `shortPathSteadyInterval`).
         public var shortPathRoundTrip: TimeSpan = .milliseconds(2)
         /// How many samples are kept at most. Beyond it, the least useful one goes: a rejected sample, else

@@ -50,7 +50,7 @@ extension ClientConnectionHandler {
         }
         lastPing = t1
         var next = estimator.nextPingTime(lastPing: t1)
-        // Steady probes (a second apart, 100 ms on a short path) move by up to a tenth of their spacing either way,
+        // Steady probes (a second apart, 250 ms on a short path) move by up to a tenth of their spacing either way,
         // so that peers that joined together (or came back together after the server restarted) do not probe in
         // lockstep: a server, or a machine running many peers, would get every probe of a batch in one burst.
         let spacing = next - t1
