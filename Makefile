@@ -104,17 +104,15 @@ install-smoke:
 	bash scripts/check-install.sh $(SMOKE_PREFIX) $(VERSION)
 	rm -rf $(SMOKE_PREFIX)
 
-## The whole test suite. One test at a time: on two cores, CPU-bound simulations running beside the tests that
-## time real sockets and players would starve them (Swift's cooperative pool has one thread per core).
+## The whole test suite, in two halves side by side, each one test at a time (scripts/run-tests.sh says why): on two
+## cores, CPU-bound simulations beside several tests that time real sockets and players would starve them (Swift's
+## cooperative pool has one thread per core). The files tests and the programs they start make (media, certificates,
+## browser profiles, players' sockets) go to a directory of this run's own, removed when it ends, pass or fail.
 test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	bash scripts/api-check.sh
 	bash scripts/docs.sh
-	@# The files tests and the programs they start make (media, certificates, browser profiles, players' sockets)
-	@# go to a directory of this run's own, removed when it ends, pass or fail.
-	@scratch=$$(mktemp -d /tmp/tandem-test.XXXXXX) && echo "TMPDIR=$$scratch swift test --skip-build --no-parallel" && \
-	  TMPDIR=$$scratch swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS); \
-	  status=$$?; rm -rf "$$scratch"; exit $$status
+	bash scripts/run-tests.sh $(SWIFT_BUILD_FLAGS)
 	@$(MAKE) --no-print-directory install-smoke
 
 ## The library's public API (Tandem and the modules it re-exports) against the baseline in api/: a breaking
