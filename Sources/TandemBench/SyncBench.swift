@@ -133,12 +133,14 @@ package struct SyncBench {
             authority.startMargin = margin
             authority.shortLinkStartMargin = margin
             authority.shortLinkStopMargin = margin
+            authority.marginFromDelaySpread = false
         }
         if configuration.policy == .jellyfinRules {
             // Jellyfin's server schedules commands at now + max(2 × ping, 500 ms).
             authority.startMargin = TimeSpan(nanoseconds: BaselineRules.Jellyfin.minimumLead)
             authority.shortLinkStartMargin = authority.startMargin
             authority.shortLinkStopMargin = authority.startMargin
+            authority.marginFromDelaySpread = false
         }
         let ensemble = try await Ensemble.start(file: configuration.file, title: "bench", authority: authority)
         let cpuBefore = ThreadCPU.read()

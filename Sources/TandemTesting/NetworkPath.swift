@@ -69,6 +69,11 @@ public struct NetworkPath: Sendable, Hashable {
         NetworkPath(name: "wan", up: DelayModel(base: 50_000_000, jitter: .exponential(mean: 5_000_000), loss: loss),
                     down: DelayModel(base: 50_000_000, jitter: .exponential(mean: 5_000_000), loss: loss))
     }
+    /// 50 ms + exponential tail (mean 1 ms) each way, 0.1 % loss: a wired connection to a distant home, as long as
+    /// `wan` but steadier.
+    public static let wired = NetworkPath(
+        name: "wired", up: DelayModel(base: 50_000_000, jitter: .exponential(mean: 1_000_000), loss: 0.001),
+        down: DelayModel(base: 50_000_000, jitter: .exponential(mean: 1_000_000), loss: 0.001))
     /// 50 ms ± 10 ms uniform each way, 2 % loss.
     public static let harsh = NetworkPath(
         name: "harsh", up: DelayModel(base: 50_000_000, jitter: .uniform(width: 10_000_000), loss: 0.02),
@@ -82,11 +87,12 @@ public struct NetworkPath: Sendable, Hashable {
         case "loopback": return .loopback
         case "lan": return .lan
         case "wan": return .wan()
+        case "wired": return .wired
         case "harsh": return .harsh
         case "asymmetric": return .asymmetric
         default: return nil
         }
     }
-    public static let allNames = ["loopback", "lan", "wan", "harsh", "asymmetric"]
+    public static let allNames = ["loopback", "lan", "wan", "wired", "harsh", "asymmetric"]
 }
 

@@ -381,6 +381,7 @@ public final class SessionSimulation {
                 peer.mapping = peer.estimator.mapping
                 peer.errorBound = peer.estimator.errorBound?.nanoseconds
                 if let e = peer.estimator.errorBound, let r = peer.estimator.roundTrip { peer.quality = (e, r) } else { peer.quality = nil }
+                peer.machine.returnDelaySpread = peer.estimator.returnDelaySpread
                 return
             }
             let firstWelcome: Bool

@@ -51,6 +51,47 @@ struct AuthorityTimelineTests {
         #expect(small.authority.timeline.anchorSessionTime == small.now + .milliseconds(6))
     }
 
+    /// Over long links the margin is the widest delay spread everyone reported plus the short-link margin, at most
+    /// `startMargin`; while anyone's spread is unknown it is `startMargin`. Stops keep `startMargin` there.
+    @Test func longLinksStartWithTheReportedSpread() {
+        var h = AuthorityHarness()
+        let a = h.joinReady("alice", preroll: .zero, host: true)
+        let b = h.joinReady("bob", preroll: .zero)
+        h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0, returnDelaySpread: .milliseconds(1)), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0), from: b)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 40), "bob's spread is unknown")
+        #expect(h.authority.stopPoint(now: h.now).sessionTime == h.now + .milliseconds(50 + 40))
+        h.request(.pause(itemTime: .zero), from: a)
+        // A later report without the field (it is sent only when it changes) keeps the last one.
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .milliseconds(3)), from: b)
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0), from: b)
+        h.advance(ms: 1_000)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 3 + 8))
+        #expect(h.authority.stopPoint(now: h.now).sessionTime == h.now + .milliseconds(50 + 40))
+        h.request(.pause(itemTime: .zero), from: a)
+        // The widest spread counts, and the margin never passes `startMargin` (a hostile report is bounded too).
+        h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0, returnDelaySpread: .milliseconds(20)), from: a)
+        h.advance(ms: 1_000)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 20 + 8))
+        h.request(.pause(itemTime: .zero), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0, returnDelaySpread: .seconds(-5)), from: a)
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .seconds(3_600)), from: b)
+        h.advance(ms: 1_000)
+        h.request(.play, from: a)
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 40))
+        // Switched off, long links take `startMargin` whatever was reported.
+        var configuration = AuthorityConfiguration()
+        configuration.marginFromDelaySpread = false
+        var fixed = AuthorityHarness(configuration: configuration)
+        let c = fixed.joinReady("carol", preroll: .zero, host: true)
+        fixed.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .milliseconds(2)), from: c)
+        fixed.request(.play, from: c)
+        #expect(fixed.authority.timeline.anchorSessionTime == fixed.now + .milliseconds(50 + 40))
+    }
+
     @Test func preparedParticipantsAddNoPreroll() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", preroll: .milliseconds(100), host: true)

@@ -20,7 +20,7 @@ private let s: Int64 = 1_000_000_000
     }
 
     static func reportedPreroll(_ actions: [Machine.Action]) -> TimeSpan?? {
-        for case .linkReport(_, _, _, let preroll) in T.sent(actions) { return .some(preroll) }
+        for case .linkReport(_, _, _, let preroll, _) in T.sent(actions) { return .some(preroll) }
         return nil
     }
 
@@ -115,5 +115,30 @@ private let s: Int64 = 1_000_000_000
         let again = m.tick(now: lt(9_200 * ms), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)),
                            engineItemTime: nil)
         #expect(Self.reportedPreroll(again) == .some(nil), "unchanged: not sent again")
+    }
+
+    static func reportedSpread(_ actions: [Machine.Action]) -> TimeSpan?? {
+        for case .linkReport(_, _, _, _, let spread) in T.sent(actions) { return .some(spread) }
+        return nil
+    }
+
+    /// The way back's delay spread the link measures goes into the next link report when it moved by a millisecond
+    /// or more since the authority last heard it, and again after a reconnect's welcome.
+    @Test func theReturnDelaySpreadIsReportedWhenItChanges() {
+        var m = T.loadedMachine()
+        let quality = (errorBound: sp(500_000), roundTrip: sp(100 * ms))
+        func tick(at seconds: Int64) -> [Machine.Action] {
+            m.tick(now: lt(seconds * s), mapping: T.mapping, clockQuality: quality, engineItemTime: nil)
+        }
+        #expect(Self.reportedSpread(tick(at: 7)) == .some(nil), "not measured yet")
+        m.returnDelaySpread = sp(22 * ms)
+        #expect(Self.reportedSpread(tick(at: 8)) == .some(sp(22 * ms)))
+        m.returnDelaySpread = sp(22 * ms + 900_000)
+        #expect(Self.reportedSpread(tick(at: 9)) == .some(nil), "moved by less than a millisecond")
+        m.returnDelaySpread = sp(30 * ms)
+        #expect(Self.reportedSpread(tick(at: 10)) == .some(sp(30 * ms)))
+        #expect(Self.reportedSpread(tick(at: 11)) == .some(nil))
+        _ = m.receive(T.welcome(T.timeline(1, .paused, at: 0, item: 0)), now: lt(11_500 * ms))
+        #expect(Self.reportedSpread(tick(at: 12)) == .some(sp(30 * ms)), "a new connection hears it again")
     }
 }

@@ -27,6 +27,15 @@ struct LinkReportFrameTests {
         let json = try SessionCodec.encode(plain, allocator: allocator)
         #expect(json.kind == .session)
         #expect(try SessionCodec.decodeClientMessage(json) == plain)
+
+        // A report with a delay spread (sent when it changes) goes as JSON, which servers before the field read
+        // without it.
+        let withSpread = ClientMessage.linkReport(oneWayDelay: .milliseconds(50), errorBound: .milliseconds(1),
+                                                  returnDelaySpread: .milliseconds(23))
+        let spreadFrame = try SessionCodec.encode(withSpread, allocator: allocator, linkReportFrames: true)
+        #expect(spreadFrame.kind == .session)
+        #expect(String(buffer: spreadFrame.body).contains("\"returnDelaySpread\":23000000"))
+        #expect(try SessionCodec.decodeClientMessage(spreadFrame) == withSpread)
     }
 
     @Test("a link report frame of any other length is malformed", arguments: [0, 1, 8, 15, 17, 23, 25, 32])

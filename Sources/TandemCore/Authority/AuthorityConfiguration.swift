@@ -22,6 +22,15 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// it reaches after that point has shown frames past it and the group resumes from where it got
     /// (`renderedPast`): so stops keep a wider margin than starts, which a player makes a little late on their line.
     public var shortLinkStopMargin = TimeSpan.milliseconds(20)
+    /// Whether starts over longer links (a largest one-way delay of `optimisticStartsFromOneWayDelay` or more) take
+    /// as their margin, instead of `startMargin`, the widest spread of the way from the authority to a participant
+    /// (about the 99th percentile of its clock probes' answers' delay beyond the least, which every peer reports:
+    /// `linkReport.returnDelaySpread`) plus `shortLinkStartMargin`, up to `startMargin`. `startMargin` stays while
+    /// anyone's spread is unknown (a browser page, an older peer). A link with little jitter then starts as soon as
+    /// the command can have reached everyone: measured (`tandem bench sync --peers 4 --link wired|wan`), about 12 ms
+    /// on `wired` (50 ms, an exponential jitter of 1 ms mean: play 114 ms from a joiner instead of 142, a seek 157–162
+    /// instead of 196) and 34–38 ms on `wan` (5 ms mean). Default true.
+    public var marginFromDelaySpread = true
     /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
     /// playing one): a player that such a change reaches a little late still switches without stopping and puts
     /// its frames back on the line (`PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin`), so the

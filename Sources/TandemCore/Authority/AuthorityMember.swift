@@ -28,6 +28,8 @@ struct Member: Sendable, Codable {
     var joinedAt: SessionInstant
     var oneWayDelay: TimeSpan = .zero
     var errorBound: TimeSpan = .zero
+    /// The spread of the way from the authority to it, as it last reported (`linkReport.returnDelaySpread`).
+    var returnDelaySpread: TimeSpan?
     /// The last render offset it reported, and what the others were last told, when.
     var renderOffset: TimeSpan?
     var sharedRenderOffset: TimeSpan?

@@ -368,10 +368,20 @@ extension SessionAuthority {
         return slowest + startMargin
     }
 
-    /// The margin of starts: `startMargin`, or `shortLinkStartMargin` when every link is short.
+    /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of
+    /// the way to a participant that they all reported, plus `shortLinkStartMargin` (`marginFromDelaySpread`);
+    /// never more than `startMargin`, which is the margin while someone's spread is unknown.
     var startMargin: TimeSpan {
-        maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay
-            ? min(configuration.startMargin, configuration.shortLinkStartMargin) : configuration.startMargin
+        let short = min(configuration.startMargin, configuration.shortLinkStartMargin)
+        if maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay { return short }
+        guard configuration.marginFromDelaySpread else { return configuration.startMargin }
+        var widest = TimeSpan.zero
+        for id in connectedIDs {
+            guard let member = members[id] else { continue }
+            guard let spread = member.returnDelaySpread else { return configuration.startMargin }
+            widest = max(widest, spread)
+        }
+        return min(configuration.startMargin, widest + short)
     }
 
     /// The margin of stops: `startMargin`, or `shortLinkStopMargin` when every link is short.

@@ -175,6 +175,14 @@ public struct ClockSyncEstimator: Sendable {
     /// Where the arrival times the estimate rests on were read: `.kernel` when the window's least-delayed answer
     /// (the one that sets the down leg's floor) was kernel-stamped, `.user` otherwise; nil before the first sample.
     public private(set) var arrivalStamps: ClockStampSource?
+    /// How much later than the least-delayed answer the window's answers arrive, at about the 99th percentile of
+    /// their jitter: the spread of the way back's delay, which a message from the server to this peer (a scheduled
+    /// start) may take beyond the best case. Twice the 90th percentile of the accepted answers' delay beyond the
+    /// least — the 99th for an exponential tail — so that the few a loss held back (a retransmission ahead of them
+    /// on a stream: 200 ms) do not set it. Nil until `spreadSampleCount` answers are in the window.
+    public private(set) var returnDelaySpread: TimeSpan?
+    /// How many accepted answers `returnDelaySpread` needs.
+    public static let spreadSampleCount = 16
 
     /// Pings sent since the last start-over; drives the burst / acquisition / steady schedule.
     private var scheduleCount = 0
@@ -292,7 +300,7 @@ public struct ClockSyncEstimator: Sendable {
         let n = samples.count
         guard n > 0, let newest = samples.last else {
             mapping = nil; errorBound = nil; roundTrip = nil; uncertainty = nil
-            kernelStampedCount = 0; arrivalStamps = nil
+            kernelStampedCount = 0; arrivalStamps = nil; returnDelaySpread = nil
             driftPPM = nil; driftUncertaintyPPM = nil; fit = nil
             return
         }
@@ -387,9 +395,20 @@ public struct ClockSyncEstimator: Sendable {
         fit = newFit
         kernelStampedCount = samples.count(where: { $0.arrival == .kernel })
         var tightest = Double.infinity
+        var slacks: [Double] = []
+        slacks.reserveCapacity(n)
         for i in 0..<n where accepted[i] {
             let slack = newFit.downQueueing(of: samples[i])
+            slacks.append(-slack)
             if slack < tightest { tightest = slack; arrivalStamps = samples[i].arrival }
+        }
+        if slacks.count >= Self.spreadSampleCount {
+            // Twice the 90th percentile over the tightest: the 99th for an exponential tail, while the few answers a
+            // loss held back (a retransmission ahead of them on a stream) stay out of it.
+            let high = -Self.smallest(slacks, rank: slacks.count / 10)
+            returnDelaySpread = TimeSpan(nanoseconds: Int64((2 * max(0, high - tightest)).rounded()))
+        } else {
+            returnDelaySpread = nil
         }
 
         // Mapping anchored at the newest sample's midpoint (rounded down to whole ns).

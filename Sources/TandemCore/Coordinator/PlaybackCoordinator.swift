@@ -216,6 +216,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     }
 
     private func tick() {
+        machine.returnDelaySpread = link.returnDelaySpread()
         apply(machine.tick(now: clock.now, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: engine.currentItemTime(), latestRender: engine.latestRender()))
     }

@@ -17,9 +17,15 @@ extension PlaybackCoordinatorStateMachine {
             lastLinkReport = now
             let preroll = prerollEstimateToReport
             if let preroll { reportedPrerollEstimate = preroll }
+            var spread = returnDelaySpread
+            if let reported = reportedReturnDelaySpread, let measured = spread,
+               (reported - measured).magnitude < .milliseconds(1) {
+                spread = nil
+            }
+            if let spread { reportedReturnDelaySpread = spread }
             actions.append(.send(.linkReport(oneWayDelay: q.roundTrip / Int64(2), errorBound: q.errorBound,
                                              renderOffset: renderOffset(of: latestRender, now: now),
-                                             prerollEstimate: preroll)))
+                                             prerollEstimate: preroll, returnDelaySpread: spread)))
         }
         if case .holding(_, let until) = pauseHold, now >= until { pauseHold = .none }
         watchdog(now: now, engineItemTime: engineItemTime, into: &actions)

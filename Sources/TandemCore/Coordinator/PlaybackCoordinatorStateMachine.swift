@@ -125,6 +125,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var readyTimes = ReadyTimes()
     var readyTiming: (command: UInt64, issuedAt: LocalInstant)?
     var reportedPrerollEstimate: TimeSpan?
+    /// How much the way from the authority to this peer spreads (`SessionLink.returnDelaySpread`), as the link last
+    /// measured it; link reports carry it when it moved by a millisecond or more since the authority last heard it.
+    public var returnDelaySpread: TimeSpan?
+    var reportedReturnDelaySpread: TimeSpan?
     /// Engine commands given and not yet reported on (clock mappings need no report).
     var commandsInFlight = 0
 
@@ -256,6 +260,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         }
         reportedPreparedGeneration = nil
         reportedPrerollEstimate = nil
+        reportedReturnDelaySpread = nil
         lastLinkReport = nil
     }
 

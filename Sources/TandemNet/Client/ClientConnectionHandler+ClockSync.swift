@@ -21,7 +21,8 @@ extension ClientConnectionHandler {
         estimator.add(sample)
         shared.deliver(sample)
         let snapshot = ClientShared.ClockState(mapping: estimator.mapping, errorBound: estimator.errorBound,
-                                               roundTrip: estimator.roundTrip)
+                                               roundTrip: estimator.roundTrip,
+                                               returnDelaySpread: estimator.returnDelaySpread)
         shared.clock.withLock { $0 = snapshot }
     }
 

@@ -47,6 +47,7 @@ final class ClientShared: Sendable {
         var mapping: ClockMapping?
         var errorBound: TimeSpan?
         var roundTrip: TimeSpan?
+        var returnDelaySpread: TimeSpan?
     }
     let clock = Mutex(ClockState())
     /// Whether the current connection's server takes link reports as binary frames (its `accepted` said so).

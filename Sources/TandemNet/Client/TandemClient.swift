@@ -278,6 +278,12 @@ public final class TandemClientConnection: SessionLink {
         }
     }
 
+    /// How much the clock probes' answers were delayed beyond the least, at about the 99th percentile
+    /// (`ClockSyncEstimator.returnDelaySpread`); nil until enough have come.
+    public func returnDelaySpread() -> TimeSpan? {
+        shared.clock.withLock { $0.returnDelaySpread }
+    }
+
     public func close() async {
         let wasReconnecting = phase.withLock { phase -> Bool in
             defer { phase = .closing }

@@ -14,9 +14,9 @@ package enum SessionCodec {
     package static func encode(_ message: ClientMessage, allocator: ByteBufferAllocator,
                                linkReportFrames: Bool = false) throws -> Frame {
         switch message {
-        // A report with a preroll estimate (sent when the estimate changes) goes as JSON, which servers before the
-        // field read without it.
-        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, nil) where linkReportFrames:
+        // A report with a preroll estimate or a delay spread (each sent when it changes) goes as JSON, which servers
+        // before the field read without it.
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, nil, nil) where linkReportFrames:
             var b = allocator.buffer(capacity: 24)
             b.writeInteger(oneWayDelay.nanoseconds)
             b.writeInteger(errorBound.nanoseconds)

@@ -28,7 +28,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             which the peers' sinks rendered X.
 
             Links: loopback (no impairment), lan (0.5 ms ± 0.1 each way), wan (50 ms + exponential tail, mean \
-            5 ms, 1 % loss), harsh (50 ± 10 ms uniform, 2 % loss), asymmetric (30 ms up, 70 ms down).
+            5 ms, 1 % loss), wired (50 ms + exponential tail, mean 1 ms, 0.1 % loss), harsh (50 ± 10 ms uniform, \
+            2 % loss), asymmetric (30 ms up, 70 ms down).
 
             Policies: tandem; syncplay-rules and jellyfin-rules are re-implementations of the sync rules those \
             systems publish, run on the same players, server and network, for side-by-side figures.
@@ -71,7 +72,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("prepare-rounds"), help: "The authority stops the group until everyone is prepared on every seek and on rate changes not made in place, as before scheduled starts: to compare.")
     var prepareRounds = false
 
-    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; default 40, 8 when every one-way delay is under 10 ms.", valueName: "ms"))
+    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report plus 8, at most 40.", valueName: "ms"))
     var startMargin: Double?
 
     @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
