@@ -37,6 +37,9 @@ struct MovieNight: GroupActivity, Hashable {
             #expect(names == ["alice", "bob"])
             #expect(bob.localParticipant.name == "bob")
 
+            // Alice can list bob before his own session has taken in its welcome: wait for his `.joined`, so that
+            // the states below start from it (they began at `.waiting` once, under load).
+            #expect(await collect(1, from: bob.states.filter { $0 == .joined }.asStream()) == [.joined])
             let bobStates = bob.states
             await bob.leave()
             #expect(bob.state == .invalidated(reason: InvalidationReason(code: .left, message: "you left the session")))
