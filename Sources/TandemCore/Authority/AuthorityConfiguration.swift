@@ -28,8 +28,8 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// `linkReport.returnDelaySpread`) plus `shortLinkStartMargin`, up to `startMargin`. `startMargin` stays while
     /// anyone's spread is unknown (a browser page, an older peer). A link with little jitter then starts as soon as
     /// the command can have reached everyone: measured (`tandem bench sync --peers 4 --link wired|wan`), about 12 ms
-    /// on `wired` (50 ms, an exponential jitter of 1 ms mean: play 114 ms from a joiner instead of 142, a seek 157–162
-    /// instead of 196) and 34–38 ms on `wan` (5 ms mean). Default true.
+    /// on `wired` (50 ms, an exponential jitter of 1 ms mean: play 114–116 ms from a joiner instead of 142–143, a seek
+    /// 155–163 instead of 184–196) and 34–38 ms on `wan` (5 ms mean). Default true.
     public var marginFromDelaySpread = true
     /// The margin instead, when smaller, of a rate change every player makes in place (the new line continues the
     /// playing one): a player that such a change reaches a little late still switches without stopping and puts
