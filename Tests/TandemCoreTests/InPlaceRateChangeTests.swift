@@ -122,21 +122,23 @@ private let s: Int64 = 1_000_000_000
             Issue.record("expected a prepare on the new line, got \(rejoin)")
         }
 
-        // The news reaches a peer far past the anchor (a retransmission): no switch into the past, a join instead.
+        // The news reaches a peer far past the anchor (over `inPlaceSwitchMargin`, −120 ms): no switch into the
+        // past, a join instead.
         var late = Self.playing(Self.inPlace)
         let after = late.receive(.timeline(Support.timeline(3, .playing, at: 20 * s, item: 17 * s, rate: 1.5)),
-                                 now: lt(25 * s + 35 * ms))
+                                 now: lt(25 * s + 125 * ms))
         let commands = Support.engineCommands(after).map(\.1)
         #expect(commands.count == 2)
         if case .prepare = commands.first {} else { Issue.record("expected a prepare, got \(commands)") }
     }
 
-    @Test func aSwitchThatArrivesALittleLateIsStillMadeInPlace() {
-        // 5 ms past the anchor (within `inPlaceSwitchMargin`, −30 ms): the engine switches at once and corrects
-        // its frames, where a join would flush and freeze the picture.
+    @Test(arguments: [5, 35, 115] as [Int64])
+    func aSwitchThatArrivesLateIsStillMadeInPlace(lateMS: Int64) {
+        // Past the anchor but within `inPlaceSwitchMargin` (−120 ms; 35 ms was a join before): the engine switches at
+        // once and corrects its frames, where a join would flush and freeze the picture.
         var m = Self.playing(Self.inPlace)
         let actions = m.receive(.timeline(Support.timeline(3, .playing, at: 20 * s, item: 17 * s, rate: 1.5)),
-                                now: lt(25 * s + 5 * ms))
+                                now: lt(25 * s + lateMS * ms))
         let commands = Support.engineCommands(actions).map(\.1)
         #expect(commands == [.play(from: it(17 * s), atSessionTime: st(20 * s), rate: 1.5)])
         #expect(!actions.contains { if case .send(.suspension) = $0 { true } else { false } }, "\(actions)")

@@ -32,9 +32,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// How far ahead of its anchor a line that continues the playing one (a rate change) must still be for an
         /// engine that changes rate in place (`MediaInfo.changesRateInPlace`) to be given it; negative, how far past
         /// the anchor it may already be (such an engine switches at once and puts its frames back on the line;
-        /// `GStreamerPlayer` does up to 40 ms late). Later than this, the peer joins the new line on its own like a
-        /// late joiner.
-        public var inPlaceSwitchMargin: TimeSpan = .milliseconds(-30)
+        /// `GStreamerPlayer` does up to 130 ms late, while the correction stays within 50 ms). Later than this, the
+        /// peer joins the new line on its own like a late joiner. The anchor is only 5 ms beyond the farthest one-way
+        /// delay (`AuthorityConfiguration.rateSwitchMargin`), so a stall or a retransmission on the way makes a change
+        /// late: at −30 ms, one in a few two-minute runs on 50 ms links then froze one peer's picture for 230–370 ms
+        /// (a flush and a join) where switching late costs a frame or two.
+        public var inPlaceSwitchMargin: TimeSpan = .milliseconds(-120)
         /// How far past its start a start may already be when it reaches an engine prerolled where it starts: the
         /// engine is given it anyway and starts on the line, leaving out what is already past (`GStreamerPlayer`
         /// does up to 40 ms late; an engine that cannot throws `startMissed`). Later than this the peer joins alone.

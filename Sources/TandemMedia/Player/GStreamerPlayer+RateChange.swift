@@ -52,10 +52,12 @@ extension GStreamerPlayer {
     /// that far off is not a wake-up's lateness: the coordinator's drift watchdog deals with it).
     static let smallestSwitchCorrection = TimeSpan.microseconds(5)
     static let largestSwitchCorrection = TimeSpan.milliseconds(50)
-    /// How far past its moment a rate change in place is still made (at once, then corrected): the frames shown
-    /// meanwhile stay on the old line, a few milliseconds off at most, where a flush and a join would freeze the
-    /// picture. `PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin` hands such changes over.
-    static let lateSwitchAllowance = TimeSpan.milliseconds(40)
+    /// How far past its moment a rate change in place is still made (at once, then corrected, while the correction
+    /// stays within `largestSwitchCorrection`: 1× → 1.5× up to 130 ms late, 1.5× → 1× up to 100): the frames shown
+    /// meanwhile stay on the old line, a fraction of the lateness off (a third for 1× → 1.5×), where a flush and a
+    /// join would freeze the picture for a preroll and drop what played meanwhile.
+    /// `PlaybackCoordinatorStateMachine.Configuration.inPlaceSwitchMargin` hands such changes over.
+    static let lateSwitchAllowance = TimeSpan.milliseconds(130)
 
     /// The latest rate change made in place, if any.
     public var lastRateSwitch: RateSwitch? { state.withLock { $0.lastRateSwitch } }
