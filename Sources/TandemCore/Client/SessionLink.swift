@@ -17,9 +17,10 @@ public protocol SessionLink: AnyObject, Sendable {
     func clockMapping() -> ClockMapping?
     /// The current clock-sync error bound and smallest round trip, nil before the first exchange.
     func clockQuality() -> (errorBound: TimeSpan, roundTrip: TimeSpan)?
-    /// How much later than the least-delayed one the clock probes' answers arrived, at about the 99th percentile of their jitter (the
-    /// spread of the way from the authority to this peer), nil while unknown: the authority schedules starts over
-    /// long links with it (`AuthorityConfiguration.startMargin`). A default implementation returns nil.
+    /// How much later than the least-delayed one the clock probes' answers arrived, at about the 99th percentile of
+    /// their jitter (the spread of the way from the authority to this peer), nil while unknown: the authority
+    /// schedules starts over long links with it (`AuthorityConfiguration.marginFromDelaySpread`). A default
+    /// implementation returns nil.
     func returnDelaySpread() -> TimeSpan?
     /// The snapshot received when joining (or when the link last reconnected).
     var welcome: SessionSnapshot { get }

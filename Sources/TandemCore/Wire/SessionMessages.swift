@@ -322,8 +322,9 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// `prerollEstimate` (optional, sent when it changes) is how long this peer recently took from a timeline's
     /// arrival to being ready to start at a new position (seek and preroll): the authority schedules starts with it
     /// in place of the estimate the join carried. `returnDelaySpread` (optional, sent when it changes) is how much
-    /// later than the least-delayed one this peer's clock probes' answers arrived, at about the 99th percentile of their jitter: the
-    /// authority sizes the margin of starts over long links by it (`AuthorityConfiguration.startMargin`).
+    /// later than the least-delayed one this peer's clock probes' answers arrived, at about the 99th percentile of
+    /// their jitter: the authority sizes the margin of starts over long links by it
+    /// (`AuthorityConfiguration.marginFromDelaySpread`).
     case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil,
                     prerollEstimate: TimeSpan? = nil, returnDelaySpread: TimeSpan? = nil)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
