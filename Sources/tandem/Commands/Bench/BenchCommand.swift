@@ -27,9 +27,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             and back, a stall on one peer, a late joiner. Skew at item time X is the spread of the true times at \
             which the peers' sinks rendered X.
 
-            Links: loopback (no impairment), lan (0.5 ms ± 0.1 each way), wan (50 ms + exponential tail, mean \
-            5 ms, 1 % loss), wired (50 ms + exponential tail, mean 1 ms, 0.1 % loss), harsh (50 ± 10 ms uniform, \
-            2 % loss), asymmetric (30 ms up, 70 ms down).
+            Links: loopback (none), lan (0.5 ms ± 0.1 each way), wan (50 ms + exponential tail, mean 5 ms, 1 % loss), \
+            wired (as wan, mean 1 ms, 0.1 % loss), harsh (50 ± 10 ms uniform, 2 % loss), asymmetric (30 ms up, 70 down).
 
             Policies: tandem; syncplay-rules and jellyfin-rules are re-implementations of the sync rules those \
             systems publish, run on the same players, server and network, for side-by-side figures.
