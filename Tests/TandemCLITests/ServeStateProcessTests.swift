@@ -60,6 +60,10 @@ struct ServeStateProcessTests {
         let activity = ActivityEnvelope(activityIdentifier: "Movie", metadata: GroupActivityMetadata(title: "movie"),
                                         payload: Data("{}".utf8), itemID: "movie.mkv")
         try await ann.send(.setActivity(activity))
+        // Each says it is ready once it has the activity, as a player would: a readiness that reached the relay
+        // before the activity (on another connection) is for the item before it, and the group would wait for
+        // that peer to load (it did once, with the suite's other half running beside it).
+        #expect(await waitUntil(10) { watchers.allSatisfy { $0.lastActivity?.itemID == "movie.mkv" } })
         for peer in peers { try await peer.send(.readiness(.ready(Self.media))) }
         try await ann.send(.timelineRequest(TimelineRequest(requestID: 1, command: .play, basedOnGeneration: 0,
                                                             requestedAtSessionTime: .zero)))
