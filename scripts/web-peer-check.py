@@ -124,7 +124,7 @@ def bench(tandem, media, seconds, pages):
     is ground truth: the frame's display time on the system clock against the group's line there."""
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
-    seen, latencies, refresh, seeks = [], [], [], []
+    seen, latencies, refresh, seeks, raws = [], [], [], [], []
     try:
         link = host.browser_link()
         if link is None:
@@ -185,7 +185,9 @@ def bench(tandem, media, seconds, pages):
             for page, at in zip(opened, chosen):
                 origin = page.evaluate("performance.timeOrigin") * 1e6 - wall_minus_monotonic
                 # [display time (local ns), the page's own estimate of its error, media time (s)] per frame.
-                seen.append((at, origin, [entry[:3] for entry in page.evaluate("tandem.follower.trace")]))
+                raw = page.evaluate("tandem.follower.trace")
+                raws.append(raw)
+                seen.append((at, origin, [entry[:3] for entry in raw]))
             # Command latency: from the host's command (its standard input) to each page holding the group's new
             # timeline, both on this machine's wall clock.
             for command in ["pause", "play", "seek 2", "pause"]:
@@ -232,9 +234,15 @@ def bench(tandem, media, seconds, pages):
         # Per page: when the file was chosen (local ns), and every measured frame of the steady part as [display
         # time (local ns), signed error from the group's line on the system clock (ns, positive: ahead), the
         # page's own estimate, display time (session ns)].
+        with open(os.environ["TANDEM_TRACE_FILE"] + ".raw", "w") as out:
+            json.dump(raws, out)
         with open(os.environ["TANDEM_TRACE_FILE"], "w") as out:
             json.dump([{"chosen": at, "frames": frames} for at, frames in traces], out)
+    intervals = sorted(b - a for a, b in zip(refresh, refresh[1:]))
+    period = (refresh[-1] - refresh[0]) / round((refresh[-1] - refresh[0]) / intervals[len(intervals) // 2]) \
+        if intervals else None
     settled, sync_times, own, in_sync_at_by_page = [], [], [], {}
+    on_grid, grid_times, refresh_floors = [], [], []
     for chosen_at, trace in traces:
         start = in_sync_from([(at, e) for at, e, _, _ in trace], 20e6, 10)
         in_sync_at = None if start is None else trace[start + 9][0]
@@ -242,9 +250,19 @@ def bench(tandem, media, seconds, pages):
         sync_times.append(None if in_sync_at is None else (in_sync_at - chosen_at) / 1e9)
         settled += [abs(e) for at, e, _, _ in trace if in_sync_at is not None and at >= in_sync_at]
         own += [abs(o - e) for at, e, o, _ in trace if in_sync_at is not None and at >= in_sync_at]
-    intervals = sorted(b - a for a, b in zip(refresh, refresh[1:]))
-    period = (refresh[-1] - refresh[0]) / round((refresh[-1] - refresh[0]) / intervals[len(intervals) // 2]) \
-        if intervals else None
+        # On the refresh grid: from the first 10 frames running within half a refresh. A page that never gets
+        # there counts from in sync, so that it cannot leave the figure.
+        grid = in_sync_from([(at, e) for at, e, _, _ in trace], (period or 1e9 / 60) / 2, 10)
+        grid_at = None if grid is None else trace[grid][0]
+        grid_times.append(None if grid_at is None else (grid_at - chosen_at) / 1e9)
+        since = grid_at if grid_at is not None else in_sync_at
+        on_grid += [abs(e) for at, e, _, _ in trace if since is not None and at >= since]
+        # The best any choice of refresh could do for the same frames: each error moved by whole refreshes.
+        if period:
+            refresh_floors += [abs((e + period / 2) % period - period / 2) for at, e, _, _ in trace
+                               if since is not None and at >= since]
+    on_grid.sort()
+    refresh_floors.sort()
     # Which refreshes the video's frames are shown on (every one, every second, ...): each page's floor is then the
     # best error that allows it, its error moved by whole steps to the one nearest the line.
     frame = frame_duration([m for _, _, trace in seen for _, _, m in trace])
@@ -260,6 +278,11 @@ def bench(tandem, media, seconds, pages):
         "refreshMs": round(period / 1e6, 3) if period else None,
         "presentationStepMs": round(step / 1e6, 2) if step else None,
         "floorP99Ms": quantile(floors, 0.99),
+        "gridP50Ms": quantile(on_grid, 0.5), "gridP99Ms": quantile(on_grid, 0.99),
+        "gridMaxMs": round(on_grid[-1] / 1e6, 3) if on_grid else None,
+        "refreshFloorP99Ms": quantile(refresh_floors, 0.99),
+        "gridSecondsAfterFileChosen": None if not grid_times or any(t is None for t in grid_times)
+        else round(max(grid_times), 3),
         # rAF times are coarsened to 0.1 ms: the spread of the intervals says how regular the refresh is.
         "refreshSpreadMs": round((intervals[int(0.99 * len(intervals))] - intervals[int(0.01 * len(intervals))]) / 1e6, 2)
         if intervals else None,
@@ -470,7 +493,25 @@ GRID_SCRIPT = """() => {
              worstAfter: Math.max(...errors.slice(settledFrom).map(Math.abs)) / 1e6, trim: grid.trim,
              outsideAfter10s: late.filter((e) => Math.abs(e) > R / 2 + 1e6).length / late.length };
   }
+  // The values at which the page asks for the other phase of the refreshes, [frame, target ms], each followed by
+  // the change (rephased): frames of `value` from the start, after `before` frames of `first`.
+  function rephase(value, frames, frame = F, first = value, before = 0) {
+    const grid = new GridFollower(R), asked = [];
+    for (let i = 0; i < frames; i++) {
+      grid.frame((i < before ? first : value) + [0, -0.33e6, 0.33e6][i % 3], i * F, 1, frame);
+      const target = grid.rephaseTarget(i * F);
+      if (target !== null) { asked.push([i, Math.round(target / 1e4) / 100]); grid.rephased(); }
+    }
+    return asked;
+  }
   return {
+    rephase: {
+      wrong: rephase(-15e6, 90),            // on the other phase from the best (+1.67 ms): asks, twice at most
+      near: rephase(-9e6, 90),              // within half a refresh and the margin: stays
+      samePhase: rephase(-25e6, 90),        // +8.3 ms on its own phase: nudges get there, no change of phase
+      late: rephase(-15e6, 30, F, -9e6, 70), // more than 2 s after the start: too late
+      everyRefresh: rephase(-15e6, 90, R),  // 60 fps on 60 Hz: no phases to choose from
+    },
     // 60 fps on 60 Hz, every refresh a frame: from +13 ms to -3.7 ms
     fine: run(R, 13e6, 600, 0, R),
     // 30 fps on 60 Hz, every second refresh (Chromium): from -20.4 to +12.9 ms
@@ -486,6 +527,13 @@ def grid_check(page, check):
     """The page's refresh grid follower (grid.js) against simulated browsers: deterministic, not by luck."""
     got = page.evaluate(GRID_SCRIPT)
     fine, coarse, hold, edge, drift = (got[k] for k in ["fine", "coarse", "hold", "edge", "drift"])
+    rephase = got["rephase"]
+    check("frames held a refresh from the best value just after a start ask for the other phase, twice at most, "
+          "once the start has settled", [target for _, target in rephase["wrong"]] == [1.67, 1.67]
+          and 5 <= rephase["wrong"][0][0] <= 8, json.dumps(rephase["wrong"]))
+    check("no change of phase within half a refresh, on a phase with a value that near, more than 2 s after a start, "
+          "or where every refresh shows a frame", not any(rephase[k] for k in ["near", "samePhase", "late", "everyRefresh"]),
+          json.dumps(rephase))
     check("with a frame on every refresh, the page moves its frames to the refresh nearest the line and stays",
           abs(fine["final"] + 3.67) < 0.5 and fine["settledFrom"] < 90 and fine["nudge"] == 0 and fine["moves"] <= 2,
           json.dumps(fine))

@@ -27,6 +27,15 @@ package enum BrowserBench {
         package var presentationStepMs: Double?
         /// The floor: each frame's error moved by whole steps to the value nearest the line, p99.
         package var floorP99Ms: Double?
+        /// On the refresh grid: each page's frames from its first 10 running within half a refresh (from in sync
+        /// for a page that never got there), and the time from the file being chosen to that, the slowest page.
+        package var gridP50Ms: Double?
+        package var gridP99Ms: Double?
+        package var gridMaxMs: Double?
+        package var gridSecondsAfterFileChosen: Double?
+        /// The same frames' errors moved by whole refreshes to the value nearest the line, p99: the best a choice
+        /// of refresh could do for them (at most half a refresh).
+        package var refreshFloorP99Ms: Double?
         /// Seeks while playing: the time from the group's restart at the new place to the page being within a
         /// frame of it (5 frames running), and from the command to that restart.
         package var seeks: Int?
@@ -36,15 +45,16 @@ package enum BrowserBench {
         package var seekLeadP50S: Double?
         package var afterSeekP99Ms: Double?
 
-        /// The report, with the targets (p99 within half a refresh, in sync ≤ 2 s after the file is chosen, within
-        /// a frame ≤ 0.3 s after the group restarts from a seek) met or missed.
+        /// The report, with the targets (p99 within half a refresh once on the grid, in sync ≤ 2 s after the file is
+        /// chosen, within a frame ≤ 0.3 s after the group restarts from a seek) met or missed.
         package func report(duration: Double) -> String {
             func ms(_ value: Double?) -> String { value.map { String(format: "%.1f ms", $0) } ?? "–" }
             func s(_ value: Double?) -> String { value.map { String(format: "%.2f s", $0) } ?? "–" }
             func met(_ ok: Bool) -> String { ok ? "met" : "missed" }
             let sync = syncSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never"
             let halfRefresh = (refreshMs ?? 1_000.0 / 60) / 2
-            let p99Met = (p99Ms ?? .infinity) <= halfRefresh
+            let p99Met = (gridP99Ms ?? .infinity) <= halfRefresh
+            let grid = gridSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never, for a page: its frames from in sync"
             let syncMet = (syncSecondsAfterFileChosen ?? .infinity) <= 2
             let seekMet = (seeksMissed ?? 1) == 0 && (seekSettleMaxS ?? .infinity) <= 0.3
             let every = (presentationStepMs ?? 0) / (refreshMs ?? 1)
@@ -52,8 +62,9 @@ package enum BrowserBench {
             return """
                 browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s
                 display: refresh \(ms(refreshMs)); the video's frames shown on \(shown) (\(ms(presentationStepMs)) steps)
-                render offset from the group: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)) (target ≤ half a refresh, \(ms(halfRefresh)): \(met(p99Met))), max \(ms(maxMs))
-                the floor those steps allow these pages (each frame's error moved by whole steps toward the line): p99 \(ms(floorP99Ms))
+                render offset from the group, from in sync: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)), max \(ms(maxMs))
+                once on the refresh grid (10 frames running within half a refresh; \(grid) after the file was chosen): p50 \(ms(gridP50Ms)), p99 \(ms(gridP99Ms)) (target ≤ half a refresh, \(ms(halfRefresh)): \(met(p99Met))), max \(ms(gridMaxMs))
+                the floor the refreshes allow those frames (each error moved by whole refreshes toward the line): p99 \(ms(refreshFloorP99Ms)); the floor of the browser's own phase (moved by whole steps, from in sync): p99 \(ms(floorP99Ms))
                 in sync after the file was chosen: \(sync) (target ≤ 2 s: \(met(syncMet)))
                 seeks while playing (\(seeks ?? 0), \(seeksMissed ?? 0) never within a frame): within a frame of the group \(s(seekSettleP50S)) p50, \(s(seekSettleMaxS)) max after it restarted (target ≤ 0.3 s: \(met(seekMet))); it restarted \(s(seekLeadP50S)) p50 after the command; offset from then p99 \(ms(afterSeekP99Ms))
                 command latency (host command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs))

@@ -2,12 +2,15 @@ extension WebPage {
     /// Which display refresh the page's frames land on. A browser shows each video frame on a refresh of the
     /// display, so a frame's error from the group's line can only be one of a set of values a step apart: a
     /// frame's worth of refreshes (Chromium shows a 30 fps video on every second refresh of a 60 Hz display, on a
-    /// phase of its own that the page cannot move, so its values are 33.3 ms apart; 60 fps media on the same
-    /// display can use every refresh, 16.7 ms). The best value is within half a step. The page holds any error
-    /// within half a step; past that it nudges the rate (2 % at least) until the frames land within half a step,
-    /// goes on for half a step more, which puts its media clock in the middle of that value's span so that the
-    /// browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media clock.
-    /// Pure (no clocks, no page): the checks drive it with made-up frames.
+    /// phase that it keeps through pauses and nudges of up to 15 %, so its values are 33.3 ms apart; 60 fps media
+    /// on the same display can use every refresh, 16.7 ms). The best value is within half a step. The page holds
+    /// any error within half a step; past that it nudges the rate (2 % at least) until the frames land within half
+    /// a step, goes on for half a step more, which puts its media clock in the middle of that value's span so that
+    /// the browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media
+    /// clock. Just after a start, where the frames land on every second refresh and the other phase has a value
+    /// nearer the line, it asks for that phase (`rephaseTarget`): Chromium gives up its cadence when the rate is
+    /// 25 % off for a third of a second, and takes it up again on the refreshes nearest where the media clock then
+    /// puts the frames. Pure (no clocks, no page): the checks drive it with made-up frames.
     static let gridScript = #"""
     "use strict";
 
@@ -23,6 +26,31 @@ extension WebPage {
       reset() {
         this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0; this.until = 0;
         this.moves = []; this.previous = null; this.heldSince = null; this.held = null;
+        this.startedAt = null; this.rephases = 0; this.count = 0;
+      }
+
+      /** After a change of phase (`rephaseTarget`): measure afresh, as part of the same start. */
+      rephased() {
+        const startedAt = this.startedAt, rephases = this.rephases;
+        this.reset(); this.startedAt = startedAt; this.rephases = rephases;
+      }
+
+      /** Within 2 s of a start, where the browser shows the frames on every second refresh, once the frames have
+       *  come for a fifth of a second (the start itself settles first) and the three latest agree on a value, and
+       *  no value of their phase is within half a refresh of the line: the value of the
+       *  other phase nearest the line (ns, within half a refresh), at most twice per start; else null. The page
+       *  then makes the browser give up its cadence and take it up again with its media clock that far from the
+       *  line. */
+      rephaseTarget(at) {
+        if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
+        if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;
+        if (this.count < GridFollower.REPHASE_FRAMES || this.recent.length < 3) return null;
+        const latest = this.recent.slice(-3), value = median(latest);
+        if (Math.max(...latest) - Math.min(...latest) > 2 * GridFollower.HYSTERESIS) return null;
+        const step = 2 * this.refresh, phase = value - Math.round(value / step) * step;
+        if (Math.abs(phase) <= this.refresh / 2 + GridFollower.HYSTERESIS) return null;
+        this.rephases += 1;
+        return phase - Math.sign(phase) * this.refresh;
       }
 
       /** What the page plays at while holding: the group's rate, trimmed by what the media clock was seen to drift
@@ -34,10 +62,12 @@ extension WebPage {
        *  fraction of the rate: 0.02 is 2 % faster) to play at from now on. */
       frame(error, at, rate = 1, frame = 0) {
         const previous = this.previous; this.previous = error;
+        if (this.startedAt === null) this.startedAt = at;
+        this.count += 1;
         // The step: a frame's worth of refreshes. Chromium shows a video on a cadence of refreshes per frame and
-        // keeps its phase (a 30 fps video on every second refresh of a 60 Hz display, with a phase of its own
-        // that a page cannot choose: rate nudges of 2–12 % and pauses did not move it, see docs/BENCHMARKS.md),
-        // so for video slower than the display the values a page can reach are a frame apart.
+        // keeps its phase (a 30 fps video on every second refresh of a 60 Hz display: rate nudges up to 15 % and
+        // pauses do not move it, see docs/BENCHMARKS.md), so for video slower than the display the values a page
+        // can reach by nudging are a frame apart; the other phase takes a change of phase (rephaseTarget).
         if (this.step === null && frame > 0) this.step = Math.max(1, Math.round(frame / this.refresh)) * this.refresh;
         const step = Math.max(this.refresh, this.step ?? 0), half = step / 2, near = half + GridFollower.HYSTERESIS;
         if (this.mode !== "hold" && previous !== null && Math.sign(previous) !== Math.sign(error)
@@ -99,6 +129,14 @@ extension WebPage {
     GridFollower.MOVES_BEFORE_CALM = 4;
     GridFollower.CALM_SPAN = 10e9;
     GridFollower.MAX_TRIM = 0.0015;
+    // Changing phase: within how long of a start, how often, the swing and how long each way at the least
+    // (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % held 300 ms each way).
+    GridFollower.REPHASE_WINDOW = 2e9;
+    GridFollower.REPHASE_FRAMES = 6;
+    GridFollower.MAX_REPHASES = 2;
+    GridFollower.REPHASE_SWING = 0.25;
+    GridFollower.REPHASE_LEG = 300e6;
+    GridFollower.REPHASE_LATENCY = 60e6;
 
     function median(values) {
       const sorted = values.slice().sort((a, b) => a - b);

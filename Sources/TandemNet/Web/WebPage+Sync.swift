@@ -13,7 +13,9 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0 };
-        this.startLatency = 60e6; this.measuringStart = false;
+        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null;
+        // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
+        this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
         this.grid = new GridFollower(1e9 / 60);
         measureRefresh((refresh) => { this.grid.refresh = refresh; });
@@ -68,7 +70,7 @@ extension WebPage {
         const token = this.token;
         this.video.pause();
         this.video.playbackRate = timeline.rate;
-        this.grid.reset();
+        this.grid.reset(); this.clockOffsets = []; this.rephasing = null; this.rephaseCheck = null;
         this.seek(itemTime, () => {
           if (token !== this.token) return;
           // play() takes a moment to present its first frame: start that much early (learned from past starts).
@@ -116,9 +118,13 @@ extension WebPage {
           this.frames += 1;
           this.recent.push(Math.abs(error)); if (this.recent.length > 2000) this.recent.shift();
           // Also the frame's media time: a benchmark maps the display time to the system clock itself.
-          this.trace.push([displayedAtLocal, error, mediaTime]); if (this.trace.length > 20000) this.trace.shift();
+          this.trace.push([displayedAtLocal, error, mediaTime, this.clockOffsets[this.clockOffsets.length - 1] ?? null, this.video.playbackRate]); if (this.trace.length > 20000) this.trace.shift();
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
+          // Changing the phase of the refreshes: the rate is the swing's until it is done.
+          if (this.rephasing) { this.rephaseStep(t, displayedAtLocal); return; }
           const nudged = frame === null ? null : this.grid.frame(error, displayedAtLocal, t.rate, frame / t.rate);
+          const target = frame === null ? null : this.grid.rephaseTarget(displayedAtLocal);
+          if (target !== null && this.rephase(t, target)) return;
           if (this.errors.length < 6) { if (nudged !== null) this.setNudge(t, nudged); return; }
           const median = this.errors.slice().sort((a, b) => a - b)[3];
           this.lastError = median; this.lastErrorAt = localNanos();
@@ -140,6 +146,7 @@ extension WebPage {
         };
         if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
           const onFrame = (now, meta) => {
+            this.sampleClock();
             measure(Math.round(meta.expectedDisplayTime * 1e6), meta.mediaTime, frameDuration(meta));
             this.video.requestVideoFrameCallback(onFrame);
           };
@@ -147,6 +154,81 @@ extension WebPage {
         }
         // Audio has no frames to watch: its position is read ten times a second instead.
         setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
+      }
+
+      /** Reads where the media clock is against the line (ns, positive: ahead), keeping the last few readings
+       *  (one per frame). Where the browser keeps no cadence a frame shows on the refresh nearest the time this
+       *  clock reaches it, so this is where a new phase puts the frames. */
+      sampleClock() {
+        const t = this.timeline;
+        if (!t || statusOf(t) !== "playing" || this.video.paused || !this.wire.synchronised) return;
+        const position = this.video.currentTime * 1e9, at = localNanos();
+        this.clockOffsets.push(position - this.expected(this.wire.sessionTime(at)));
+        if (this.clockOffsets.length > 5) this.clockOffsets.shift();
+        // After a swing, where the media clock came to rest against where it was to: the next swing ends that
+        // much earlier (past it) or later (short of it); Chromium's clock follows a new rate 50–100 ms late.
+        const check = this.rephaseCheck;
+        if (check && check.token === this.token && this.clockOffsets.length === 5) {
+          const short = check.direction * (median(this.clockOffsets) - check.target);
+          this.rephaseLead = Math.max(0, Math.min(40e6, this.rephaseLead - short));
+          this.rephaseCheck = null;
+        } else if (check && check.token !== this.token) this.rephaseCheck = null;
+        if (this.rephasing) this.rephasing.readings.push([at, this.clockOffsets[this.clockOffsets.length - 1]]);
+      }
+
+      /** Moves the frames to the other phase of the refreshes (GridFollower.rephaseTarget): 25 % toward `target`
+       *  (ns from the line) for a third of a second and until the media clock is as far past it as the way back
+       *  takes, then 25 % the other way until the clock is there, so that Chromium gives up its cadence; then the
+       *  group's rate, where Chromium takes up its cadence again on the refreshes the frames then fall on. Steered
+       *  by the media clock's readings, frame by frame (it follows a new rate late and unevenly). True when under
+       *  way. */
+      rephase(timeline, target) {
+        if (this.clockOffsets.length < 3) return false;
+        const offset = median(this.clockOffsets);
+        if (Math.abs(target - offset) > 2 * this.grid.step) return false;
+        const direction = target >= offset ? 1 : -1, at = localNanos();
+        this.rephasing = { target, direction, stage: 1, since: at, began: at, readings: [], ending: false };
+        this.corrections.rephases = (this.corrections.rephases ?? 0) + 1;
+        this.video.playbackRate = timeline.rate * (1 + direction * GridFollower.REPHASE_SWING);
+        return true;
+      }
+
+      /** A frame during a change of phase: the next part of the swing, or its end, timed between frames from the
+       *  media clock's readings of this part, each carried to now at the swing's rate, taking their median (single
+       *  readings jump by up to 20 ms). */
+      rephaseStep(timeline, at) {
+        const r = this.rephasing, swing = GridFollower.REPHASE_SWING * timeline.rate, leg = GridFollower.REPHASE_LEG;
+        // The media clock goes on at the old rate for a while after a change (about 60 ms in Chromium): end a
+        // part that much early.
+        const lead = r.stage === 1 ? swing * GridFollower.REPHASE_LATENCY : this.rephaseLead;
+        const readings = r.readings.filter(([t]) => t >= r.since + GridFollower.REPHASE_LATENCY);
+        if (r.ending || at - r.began > 3 * leg + 1e9) { if (!r.ending) this.rephaseDone(timeline); return; }
+        if (at - r.since < (r.stage === 1 ? leg : leg / 2) || readings.length < 4) return;
+        const now = localNanos(), slope = (r.stage === 1 ? 1 : -1) * r.direction * swing;
+        const where = median(readings.slice(-5).map(([t, y]) => y + slope * (now - t)));
+        const past = r.direction * (where - r.target);
+        // Where each part ends: the way back's length past the target, then the target itself.
+        const wait = r.stage === 1 ? (swing * leg - lead - past) / swing : (past - lead) / swing;
+        if (wait > 40e6) return;
+        const token = this.token, stage = r.stage;
+        const next = () => {
+          if (token !== this.token || this.rephasing !== r || r.stage !== stage) return;
+          if (stage === 1) {
+            r.stage = 2; r.since = localNanos();
+            this.video.playbackRate = timeline.rate * (1 - r.direction * GridFollower.REPHASE_SWING);
+          } else {
+            this.rephaseDone(timeline);
+          }
+        };
+        if (wait <= 0) next(); else { if (stage === 2) r.ending = true; setTimeout(next, wait / 1e6); }
+      }
+
+      rephaseDone(timeline) {
+        const r = this.rephasing;
+        if (r && r.stage === 2) this.rephaseCheck = { target: r.target, direction: r.direction, token: this.token };
+        this.rephasing = null; this.errors = []; this.clockOffsets = [];
+        this.grid.rephased();
+        this.setNudge(timeline, this.grid.holding());
       }
 
       /** Plays at the group's rate nudged by `nudge` (a fraction); true when that changed the rate. */
@@ -179,7 +261,8 @@ extension WebPage {
         const sorted = this.recent.slice().sort((a, b) => a - b);
         const at = (q) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
         return { frames: this.frames, p50: at(0.5), p99: at(0.99), max: sorted.length ? sorted[sorted.length - 1] : null,
-                 last: this.lastError ?? null, nudges: this.corrections.nudges, seeks: this.corrections.seeks };
+                 last: this.lastError ?? null, nudges: this.corrections.nudges, seeks: this.corrections.seeks,
+                 rephases: this.corrections.rephases ?? 0 };
       }
     }
 
