@@ -26,31 +26,35 @@ extension WebPage {
       reset() {
         this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0; this.until = 0;
         this.moves = []; this.previous = null; this.heldSince = null; this.held = null;
-        this.startedAt = null; this.rephases = 0; this.count = 0;
+        this.startedAt = null; this.rephases = 0; this.count = 0; this.settling = 0;
       }
 
-      /** After a change of phase (`rephaseTarget`): measure afresh, as part of the same start. */
+      /** After a change of phase (`rephaseTarget`): measure afresh, as part of the same start, and leave the
+       *  frames alone while Chromium takes up its cadence (its first frames can land a refresh either way). */
       rephased() {
         const startedAt = this.startedAt, rephases = this.rephases;
         this.reset(); this.startedAt = startedAt; this.rephases = rephases;
+        this.settling = GridFollower.SETTLE_FRAMES;
       }
 
-      /** Within 2 s of a start, where the browser shows the frames on every second refresh, once the frames have
-       *  come for a fifth of a second (the start itself settles first) and the three latest agree on a value, and
-       *  no value of their phase is within half a refresh of the line: the value of the
+      /** Within 3 s of a start, where the browser shows the frames on every second refresh, once the frames have
+       *  come for a fifth of a second (the start itself settles first) and are held on the value of their phase
+       *  nearest the line (nudges get them there first), the three latest agreeing, and that value is more than
+       *  half a refresh from the line: the value of the
        *  other phase nearest the line (ns, within half a refresh), at most twice per start; else null. The page
        *  then makes the browser give up its cadence and take it up again with its media clock that far from the
        *  line. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
         if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;
-        if (this.count < GridFollower.REPHASE_FRAMES || this.recent.length < 3) return null;
+        if (this.mode !== "hold" || this.settling > 0 || this.count < GridFollower.REPHASE_FRAMES) return null;
+        if (this.recent.length < 3) return null;
         const latest = this.recent.slice(-3), value = median(latest);
         if (Math.max(...latest) - Math.min(...latest) > 2 * GridFollower.HYSTERESIS) return null;
-        const step = 2 * this.refresh, phase = value - Math.round(value / step) * step;
-        if (Math.abs(phase) <= this.refresh / 2 + GridFollower.HYSTERESIS) return null;
+        if (Math.abs(value) > this.step / 2 + GridFollower.HYSTERESIS) return null;
+        if (Math.abs(value) <= this.refresh / 2 + GridFollower.HYSTERESIS) return null;
         this.rephases += 1;
-        return phase - Math.sign(phase) * this.refresh;
+        return value - Math.sign(value) * this.refresh;
       }
 
       /** What the page plays at while holding: the group's rate, trimmed by what the media clock was seen to drift
@@ -77,6 +81,7 @@ extension WebPage {
           return this.trim;
         }
         this.recent.push(error); if (this.recent.length > 5) this.recent.shift();
+        if (this.settling > 0) { this.settling -= 1; return this.trim; }
         const m3 = median(this.recent.slice(-3));
         if (this.mode === "hold") {
           if (this.recent.length < 3) return this.trim;
@@ -129,10 +134,12 @@ extension WebPage {
     GridFollower.MOVES_BEFORE_CALM = 4;
     GridFollower.CALM_SPAN = 10e9;
     GridFollower.MAX_TRIM = 0.0015;
-    // Changing phase: within how long of a start, how often, the swing and how long each way at the least
-    // (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % held 300 ms each way).
-    GridFollower.REPHASE_WINDOW = 2e9;
+    // Changing phase: within how long of a start, after how many frames, how often, the swing and how long each
+    // way at the least (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % held 300 ms
+    // each way), and how long its media clock goes on at the old rate after a change.
+    GridFollower.REPHASE_WINDOW = 3e9;
     GridFollower.REPHASE_FRAMES = 6;
+    GridFollower.SETTLE_FRAMES = 15;
     GridFollower.MAX_REPHASES = 2;
     GridFollower.REPHASE_SWING = 0.25;
     GridFollower.REPHASE_LEG = 300e6;

@@ -12,7 +12,7 @@ extension WebPage {
       constructor(video, wire, events) {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
-        this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0 };
+        this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
         this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null;
         // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
         this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
@@ -117,8 +117,11 @@ extension WebPage {
           const error = mediaTime * 1e9 - this.expected(session);
           this.frames += 1;
           this.recent.push(Math.abs(error)); if (this.recent.length > 2000) this.recent.shift();
-          // Also the frame's media time: a benchmark maps the display time to the system clock itself.
-          this.trace.push([displayedAtLocal, error, mediaTime, this.clockOffsets[this.clockOffsets.length - 1] ?? null, this.video.playbackRate]); if (this.trace.length > 20000) this.trace.shift();
+          // Also the frame's media time (a benchmark maps the display time to the system clock itself), the media
+          // clock's latest offset and the rate.
+          this.trace.push([displayedAtLocal, error, mediaTime, this.clockOffsets[this.clockOffsets.length - 1] ?? null,
+                           this.video.playbackRate]);
+          if (this.trace.length > 20000) this.trace.shift();
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
           // Changing the phase of the refreshes: the rate is the swing's until it is done.
           if (this.rephasing) { this.rephaseStep(t, displayedAtLocal); return; }
@@ -188,7 +191,7 @@ extension WebPage {
         if (Math.abs(target - offset) > 2 * this.grid.step) return false;
         const direction = target >= offset ? 1 : -1, at = localNanos();
         this.rephasing = { target, direction, stage: 1, since: at, began: at, readings: [], ending: false };
-        this.corrections.rephases = (this.corrections.rephases ?? 0) + 1;
+        this.corrections.rephases += 1;
         this.video.playbackRate = timeline.rate * (1 + direction * GridFollower.REPHASE_SWING);
         return true;
       }
@@ -262,7 +265,7 @@ extension WebPage {
         const at = (q) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
         return { frames: this.frames, p50: at(0.5), p99: at(0.99), max: sorted.length ? sorted[sorted.length - 1] : null,
                  last: this.lastError ?? null, nudges: this.corrections.nudges, seeks: this.corrections.seeks,
-                 rephases: this.corrections.rephases ?? 0 };
+                 rephases: this.corrections.rephases };
       }
     }
 
