@@ -119,9 +119,10 @@ def bench(tandem, media, seconds, pages):
     """`--bench SECONDS PAGES`: PAGES pages beside the native host. For each, the time from choosing the file (the
     host presses play at once; the group waits for every page) to the page being in sync (|error| under 20 ms for
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
-    render to within a millisecond, for SECONDS; then seeks while playing, and for each the time from the group's
-    restart to the page being within one frame of it (5 frames in a row); then the command latency. Every offset
-    is ground truth: the frame's display time on the system clock against the group's line there."""
+    render to within a millisecond, for SECONDS (from in sync, and from the page being on the refresh grid); then
+    seeks while playing, and for each the time from the group's restart to the page being within one frame of it (5
+    frames in a row); then the command latency. Every offset is ground truth: the frame's display time on the system
+    clock against the group's line there."""
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
     seen, latencies, refresh, seeks, raws = [], [], [], [], []
@@ -233,7 +234,8 @@ def bench(tandem, media, seconds, pages):
     if os.environ.get("TANDEM_TRACE_FILE"):
         # Per page: when the file was chosen (local ns), and every measured frame of the steady part as [display
         # time (local ns), signed error from the group's line on the system clock (ns, positive: ahead), the
-        # page's own estimate, display time (session ns)].
+        # page's own estimate, display time (session ns)]; and in FILE.raw each page's own trace as it kept it:
+        # [display time (local ns), its error, media time (s), its media clock's offset (ns), its rate] per frame.
         with open(os.environ["TANDEM_TRACE_FILE"] + ".raw", "w") as out:
             json.dump(raws, out)
         with open(os.environ["TANDEM_TRACE_FILE"], "w") as out:

@@ -54,7 +54,8 @@ package enum BrowserBench {
             let sync = syncSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never"
             let halfRefresh = (refreshMs ?? 1_000.0 / 60) / 2
             let p99Met = (gridP99Ms ?? .infinity) <= halfRefresh
-            let grid = gridSecondsAfterFileChosen.map { String(format: "%.2f s", $0) } ?? "never, for a page: its frames from in sync"
+            let grid = gridSecondsAfterFileChosen.map { String(format: "%.2f s", $0) }
+                ?? "never, for a page: its frames from in sync"
             let syncMet = (syncSecondsAfterFileChosen ?? .infinity) <= 2
             let seekMet = (seeksMissed ?? 1) == 0 && (seekSettleMaxS ?? .infinity) <= 0.3
             let every = (presentationStepMs ?? 0) / (refreshMs ?? 1)

@@ -40,10 +40,9 @@ extension WebPage {
       /** Within 3 s of a start, where the browser shows the frames on every second refresh, once the frames have
        *  come for a fifth of a second (the start itself settles first) and are held on the value of their phase
        *  nearest the line (nudges get them there first), the three latest agreeing, and that value is more than
-       *  half a refresh from the line: the value of the
-       *  other phase nearest the line (ns, within half a refresh), at most twice per start; else null. The page
-       *  then makes the browser give up its cadence and take it up again with its media clock that far from the
-       *  line. */
+       *  half a refresh from the line: the value of the other phase nearest the line (ns, within half a refresh),
+       *  at most twice per start; else null. The page then makes the browser give up its cadence and take it up
+       *  again with its media clock that far from the line. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
         if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;

@@ -125,19 +125,13 @@ extension WebPage {
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
           // Changing the phase of the refreshes: the rate is the swing's until it is done.
           if (this.rephasing) { this.rephaseStep(t, displayedAtLocal); return; }
+          if (this.measuringStart && this.errors.length >= 6) this.learnStartLatency();
           const nudged = frame === null ? null : this.grid.frame(error, displayedAtLocal, t.rate, frame / t.rate);
           const target = frame === null ? null : this.grid.rephaseTarget(displayedAtLocal);
           if (target !== null && this.rephase(t, target)) return;
           if (this.errors.length < 6) { if (nudged !== null) this.setNudge(t, nudged); return; }
           const median = this.errors.slice().sort((a, b) => a - b)[3];
           this.lastError = median; this.lastErrorAt = localNanos();
-          if (this.measuringStart) {
-            // The first frames after a start: behind by e means play() needed e longer than assumed.
-            this.measuringStart = false;
-            if (Math.abs(median) < SEEK_THRESHOLD) {
-              this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - median * 0.7));
-            }
-          }
           if (Math.abs(median) > SEEK_THRESHOLD) {
             this.corrections.seeks += 1; this.token += 1; clearTimeout(this.timer); this.errors = [];
             return this.schedule(t);
@@ -159,6 +153,18 @@ extension WebPage {
         setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
       }
 
+      /** The first frames after a start: behind by e means play() needed e longer than assumed. Where the frames
+       *  come with media clock readings, those say it: the frames' own errors also carry where the browser's
+       *  phase of the refreshes put them, up to half a frame either way. */
+      learnStartLatency() {
+        this.measuringStart = false;
+        const offsets = this.clockOffsets.slice(-4);
+        const late = offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3];
+        if (Math.abs(late) < SEEK_THRESHOLD) {
+          this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - late * 0.7));
+        }
+      }
+
       /** Reads where the media clock is against the line (ns, positive: ahead), keeping the last few readings
        *  (one per frame). Where the browser keeps no cadence a frame shows on the refresh nearest the time this
        *  clock reaches it, so this is where a new phase puts the frames. */
@@ -168,31 +174,33 @@ extension WebPage {
         const position = this.video.currentTime * 1e9, at = localNanos();
         this.clockOffsets.push(position - this.expected(this.wire.sessionTime(at)));
         if (this.clockOffsets.length > 5) this.clockOffsets.shift();
-        // After a swing, where the media clock came to rest against where it was to: the next swing ends that
-        // much earlier (past it) or later (short of it); Chromium's clock follows a new rate 50–100 ms late.
+        // After a swing, where the media clock came to rest against where it was to: the next swing ends half
+        // that much earlier (past it) or later (short of it); Chromium's clock follows a new rate 50–100 ms late,
+        // not the same each time.
         const check = this.rephaseCheck;
         if (check && check.token === this.token && this.clockOffsets.length === 5) {
-          const short = check.direction * (median(this.clockOffsets) - check.target);
-          this.rephaseLead = Math.max(0, Math.min(40e6, this.rephaseLead - short));
+          const short = median(this.clockOffsets) - check.target;
+          this.rephaseLead = Math.max(0, Math.min(40e6, this.rephaseLead - short / 2));
           this.rephaseCheck = null;
         } else if (check && check.token !== this.token) this.rephaseCheck = null;
         if (this.rephasing) this.rephasing.readings.push([at, this.clockOffsets[this.clockOffsets.length - 1]]);
       }
 
-      /** Moves the frames to the other phase of the refreshes (GridFollower.rephaseTarget): 25 % toward `target`
-       *  (ns from the line) for a third of a second and until the media clock is as far past it as the way back
-       *  takes, then 25 % the other way until the clock is there, so that Chromium gives up its cadence; then the
-       *  group's rate, where Chromium takes up its cadence again on the refreshes the frames then fall on. Steered
-       *  by the media clock's readings, frame by frame (it follows a new rate late and unevenly). True when under
-       *  way. */
+      /** Moves the frames to the other phase of the refreshes (GridFollower.rephaseTarget): 25 % fast for a third
+       *  of a second and until the media clock is past `target` (ns from the line) by as much as that, then 25 %
+       *  slow until the clock is there; then the group's rate, where Chromium takes up its cadence again on the
+       *  refreshes the frames then fall on. Fast first, whichever way the target is: Chromium gives up its cadence
+       *  for a video played faster than its refreshes can show at that cadence, and kept it through 330 ms at 75 %.
+       *  Steered by the media clock's readings, frame by frame (it follows a new rate late and unevenly). True when
+       *  under way. */
       rephase(timeline, target) {
         if (this.clockOffsets.length < 3) return false;
         const offset = median(this.clockOffsets);
         if (Math.abs(target - offset) > 2 * this.grid.step) return false;
-        const direction = target >= offset ? 1 : -1, at = localNanos();
-        this.rephasing = { target, direction, stage: 1, since: at, began: at, readings: [], ending: false };
+        const at = localNanos();
+        this.rephasing = { target, stage: 1, since: at, began: at, readings: [], ending: false };
         this.corrections.rephases += 1;
-        this.video.playbackRate = timeline.rate * (1 + direction * GridFollower.REPHASE_SWING);
+        this.video.playbackRate = timeline.rate * (1 + GridFollower.REPHASE_SWING);
         return true;
       }
 
@@ -202,15 +210,16 @@ extension WebPage {
       rephaseStep(timeline, at) {
         const r = this.rephasing, swing = GridFollower.REPHASE_SWING * timeline.rate, leg = GridFollower.REPHASE_LEG;
         // The media clock goes on at the old rate for a while after a change (about 60 ms in Chromium): end a
-        // part that much early.
+        // part that much early (the way back by what earlier swings showed).
         const lead = r.stage === 1 ? swing * GridFollower.REPHASE_LATENCY : this.rephaseLead;
         const readings = r.readings.filter(([t]) => t >= r.since + GridFollower.REPHASE_LATENCY);
         if (r.ending || at - r.began > 3 * leg + 1e9) { if (!r.ending) this.rephaseDone(timeline); return; }
         if (at - r.since < (r.stage === 1 ? leg : leg / 2) || readings.length < 4) return;
-        const now = localNanos(), slope = (r.stage === 1 ? 1 : -1) * r.direction * swing;
+        const now = localNanos(), slope = (r.stage === 1 ? 1 : -1) * swing;
         const where = median(readings.slice(-5).map(([t, y]) => y + slope * (now - t)));
-        const past = r.direction * (where - r.target);
-        // Where each part ends: the way back's length past the target, then the target itself.
+        const past = where - r.target;
+        // Where each part ends: the way back's length past the target (already there where the target was behind
+        // the clock), then the target itself.
         const wait = r.stage === 1 ? (swing * leg - lead - past) / swing : (past - lead) / swing;
         if (wait > 40e6) return;
         const token = this.token, stage = r.stage;
@@ -218,7 +227,7 @@ extension WebPage {
           if (token !== this.token || this.rephasing !== r || r.stage !== stage) return;
           if (stage === 1) {
             r.stage = 2; r.since = localNanos();
-            this.video.playbackRate = timeline.rate * (1 - r.direction * GridFollower.REPHASE_SWING);
+            this.video.playbackRate = timeline.rate * (1 - GridFollower.REPHASE_SWING);
           } else {
             this.rephaseDone(timeline);
           }
@@ -228,7 +237,7 @@ extension WebPage {
 
       rephaseDone(timeline) {
         const r = this.rephasing;
-        if (r && r.stage === 2) this.rephaseCheck = { target: r.target, direction: r.direction, token: this.token };
+        if (r && r.stage === 2) this.rephaseCheck = { target: r.target, token: this.token };
         this.rephasing = null; this.errors = []; this.clockOffsets = [];
         this.grid.rephased();
         this.setNudge(timeline, this.grid.holding());
