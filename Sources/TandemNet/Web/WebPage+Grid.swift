@@ -8,9 +8,9 @@ extension WebPage {
     /// a step, goes on for half a step more, which puts its media clock in the middle of that value's span so that
     /// the browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media
     /// clock. Just after a start, where the frames land on every second refresh and the other phase has a value
-    /// nearer the line, it asks for that phase (`rephaseTarget`): Chromium gives up its cadence when the rate is
-    /// 25 % off for a third of a second, and takes it up again on the refreshes nearest where the media clock then
-    /// puts the frames. Pure (no clocks, no page): the checks drive it with made-up frames.
+    /// nearer the line, it asks for that phase (`rephaseTarget`): Chromium gives up its cadence when the video
+    /// plays 25 % fast for a third of a second, and takes it up again on the refreshes nearest where the media
+    /// clock then puts the frames. Pure (no clocks, no page): the checks drive it with made-up frames.
     static let gridScript = #"""
     "use strict";
 
@@ -134,8 +134,8 @@ extension WebPage {
     GridFollower.CALM_SPAN = 10e9;
     GridFollower.MAX_TRIM = 0.0015;
     // Changing phase: within how long of a start, after how many frames, how often, the swing and how long each
-    // way at the least (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % held 300 ms
-    // each way), and how long its media clock goes on at the old rate after a change.
+    // way at the least (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % fast for
+    // 300 ms and more, then as long slow), and how long its media clock goes on at the old rate after a change.
     GridFollower.REPHASE_WINDOW = 3e9;
     GridFollower.REPHASE_FRAMES = 6;
     GridFollower.SETTLE_FRAMES = 15;
