@@ -29,6 +29,8 @@ package struct SyncBench {
         package var prepareRounds = false
         /// `AuthorityConfiguration.startMargin`, when not the default.
         package var startMargin: TimeSpan?
+        /// Peers take their timelines over TCP only, without the datagram copies: to compare.
+        package var timelinesOverTCPOnly = false
 
         package init(peers: Int = 4, link: String = "loopback", duration: Double = 120, policy: SyncPolicy = .tandem,
                      seed: UInt64 = 1, maxClockOffset: Double = 10, maxDriftPPM: Double = 200, file: String = "",
@@ -50,7 +52,7 @@ package struct SyncBench {
 
         private enum CodingKeys: String, CodingKey {
             case peers, link, duration, policy, seed, maxClockOffset, maxDriftPPM, file, preciseWait, rateInPlace,
-                 prepareRounds, startMargin
+                 prepareRounds, startMargin, timelinesOverTCPOnly
         }
 
         package init(from decoder: any Decoder) throws {
@@ -63,6 +65,7 @@ package struct SyncBench {
                       rateInPlace: try c.decodeIfPresent(Bool.self, forKey: .rateInPlace) ?? true,
                       prepareRounds: try c.decodeIfPresent(Bool.self, forKey: .prepareRounds) ?? false,
                       startMargin: try c.decodeIfPresent(TimeSpan.self, forKey: .startMargin))
+            timelinesOverTCPOnly = try c.decodeIfPresent(Bool.self, forKey: .timelinesOverTCPOnly) ?? false
         }
     }
 
@@ -299,7 +302,9 @@ private struct PeerSetups {
         var player = GStreamerPlayer.Configuration.headless
         player.preciseWait = configuration.preciseWait
         player.changesRateInPlace = configuration.rateInPlace
-        return Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,
-                                  impairment: link, player: player, policy: configuration.policy)
+        var setup = Ensemble.PeerSetup(name: name, loadDelay: loadDelay, clockOffset: offset, clockDriftPPM: drift,
+                                       impairment: link, player: player, policy: configuration.policy)
+        setup.timelinesOverTCPOnly = configuration.timelinesOverTCPOnly
+        return setup
     }
 }

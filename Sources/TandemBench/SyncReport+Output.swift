@@ -36,6 +36,7 @@ extension SyncBench.Configuration {
         if preciseWait != .zero { command += " --precise-wait \(String(format: "%g", Double(preciseWait.nanoseconds) / 1e3))" }
         if !rateInPlace { command += " --rate-fallback" }
         if prepareRounds { command += " --prepare-rounds" }
+        if timelinesOverTCPOnly { command += " --timelines-over-tcp" }
         if let startMargin { command += " --start-margin \(String(format: "%g", Double(startMargin.nanoseconds) / 1e6))" }
         return command
     }

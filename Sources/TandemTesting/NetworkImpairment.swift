@@ -108,10 +108,13 @@ final class NetworkImpairmentHandler: ChannelDuplexHandler {
 extension TandemClient.Options {
     /// Puts a simulated network path between the client and the server: whole frames are delayed (or held back by a
     /// loss) on their way in each direction; arrival times are taken on this side of the path. The path is the TCP
-    /// connection's, so clock probes stay on it (not on UDP, which would bypass it): clock sync runs over the
-    /// simulated path.
+    /// connection's, so clock probes stay on it (a datagram's kernel receive stamp would be taken before its simulated
+    /// delay): clock sync runs over the simulated path. Datagrams (unreliable messages, copies of timelines) cross
+    /// the same path, each delayed on its own, and a lost one is gone.
     public mutating func impair(with impairment: any NetworkImpairment) {
         transportHandlers = { [NetworkImpairmentHandler(impairment: impairment)] }
         clockProbesOverDatagrams = false
+        // Datagrams cross the same path: each its own delay, and a lost one is gone (no retransmission).
+        datagramDelays = { toServer in toServer ? impairment.nextUpDelay() : impairment.nextDownDelay() }
     }
 }

@@ -73,6 +73,13 @@ struct ProcessBenchPartsTests {
         #expect(plain.transportHandlers == nil)
         let wan = try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "wan:7"])
         #expect(wan.transportHandlers != nil && wan.clockProbesOverDatagrams == false)
+        // Datagrams cross the same simulated path, and timelines come as datagrams too unless told otherwise.
+        #expect(wan.datagramDelays != nil && wan.timelinesOverDatagrams)
+        let tcpOnly = try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "wan:7:tcp-timelines"])
+        #expect(tcpOnly.transportHandlers != nil && !tcpOnly.timelinesOverDatagrams)
+        #expect { try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "wan:7:fast"]) } throws: {
+            "\($0)".contains("the only word after the seed is tcp-timelines")
+        }
         #expect(try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "loopback"]).transportHandlers == nil)
         #expect { try BenchLink.applying(to: .init(), environment: [BenchLink.variable: "moon"]) } throws: {
             "\($0)".contains("no such link profile; use one of loopback, lan, wan")

@@ -20,6 +20,8 @@ package final class Ensemble: Sendable {
         package var clockDriftPPM: Double = 0
         /// A simulated network path to the server, or nil for plain loopback.
         package var impairment: (any NetworkImpairment)?
+        /// Timelines over TCP only (`TandemClient.Options.timelinesOverDatagrams` off): to compare.
+        package var timelinesOverTCPOnly = false
         package var player: GStreamerPlayer.Configuration = .headless
         package var coordinator: PlaybackCoordinator.Configuration = .init()
         /// Which rules drive the peer: Tandem's coordinator, or a baseline's.
@@ -136,6 +138,7 @@ package final class Ensemble: Sendable {
         var options = TandemClient.Options()
         options.clock = skewed
         if let impairment = setup.impairment { options.impair(with: impairment) }
+        options.timelinesOverDatagrams = !setup.timelinesOverTCPOnly
         options.asHost = members.withLock { $0.isEmpty }
         var invite = self.invite
         if let port = setup.port { invite.port = port }

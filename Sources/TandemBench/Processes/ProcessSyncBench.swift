@@ -22,6 +22,8 @@ package enum ProcessSyncBench {
         package var seed: UInt64 = 1
         /// Largest shift of a peer's clock (whole seconds).
         package var maxClockShift = 10
+        /// Joiners take their timelines over TCP only, without the datagram copies: to compare.
+        package var timelinesOverTCPOnly = false
         package var file: String
 
         package init(file: String) { self.file = file }
@@ -142,7 +144,8 @@ package enum ProcessSyncBench {
                 name: names[index], arguments: ["join", configuration.file, "--headless", "--json", "--name", names[index]],
                 placement: .init(namespace: namespace(node), clockShiftSeconds: peerShift),
                 environment: ["TANDEM_INVITE": invite,
-                              BenchLink.variable: "\(configuration.link):\(configuration.seed &* 1_000_003 &+ UInt64(index))"],
+                              BenchLink.variable: "\(configuration.link):\(configuration.seed &* 1_000_003 &+ UInt64(index))"
+                                  + (configuration.timelinesOverTCPOnly ? ":\(BenchLink.tcpTimelines)" : "")],
                 renderLog: directory.appendingPathComponent("\(names[index]).log").path)
             peers.append(joiner)
             described.append(.init(name: names[index], where_: lab ? node : "loopback", clockShiftSeconds: peerShift, frames: 0))

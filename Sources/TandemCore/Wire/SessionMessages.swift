@@ -50,6 +50,10 @@ public struct TimelineRequest: Hashable, Sendable, Codable {
     public var basedOnGeneration: UInt64
     /// Session time at which the requester made the request (its own estimate), for latency figures.
     public var requestedAtSessionTime: SessionInstant
+    /// Set by a connection that sends the request twice, over its stream and as a datagram (a number it gives each
+    /// such request, from 1 up): the authority's side acts on whichever copy comes first, once. Absent on the wire
+    /// otherwise.
+    public var copy: UInt64?
 
     public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: SessionInstant) {
         self.requestID = requestID

@@ -182,6 +182,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             heartbeatTimeout = TimeSpan(nanoseconds: Int64(accepted.heartbeatTimeoutMs) * 1_000_000)
             datagramChannel = accepted.datagramChannel
             shared.linkReportFrames.store(accepted.linkReportFrames ?? false, ordering: .relaxed)
+            shared.serverTakesRequestCopies.store(accepted.timelineCopies ?? false, ordering: .relaxed)
             startHeartbeat(context: context,
                            interval: TimeSpan(nanoseconds: Int64(accepted.heartbeatIntervalMs) * 1_000_000))
             state = .awaitingWelcome
@@ -222,6 +223,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
                     }
                 }
                 joined = true
+                shared.timelineCopies.withLock { $0.reset(to: snapshot.timeline) }
                 welcomePromise.succeed(snapshot)
                 startClockSync(context: context)
                 startDatagrams(context: context)
@@ -230,6 +232,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
                 if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
                     tap.handler(app, frame.receivedAt)
                     return
+                }
+                if case .timeline(let timeline) = message {
+                    // Passed on unless its datagram copy came first.
+                    return shared.deliver(timeline, viaDatagram: false)
                 }
                 deliver(checked(message))
             default:
@@ -330,6 +336,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
         }, clockPong: { sequence, sample in
             // The UDP socket shares this channel's event loop.
             eventLoop.execute { bound.value.clockPongArrived(sequence: sequence, sample, viaDatagram: true) }
+        }, deliverTimeline: { timeline in
+            shared.deliver(timeline, viaDatagram: true)
         }).whenComplete { result in
             switch result {
             case .success(let link):

@@ -38,6 +38,12 @@ public struct DatagramStatus: Sendable, Hashable {
     public var clockPongsReceived = 0
     /// Of those answers, the ones whose arrival is the kernel's stamp rather than the event loop's reading.
     public var clockPongsKernelStamped = 0
+    /// Copies of timelines received as datagrams (the server sends each timeline over TCP as well), and how many of
+    /// them were acted on because they came first; the rest were left for the TCP copy (`TimelineCopies`).
+    public var timelinesReceived = 0
+    public var timelinesTaken = 0
+    /// Timeline requests sent as datagrams too (beside their TCP frames, to a server that takes them).
+    public var requestsSent = 0
 
     /// Where the clock answers' arrival times come from: `kernel` once any answer was kernel-stamped, `user`
     /// otherwise (no stamps on this system, or a clock other than CLOCK_MONOTONIC).
@@ -75,11 +81,22 @@ final class ClientDatagramLink: @unchecked Sendable {
     private let deliver: @Sendable (ServerMessage, LocalInstant) -> Void
     /// Where the answer to a clock probe goes (its sequence and the sample), on the link's event loop.
     private let clockPong: @Sendable (UInt32, ClockSample) -> Void
+    /// Where a timeline's datagram copy goes (`ClientShared.deliver(_:viaDatagram:)` decides whether it is acted on).
+    private let deliverTimeline: @Sendable (Timeline) -> Void
+    /// Whether the hellos ask for copies of timelines (`TandemClient.Options.timelinesOverDatagrams`).
+    private let wantsTimelines: Bool
+    /// The simulated path datagrams cross, if any (`TandemClient.Options.datagramDelays`).
+    private let delays: (@Sendable (_ toServer: Bool) -> Int64?)?
 
     private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
                  clock: any MonotonicClock, ackTimeout: TimeSpan, helloInterval: TimeSpan,
                  deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
-                 clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void) {
+                 clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void,
+                 deliverTimeline: @escaping @Sendable (Timeline) -> Void, wantsTimelines: Bool,
+                 delays: (@Sendable (_ toServer: Bool) -> Int64?)?) {
+        self.deliverTimeline = deliverTimeline
+        self.wantsTimelines = wantsTimelines
+        self.delays = delays
         self.channel = channel
         self.server = server
         self.id = id
@@ -97,9 +114,10 @@ final class ClientDatagramLink: @unchecked Sendable {
     static func start(server: SocketAddress, id: UInt64, key: SymmetricKey, options: TandemClient.Options,
                       eventLoop: any EventLoop,
                       deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
-                      clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void = { _, _ in })
+                      clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void = { _, _ in },
+                      deliverTimeline: @escaping @Sendable (Timeline) -> Void = { _ in })
         -> EventLoopFuture<ClientDatagramLink> {
-        let handler = ClientDatagramHandler(clock: options.clock)
+        let handler = ClientDatagramHandler(clock: options.clock, delays: options.datagramDelays)
         let bootstrap = DatagramBootstrap(group: eventLoop)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DatagramCodec.maxDatagramSize + 1))
             .channelInitializer { channel in
@@ -119,7 +137,8 @@ final class ClientDatagramLink: @unchecked Sendable {
             let link = ClientDatagramLink(channel: channel, server: server, id: id, key: key, clock: options.clock,
                                           ackTimeout: options.datagramAckTimeout,
                                           helloInterval: options.datagramHelloInterval, deliver: deliver,
-                                          clockPong: clockPong)
+                                          clockPong: clockPong, deliverTimeline: deliverTimeline,
+                                          wantsTimelines: options.timelinesOverDatagrams, delays: options.datagramDelays)
             handler.link.withLock { $0 = link }
             let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
             let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak link] task in
@@ -154,6 +173,20 @@ final class ClientDatagramLink: @unchecked Sendable {
               frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
                 <= DatagramCodec.maxSentDatagramSize else { return nil }
         return seal(.appMessage, body: frame.body)
+    }
+
+    /// Sends a copy of a timeline request (one with its `copy` number) as a datagram while the UDP path works; false
+    /// when it did not go (the TCP frame goes in any case).
+    @discardableResult
+    func sendRequestCopy(_ message: ClientMessage) -> Bool {
+        guard state.withLock({ $0.status.path == .udp }),
+              let frame = try? SessionCodec.encode(message, allocator: channel.allocator), frame.kind == .session,
+              frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
+                <= DatagramCodec.maxSentDatagramSize,
+              let datagram = seal(.timelineRequest, body: frame.body) else { return false }
+        state.withLock { $0.status.requestsSent += 1 }
+        write(datagram)
+        return true
     }
 
     /// Sends a clock probe as a datagram while the UDP path works (`t1` stamped just before it is sealed); false
@@ -203,7 +236,9 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     private func sendHello(wantsDatagrams: Bool) {
         var body = channel.allocator.buffer(capacity: 1)
-        body.writeInteger(wantsDatagrams ? UInt8(1) : 0)
+        var flags: UInt8 = wantsDatagrams ? DatagramHelloFlags.unreliable : 0
+        if wantsTimelines { flags |= DatagramHelloFlags.timelines }
+        body.writeInteger(flags)
         send(.hello, body: body)
     }
 
@@ -222,7 +257,14 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     private func write(_ datagram: ByteBuffer) {
         state.withLock { $0.status.sent += 1 }
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: datagram), promise: nil)
+        let envelope = AddressedEnvelope(remoteAddress: server, data: datagram)
+        guard let delays else { return channel.writeAndFlush(envelope, promise: nil) }
+        // A simulated path: the datagram leaves after its delay, or is lost.
+        guard let delay = delays(true) else { return }
+        let channel = self.channel
+        channel.eventLoop.scheduleTask(in: .nanoseconds(max(0, delay))) {
+            channel.writeAndFlush(envelope, promise: nil)
+        }
     }
 
     // MARK: Receiving
@@ -274,7 +316,15 @@ final class ClientDatagramLink: @unchecked Sendable {
                 clockPong(sequence, ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
                                                 t3: SessionInstant(nanoseconds: t3), t4: receivedAt,
                                                 arrival: arrival))
-            case .hello, .clockPing:
+            case .timeline:
+                guard case .timeline(let timeline)? = try? SessionCodec.decodeServerMessage(Frame(kind: .session, body: body))
+                else { throw DatagramRejection.malformed }
+                state.withLock {
+                    $0.status.received += 1
+                    $0.status.timelinesReceived += 1
+                }
+                deliverTimeline(timeline)
+            case .hello, .clockPing, .timelineRequest:
                 throw DatagramRejection.malformed
             }
         } catch {
@@ -291,11 +341,24 @@ private final class ClientDatagramHandler: ChannelInboundHandler, @unchecked Sen
     let link = Mutex<ClientDatagramLink?>(nil)
     let clock: any MonotonicClock
     var stamps: KernelReceiveStamps?
+    let delays: (@Sendable (_ toServer: Bool) -> Int64?)?
 
-    init(clock: any MonotonicClock) { self.clock = clock }
+    init(clock: any MonotonicClock, delays: (@Sendable (_ toServer: Bool) -> Int64?)?) {
+        self.clock = clock
+        self.delays = delays
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
+        if let delays {
+            // A simulated path: the datagram arrives after its delay (stamped then, by the loop), or is lost.
+            guard let delay = delays(false) else { return }
+            context.eventLoop.scheduleTask(in: .nanoseconds(max(0, delay))) { [self] in
+                link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: clock.now,
+                                              arrival: .user)
+            }
+            return
+        }
         // Only a clock answer needs the kernel's stamp.
         let arrival = KernelReceiveStamps.arrival(of: envelope.data, ifType: .clockPong, stamps: stamps, now: clock.now)
         link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: arrival.at,

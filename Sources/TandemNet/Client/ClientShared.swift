@@ -81,13 +81,28 @@ final class ClientShared: Sendable {
     let samples = FanOut<ClockSample>(buffering: .newest(64))
     /// The current channel's UDP side, or why there is none.
     let datagrams = Mutex<(link: ClientDatagramLink?, without: String)>((nil, "not connected yet"))
+    /// Which copy of each timeline is passed on: the stream's or the datagram's, whichever comes first.
+    let timelineCopies = Mutex(TimelineCopies())
+    /// Whether the server takes copies of timeline requests as datagrams (its `accepted` said so), and the last
+    /// `TimelineRequest.copy` number given.
+    let serverTakesRequestCopies = Atomic<Bool>(false)
+    let lastRequestCopy = Atomic<UInt64>(0)
 
     /// The datagram link in use, if any.
     var datagramLink: ClientDatagramLink? { datagrams.withLock { $0.link } }
 
     /// Where unreliable app messages go, and what became of datagrams.
     var datagramStatus: DatagramStatus {
-        datagrams.withLock { $0.link?.status ?? DatagramStatus(path: .tcp(reason: $0.without)) }
+        var status = datagrams.withLock { $0.link?.status ?? DatagramStatus(path: .tcp(reason: $0.without)) }
+        status.timelinesTaken = timelineCopies.withLock { $0.datagramsTaken }
+        return status
+    }
+
+    /// A timeline from the stream (`viaDatagram` false) or a datagram copy: passed on when it is the first copy
+    /// (`TimelineCopies`).
+    func deliver(_ timeline: Timeline, viaDatagram: Bool) {
+        let pass = timelineCopies.withLock { viaDatagram ? $0.fromDatagram(timeline) : $0.fromStream(timeline) }
+        if pass { deliver(.timeline(timeline)) }
     }
 
     func deliver(_ sample: ClockSample) { samples.send(sample) }

@@ -72,6 +72,12 @@ public enum TandemClient {
         /// the clock when the event loop reads it; applies only while `clock` is the machine's CLOCK_MONOTONIC, and
         /// falls back to the loop's reading wherever a stamp is missing (`DatagramStatus.clockStamps` says which).
         public var kernelReceiveStamps = true
+        /// Ask the server for a copy of every timeline (start, pause, seek, rate change) as a datagram beside its TCP
+        /// frame, and act on whichever comes first, so that a command is not held back by a TCP retransmission on a
+        /// lossy link or by a busy stream; and send this peer's own timeline requests both ways too (to a server that
+        /// takes them), the server acting on the first. Only while the UDP path works; everything else about
+        /// timelines is unchanged (`TimelineCopies`).
+        public var timelinesOverDatagrams = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.
@@ -85,6 +91,10 @@ public enum TandemClient {
         /// (reconnects included): whole frames pass through them, and arrival times are taken above them. Tests and
         /// benchmarks put a simulated network path here (`TandemTesting`'s `impair(with:)`).
         public var transportHandlers: (@Sendable () -> [any ChannelHandler])?
+        /// A simulated path for the UDP side, as `transportHandlers` is for TCP: the extra delay (ns) of the next
+        /// datagram to the server (`toServer` true) or from it, or nil when it is lost. Benchmarks set it with
+        /// `TandemTesting`'s `impair(with:)`.
+        package var datagramDelays: (@Sendable (_ toServer: Bool) -> Int64?)?
         /// The event loops to use; nil shares one process-wide loop group.
         public var eventLoopGroup: (any EventLoopGroup)?
         public var logger = Logger(label: "tandem.client")
@@ -233,6 +243,15 @@ public final class TandemClientConnection: SessionLink {
     /// the network when it died is lost with it.
     public func send(_ message: ClientMessage) async throws {
         if let reason = shared.closedReason { throw reason }
+        var message = message
+        if case .timelineRequest(var request) = message, options.timelinesOverDatagrams,
+           shared.serverTakesRequestCopies.load(ordering: .relaxed), let link = shared.datagramLink {
+            // A copy as a datagram first, so that a lost TCP segment does not hold the command back; the server acts
+            // on whichever comes first.
+            request.copy = shared.lastRequestCopy.wrappingAdd(1, ordering: .relaxed).newValue
+            message = .timelineRequest(request)
+            link.sendRequestCopy(message)
+        }
         if case .appMessage(let app) = message, app.delivery == .unreliable {
             if isReconnecting { return }
             // As a datagram while the UDP path works: it does not wait behind the TCP stream.

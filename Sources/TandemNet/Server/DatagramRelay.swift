@@ -25,6 +25,8 @@ final class DatagramRelay: Sendable {
         /// When the latest authenticated hello arrived, and whether it asked for datagrams.
         var lastHello: LocalInstant?
         var wantsDatagrams = false
+        /// Whether the latest hello asked for copies of timelines (a clock ping leaves it as it was).
+        var wantsTimelines = false
         var replay = ReplayWindow()
         var sendSequence: UInt64 = 0
         var rate: DatagramRateLimit
@@ -42,6 +44,10 @@ final class DatagramRelay: Sendable {
         var rateLimited = 0
         var clockPingsAnswered = 0
         var clockPingsKernelStamped = 0
+        /// Copies of timelines sent as datagrams (beside their TCP frames).
+        var timelineCopies = 0
+        /// Copies of timeline requests taken as datagrams (acted on only when they came before their TCP frame).
+        var requestCopies = 0
     }
 
     private let members = Mutex<[UInt64: Member]>([:])
@@ -170,7 +176,8 @@ final class DatagramRelay: Sendable {
                 }
                 member.endpoint = sender
                 member.lastHello = now
-                member.wantsDatagrams = flags & 1 != 0
+                member.wantsDatagrams = flags & DatagramHelloFlags.unreliable != 0
+                member.wantsTimelines = flags & DatagramHelloFlags.timelines != 0
             } else if header.type == .clockPing {
                 // Revision 3: a ping does a hello's work — a client pings over UDP only while datagrams reach it —
                 // so that a client that pings needs no hellos in between.
@@ -196,6 +203,16 @@ final class DatagramRelay: Sendable {
             session.loop.execute {
                 session.receive(.appMessage(app), from: participant, via: connection)
             }
+        case .timelineRequest:
+            guard case .timelineRequest(let request)? = try? SessionCodec.decodeClientMessage(Frame(kind: .session, body: body)),
+                  request.copy != nil else { throw .malformed }
+            let session = member.session
+            let participant = member.participant
+            let connection = member.connection
+            counters.withLock { $0.requestCopies += 1 }
+            session.loop.execute {
+                session.receive(.timelineRequest(request), from: participant, via: connection)
+            }
         case .clockPing:
             // Answered to the address it came from (as a hello), like a TCP ping: t2 when it was read, t3 just
             // before the answer is sealed. The answer is no larger than two pings, so it amplifies nothing.
@@ -211,7 +228,7 @@ final class DatagramRelay: Sendable {
                 $0.clockPingsAnswered += 1
                 if arrival == .kernel { $0.clockPingsKernelStamped += 1 }
             }
-        case .helloAck, .clockPong:
+        case .helloAck, .clockPong, .timeline:
             throw .malformed
         }
     }
@@ -234,6 +251,27 @@ final class DatagramRelay: Sendable {
               frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
                 <= DatagramCodec.maxSentDatagramSize else { return false }
         return send(.appMessage, body: frame.body, channel: id, to: nil)
+    }
+
+    /// Sends a copy of a timeline's `session` frame (already encoded for TCP) to the member on `connection` as a
+    /// datagram, when it asked for copies and its UDP endpoint works; the TCP frame goes as well, whatever this
+    /// returns.
+    @discardableResult
+    func sendTimelineCopy(_ frame: Frame, over connection: ServerConnection) -> Bool {
+        let id = connection.datagramChannel.load(ordering: .relaxed)
+        guard id != 0, frame.kind == .session,
+              frame.body.readableBytes + DatagramCodec.headerSize + DatagramCodec.tagSize
+                <= DatagramCodec.maxSentDatagramSize else { return false }
+        let now = clock.now
+        let timeout = configuration.datagramEndpointTimeout
+        let usable = members.withLock { members -> Bool in
+            guard let member = members[id], member.wantsDatagrams, member.wantsTimelines, member.endpoint != nil,
+                  let last = member.lastHello, now - last <= timeout else { return false }
+            return true
+        }
+        guard usable, send(.timeline, body: frame.body, channel: id, to: nil) else { return false }
+        counters.withLock { $0.timelineCopies += 1 }
+        return true
     }
 
     /// Seals and sends one datagram on `id`'s channel, to `address` (or the member's endpoint).

@@ -150,6 +150,10 @@ final class HostedSession: @unchecked Sendable {
             return relay(outgoing, from: participant)
         }
         if case .resent(let receiver) = message { return resendDone(from: participant, to: receiver) }
+        if case .timelineRequest(let request) = message, let copy = request.copy {
+            // Sent twice, over TCP and as a datagram: acted on once, whichever comes first.
+            guard connection.requestCopies.withLock({ $0.accept(copy) }) else { return }
+        }
         var message = message
         if case .leave = message {
             logger.info("left", metadata: ["session": "\(id)", "participant": "\(participant)"])
@@ -370,6 +374,11 @@ final class HostedSession: @unchecked Sendable {
         } else {
             logger.error("cannot encode a server message", metadata: ["session": "\(id)"])
             return
+        }
+        if case .timeline = message {
+            // A copy as a datagram first (to a member that asked for one): a start, pause, seek or rate change then
+            // does not wait for a TCP retransmission or a busy stream. The member acts on whichever comes first.
+            datagrams?.sendTimelineCopy(frame, over: connection)
         }
         connection.send(frame)
         counters.delivered(1)

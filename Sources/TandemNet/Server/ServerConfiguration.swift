@@ -159,6 +159,10 @@ public struct DatagramStatistics: Sendable, Hashable {
     /// Clock probes answered, and of those the ones whose receive time is the kernel's stamp.
     public var clockPingsAnswered: Int
     public var clockPingsKernelStamped: Int
+    /// Copies of timelines sent as datagrams beside their TCP frames (to members that asked for them).
+    public var timelineCopies: Int
+    /// Copies of timeline requests received as datagrams (each acted on only when it came before its TCP frame).
+    public var requestCopies: Int
 
     /// Every datagram dropped, whatever the reason.
     public var rejected: Int { oversized + malformed + unknownChannel + badAuthentication + replayed + rateLimited }
@@ -174,5 +178,7 @@ public struct DatagramStatistics: Sendable, Hashable {
         rateLimited = counters.rateLimited
         clockPingsAnswered = counters.clockPingsAnswered
         clockPingsKernelStamped = counters.clockPingsKernelStamped
+        timelineCopies = counters.timelineCopies
+        requestCopies = counters.requestCopies
     }
 }

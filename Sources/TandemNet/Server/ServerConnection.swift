@@ -16,6 +16,9 @@ final class ServerConnection: Sendable {
     /// `some` lane (0: none), for a resend when the link dies (`HostedSession.resendJoined`). The session's loop
     /// writes them.
     let relayedEveryone = Atomic<UInt64>(0)
+    /// The `copy` numbers of the timeline requests that came on this connection, by TCP or as a datagram: each is
+    /// acted on once (`TimelineRequest.copy`). The session's loop uses it.
+    let requestCopies = Mutex(ReplayWindow())
     let relayedSome = Atomic<UInt64>(0)
 
     init(channel: any Channel, handler: ServerConnectionHandler) {

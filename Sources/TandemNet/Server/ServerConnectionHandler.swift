@@ -294,7 +294,8 @@ final class ServerConnectionHandler: ChannelInboundHandler {
             let accepted = Accepted(heartbeatIntervalMs: Int(configuration.heartbeatInterval.nanoseconds / 1_000_000),
                                     heartbeatTimeoutMs: Int(configuration.heartbeatTimeout.nanoseconds / 1_000_000),
                                     maxFrameSize: configuration.maxFrameSize, datagramChannel: datagramTicket?.id,
-                                    linkReportFrames: true, appMessageResend: true)
+                                    linkReportFrames: true, appMessageResend: true,
+                                    timelineCopies: datagramTicket == nil ? nil : true)
             context.writeAndFlush(frameBytes(try FrameCodec.json(.accepted, accepted, allocator: context.channel.allocator)),
                                   promise: nil)
 

@@ -13,7 +13,8 @@ import TandemCore
 /// The 20 header bytes are the associated data; the nonce is the direction byte (`C` client → server, `S` server →
 /// client), three zero bytes and the sequence. The key is the connection's own (`DatagramKey.derive`).
 package enum DatagramType: UInt8, Sendable {
-    /// Client → server: "this is my UDP endpoint"; body `flags u8` (bit 0: send my unreliable messages here).
+    /// Client → server: "this is my UDP endpoint"; body `flags u8` (bit 0: send my unreliable messages here; bit 1:
+    /// send me a copy of every timeline here too, revision 4).
     case hello = 1
     /// Server → client: answer to a hello; body `sequence u64` of the hello it answers.
     case helloAck = 2
@@ -23,6 +24,22 @@ package enum DatagramType: UInt8, Sendable {
     case clockPing = 4
     /// Server → client: its answer, body as the `clockPong` frame's (`sequence u32, t1 i64, t2 i64, t3 i64`).
     case clockPong = 5
+    /// Server → client (revision 4): a copy of a `timeline` session message that also goes over TCP, body as that
+    /// `session` frame's (JSON), so that a start, pause, seek or rate change is not held back by a TCP
+    /// retransmission or a busy stream. The client acts on whichever copy comes first.
+    case timeline = 6
+    /// Client → server (revision 4): a copy of a `timelineRequest` session message that also goes over TCP, body as
+    /// that `session` frame's (JSON; the request carries its `copy` number). The server acts on whichever copy comes
+    /// first (only a server whose `accepted` says `timelineCopies`).
+    case timelineRequest = 7
+}
+
+/// The bits of a hello's `flags`.
+package enum DatagramHelloFlags {
+    /// Send my unreliable messages here.
+    package static let unreliable: UInt8 = 1
+    /// Send me a copy of every timeline here too (revision 4).
+    package static let timelines: UInt8 = 2
 }
 
 /// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.

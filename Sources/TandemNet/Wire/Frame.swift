@@ -310,6 +310,8 @@ package struct Accepted: Codable, Sendable {
     /// Whether the server passes resend requests between peers that keep their last reliable app messages
     /// (`join.resends`, `join.received`, `resend`, `resent`).
     var appMessageResend: Bool? = nil
+    /// Whether the server takes copies of timeline requests as datagrams (type 7, datagram revision 4).
+    var timelineCopies: Bool? = nil
 }
 
 /// Body of `error` and `close`.

@@ -71,6 +71,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("prepare-rounds"), help: "The authority stops the group until everyone is prepared on every seek and on rate changes not made in place, as before scheduled starts: to compare.")
     var prepareRounds = false
 
+    @Flag(name: .customLong("timelines-over-tcp"), help: "Peers take timelines (starts, pauses, seeks, rate changes) over TCP only, without their copies as datagrams: to compare on a lossy link.")
+    var timelinesOverTCP = false
+
     @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report plus 8, at most 40.", valueName: "ms"))
     var startMargin: Double?
 
@@ -120,10 +123,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
             let path = try file ?? Samples.path("countdown.webm")
             let terminal = Terminal.stdoutIsTerminal
             if processes || netlab { return try await runProcesses(path) }
-            let configuration = SyncBench.Configuration(
+            var configuration = SyncBench.Configuration(
                 peers: peers ?? 4, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
                 maxDriftPPM: maxDrift, file: path, preciseWait: .microseconds(preciseWait), rateInPlace: !rateFallback,
                 prepareRounds: prepareRounds, startMargin: startMargin.map { .milliseconds($0) })
+            configuration.timelinesOverTCPOnly = timelinesOverTCP
             _ = try await SyncBench.run(configuration, policies: policy,
                                         outputs: .init(frames: frames, plot: plot, json: json),
                                         progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)
@@ -140,6 +144,7 @@ extension SyncBenchCommand {
         configuration.duration = duration
         configuration.seed = seed
         configuration.maxClockShift = Int(maxClockOffset.rounded())
+        configuration.timelinesOverTCPOnly = timelinesOverTCP
         try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }
