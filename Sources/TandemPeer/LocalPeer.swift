@@ -116,7 +116,10 @@ package final class LocalPeer: Sendable {
             status.streaming = PeerStatus.Streaming(from: host, buffered: player.bufferedAhead())
         }
         let datagrams = connection.datagramStatus
-        if datagrams.path == .udp, datagrams.clockPongsReceived > 0 { status.clockStamps = datagrams.clockStamps }
+        if datagrams.path == .udp, datagrams.clockPongsReceived > 0 {
+            status.clockStamps = datagrams.clockStamps
+            status.clockSendStamps = datagrams.sendStamps
+        }
         status.sinkThreads = GStreamer.sinkThreadScheduling
         return status
     }
@@ -189,6 +192,9 @@ package struct PeerStatus: Sendable {
     package var renderOffset: TimeSpan?
     /// Where the clock answers' arrival times come from while probes go as datagrams (nil: they do not).
     package var clockStamps: ClockStampSource?
+    /// Where their send times come from (`kernel`: both the probe's and the answer's departure are the kernels'
+    /// transmit stamps), while probes go as datagrams (nil: they do not).
+    package var clockSendStamps: ClockStampSource?
     /// How the sink threads were scheduled (`GStreamer.sinkThreadScheduling`).
     package var sinkThreads: String?
 

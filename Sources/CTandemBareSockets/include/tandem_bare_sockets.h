@@ -6,6 +6,7 @@
 // relay makes, so that the Swift side sees plain integers (no packed `epoll_event`, no flag enums). Nothing here
 // allocates: every descriptor returned is the caller's to close.
 
+#include <stddef.h>
 #include <stdint.h>
 
 /// The readiness bits the bare relay watches (EPOLLIN, EPOLLOUT) and the ones that mean the socket is done
@@ -53,5 +54,29 @@ int tdm_last_receive_stamp(int fd, int64_t *realtime_ns);
 /// monotonic back to back: the one with the smallest bracket (the two monotonic readings' distance, written to
 /// `bracket_ns`) wins, and the realtime reading is taken to lie midway in it.
 int64_t tdm_realtime_minus_monotonic(int tries, int64_t *bracket_ns);
+
+// Kernel send stamps for the same sockets (TandemNet's `KernelSendStamps`).
+//
+// The kernel hands a datagram's transmit stamp back through the sending socket's error queue, and a socket whose
+// error queue is not empty polls as failed (EPOLLERR), which an event loop that owns the socket may take as a
+// reason to close it. So clock probes and their answers are sent from a second socket of their own: bound to the
+// same address and port as the event loop's socket (SO_REUSEPORT), with a program on the port that hands every
+// arriving datagram to the first socket, so that the second one only sends. Its error queue is read right after
+// each send, by the sender, and nobody else watches it.
+
+/// Lets `fd` (not yet bound) share its port with the sender `tdm_open_sender` makes once it is bound; 0 or -1.
+int tdm_allow_sender(int fd);
+
+/// For `fd`, bound after `tdm_allow_sender`: steers every datagram arriving at its port to `fd`, and returns a
+/// new non-blocking, close-on-exec UDP socket bound to the same address and port, with software transmit stamps
+/// on; -1 with errno set.
+int tdm_open_sender(int fd);
+
+/// Sends `count` bytes to `address` from `fd` (a sender from `tdm_open_sender`) and waits up to `wait_us`
+/// microseconds for the transmit stamp of this datagram, the `number`th sent on `fd` (from 0): 1 with the stamp
+/// (CLOCK_REALTIME, ns) in `realtime_ns`, 0 when the datagram went but no stamp came in time, -1 with errno set
+/// when it could not be sent.
+int tdm_send_stamped(int fd, const void *bytes, size_t count, const void *address, uint32_t address_length,
+                     uint32_t number, int wait_us, int64_t *realtime_ns);
 
 #endif

@@ -164,7 +164,11 @@ package enum ProcessSyncBench {
         for (index, peer) in peers.enumerated() {
             // Which stamps the peer's position events named, and how often (the last few, after the host ended,
             // name none).
-            let stamps = peer.events("position").compactMap { $0["clockStamps"] as? String }
+            // "receive/send", e.g. "kernel/kernel".
+            let stamps = peer.events("position").compactMap { event -> String? in
+                guard let receive = event["clockStamps"] as? String else { return nil }
+                return "\(receive)/\(event["clockSendStamps"] as? String ?? "–")"
+            }
             if !stamps.isEmpty {
                 described[index].clockStamps = Dictionary(grouping: stamps, by: { $0 }).sorted { $0.key < $1.key }
                     .map { "\($0.key) \(100 * $0.value.count / stamps.count) %" }.joined(separator: ", ")

@@ -1,8 +1,8 @@
-/// Where a receive time of a clock exchange was read.
+/// Where a receive (or send) time of a clock exchange was read.
 public enum ClockStampSource: String, Sendable, Hashable, Codable {
     /// The clock, read when the event loop got to the message (after its wake-up and whatever ran before).
     case user
-    /// The kernel's stamp of the datagram's arrival, moved to the local monotonic clock.
+    /// The kernel's stamp of the datagram's arrival (or departure), moved to the local monotonic clock.
     case kernel
 }
 
@@ -14,6 +14,9 @@ public struct ClockSample: Hashable, Sendable, Codable {
     public var t4: LocalInstant
     /// Where `t4`, the answer's arrival, was read.
     public var arrival: ClockStampSource
+    /// Where the send times were read: `.kernel` when both `t1` (the probe's departure) and `t3` (the answer's) are
+    /// the kernel's transmit stamps, `.user` when either is a clock reading taken before the datagram was sealed.
+    public var departure: ClockStampSource = .user
     /// An exchange whose answer's arrival the event loop read (`arrival` `.user`).
     public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant) {
         self.init(t1: t1, t2: t2, t3: t3, t4: t4, arrival: .user)
@@ -28,7 +31,13 @@ public struct ClockSample: Hashable, Sendable, Codable {
         self.arrival = arrival
     }
 
-    private enum CodingKeys: String, CodingKey { case t1, t2, t3, t4, arrival }
+    public init(t1: LocalInstant, t2: SessionInstant, t3: SessionInstant, t4: LocalInstant,
+                arrival: ClockStampSource, departure: ClockStampSource) {
+        self.init(t1: t1, t2: t2, t3: t3, t4: t4, arrival: arrival)
+        self.departure = departure
+    }
+
+    private enum CodingKeys: String, CodingKey { case t1, t2, t3, t4, arrival, departure }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -36,7 +45,8 @@ public struct ClockSample: Hashable, Sendable, Codable {
                   t2: try container.decode(SessionInstant.self, forKey: .t2),
                   t3: try container.decode(SessionInstant.self, forKey: .t3),
                   t4: try container.decode(LocalInstant.self, forKey: .t4),
-                  arrival: try container.decodeIfPresent(ClockStampSource.self, forKey: .arrival) ?? .user)
+                  arrival: try container.decodeIfPresent(ClockStampSource.self, forKey: .arrival) ?? .user,
+                  departure: try container.decodeIfPresent(ClockStampSource.self, forKey: .departure) ?? .user)
     }
     /// Network round trip, excluding the authority's own turnaround.
     public var roundTrip: TimeSpan { (t4 - t1) - (t3 - t2) }
@@ -175,6 +185,9 @@ public struct ClockSyncEstimator: Sendable {
     /// Where the arrival times the estimate rests on were read: `.kernel` when the window's least-delayed answer
     /// (the one that sets the down leg's floor) was kernel-stamped, `.user` otherwise; nil before the first sample.
     public private(set) var arrivalStamps: ClockStampSource?
+    /// Where the send times of the window's least-delayed answer were read (`ClockSample.departure`); nil before the
+    /// first sample.
+    public private(set) var departureStamps: ClockStampSource?
     /// How much later than the least-delayed answer the window's answers arrive, at about the 99th percentile of
     /// their jitter: the spread of the way back's delay, which a message from the server to this peer (a scheduled
     /// start) may take beyond the best case. Twice the 90th percentile of the accepted answers' delay beyond the
@@ -300,7 +313,7 @@ public struct ClockSyncEstimator: Sendable {
         let n = samples.count
         guard n > 0, let newest = samples.last else {
             mapping = nil; errorBound = nil; roundTrip = nil; uncertainty = nil
-            kernelStampedCount = 0; arrivalStamps = nil; returnDelaySpread = nil
+            kernelStampedCount = 0; arrivalStamps = nil; departureStamps = nil; returnDelaySpread = nil
             driftPPM = nil; driftUncertaintyPPM = nil; fit = nil
             return
         }
@@ -400,7 +413,11 @@ public struct ClockSyncEstimator: Sendable {
         for i in 0..<n where accepted[i] {
             let slack = newFit.downQueueing(of: samples[i])
             slacks.append(-slack)
-            if slack < tightest { tightest = slack; arrivalStamps = samples[i].arrival }
+            if slack < tightest {
+                tightest = slack
+                arrivalStamps = samples[i].arrival
+                departureStamps = samples[i].departure
+            }
         }
         if slacks.count >= Self.spreadSampleCount {
             // Twice the 90th percentile over the tightest: the 99th for an exponential tail, while the few answers a

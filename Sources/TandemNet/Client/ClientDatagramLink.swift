@@ -44,10 +44,18 @@ public struct DatagramStatus: Sendable, Hashable {
     public var timelinesTaken = 0
     /// Timeline requests sent as datagrams too (beside their TCP frames, to a server that takes them).
     public var requestsSent = 0
+    /// Clock probes whose departure (`t1`) is the kernel's transmit stamp; answers whose departure (`t3`) is, from
+    /// the stamp the server sent after them; and samples with both (`ClockSample.departure` `.kernel`).
+    public var clockPingsSendStamped = 0
+    public var clockPongStampsTaken = 0
+    public var clockSamplesSendStamped = 0
 
     /// Where the clock answers' arrival times come from: `kernel` once any answer was kernel-stamped, `user`
     /// otherwise (no stamps on this system, or a clock other than CLOCK_MONOTONIC).
     public var clockStamps: ClockStampSource { clockPongsKernelStamped > 0 ? .kernel : .user }
+    /// Where the send times come from: `kernel` once any sample had both departures stamped by the kernels,
+    /// `user` otherwise.
+    public var sendStamps: ClockStampSource { clockSamplesSendStamped > 0 ? .kernel : .user }
 }
 
 /// One TCP connection's UDP side: a socket of its own that says hello to the server's UDP port (same port as the
@@ -67,7 +75,25 @@ final class ClientDatagramLink: @unchecked Sendable {
         var lastPing: LocalInstant?
         var started: LocalInstant
         var timer: RepeatedTask?
+        /// The kernel's departure stamps of the latest probes, by sequence (at most `departuresKept`).
+        var departures: [(sequence: UInt32, at: LocalInstant)] = []
+        /// Answers waiting for their send stamp (`clockPongStamp`), by sequence, with the `t3` they carry.
+        var held: [UInt32: (sample: ClockSample, t1Stamped: Bool)] = [:]
+        /// Whether the server follows its answers with their send stamps: learned from the first stamp that comes,
+        /// forgotten after `followUpMissesAllowed` answers in a row went without.
+        var followUps = false
+        var followUpMisses = 0
     }
+
+    /// How many probes' departure stamps are kept for their answers.
+    static let departuresKept = 16
+    /// How long an answer waits for its send stamp before it is taken with the `t3` it carries.
+    static let followUpWait = TimeSpan.milliseconds(20)
+    static let followUpMissesAllowed = 3
+    /// The most answers held at once (a probe burst is fewer).
+    static let heldAtMost = 8
+    /// How much later than the `t3` in an answer its stamped departure may be (the server's seal and send).
+    static let plausibleSendDelay = TimeSpan.milliseconds(50)
 
     private let channel: any Channel
     private let server: SocketAddress
@@ -87,13 +113,20 @@ final class ClientDatagramLink: @unchecked Sendable {
     private let wantsTimelines: Bool
     /// The simulated path datagrams cross, if any (`TandemClient.Options.datagramDelays`).
     private let delays: (@Sendable (_ toServer: Bool) -> Int64?)?
+    /// The socket probes leave from when their departure is stamped (`KernelSendStamps`), beside the channel's.
+    private let sendStamps: KernelSendStamps?
+    /// Whether the hellos ask for each answer's send stamp (`TandemClient.Options.kernelSendStamps`).
+    private let wantsSendStamps: Bool
 
     private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
                  clock: any MonotonicClock, ackTimeout: TimeSpan, helloInterval: TimeSpan,
                  deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
                  clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void,
                  deliverTimeline: @escaping @Sendable (Timeline) -> Void, wantsTimelines: Bool,
-                 delays: (@Sendable (_ toServer: Bool) -> Int64?)?) {
+                 delays: (@Sendable (_ toServer: Bool) -> Int64?)?, sendStamps: KernelSendStamps?,
+                 wantsSendStamps: Bool) {
+        self.sendStamps = sendStamps
+        self.wantsSendStamps = wantsSendStamps
         self.deliverTimeline = deliverTimeline
         self.wantsTimelines = wantsTimelines
         self.delays = delays
@@ -125,10 +158,15 @@ final class ClientDatagramLink: @unchecked Sendable {
             }
         let anyAddress = server.protocol == .inet6 ? "::" : "0.0.0.0"
         let bound: EventLoopFuture<any Channel>
+        // Send stamps need a clock on CLOCK_MONOTONIC and a real path (a simulated one delays the datagram after
+        // the kernel stamped it).
+        let wantsSendStamps = options.kernelSendStamps && !KernelSendStamps.turnedOff && options.datagramDelays == nil
+        var sender: KernelSendStamps?
         if options.kernelReceiveStamps, KernelReceiveStamps.applies(to: options.clock),
            let address = try? SocketAddress(ipAddress: anyAddress, port: 0),
-           let stamps = try? KernelReceiveStamps.boundSocket(at: address) {
+           let stamps = try? KernelReceiveStamps.boundSocket(at: address, sharing: wantsSendStamps) {
             handler.stamps = stamps
+            if wantsSendStamps { sender = KernelSendStamps.open(beside: stamps.descriptor) }
             bound = bootstrap.withBoundSocket(stamps.descriptor)
         } else {
             bound = bootstrap.bind(host: anyAddress, port: 0)
@@ -138,7 +176,8 @@ final class ClientDatagramLink: @unchecked Sendable {
                                           ackTimeout: options.datagramAckTimeout,
                                           helloInterval: options.datagramHelloInterval, deliver: deliver,
                                           clockPong: clockPong, deliverTimeline: deliverTimeline,
-                                          wantsTimelines: options.timelinesOverDatagrams, delays: options.datagramDelays)
+                                          wantsTimelines: options.timelinesOverDatagrams, delays: options.datagramDelays,
+                                          sendStamps: sender, wantsSendStamps: wantsSendStamps)
             handler.link.withLock { $0 = link }
             let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
             let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak link] task in
@@ -154,6 +193,7 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     func close() {
         state.withLock { $0.timer }?.cancel()
+        sendStamps?.close()
         channel.close(promise: nil)
     }
 
@@ -202,6 +242,19 @@ final class ClientDatagramLink: @unchecked Sendable {
             $0.status.clockPingsSent += 1
             $0.lastPing = now
         }
+        if let sendStamps, delays == nil {
+            let result = sendStamps.send(datagram, to: server)
+            if result.sent {
+                state.withLock { state in
+                    state.status.sent += 1
+                    guard let departure = result.departure else { return }
+                    state.status.clockPingsSendStamped += 1
+                    state.departures.append((sequence, departure))
+                    if state.departures.count > Self.departuresKept { state.departures.removeFirst() }
+                }
+                return true
+            }
+        }
         write(datagram)
         return true
     }
@@ -238,6 +291,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         var body = channel.allocator.buffer(capacity: 1)
         var flags: UInt8 = wantsDatagrams ? DatagramHelloFlags.unreliable : 0
         if wantsTimelines { flags |= DatagramHelloFlags.timelines }
+        if wantsSendStamps { flags |= DatagramHelloFlags.sendStamps }
         body.writeInteger(flags)
         send(.hello, body: body)
     }
@@ -306,16 +360,62 @@ final class ClientDatagramLink: @unchecked Sendable {
                       let t3 = body.getInteger(at: body.readerIndex + 20, as: Int64.self) else {
                     throw DatagramRejection.malformed
                 }
-                state.withLock {
-                    $0.status.received += 1
-                    $0.status.clockPongsReceived += 1
-                    if arrival == .kernel { $0.status.clockPongsKernelStamped += 1 }
+                var sample = ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
+                                         t3: SessionInstant(nanoseconds: t3), t4: receivedAt, arrival: arrival)
+                let hold = state.withLock { state -> Bool in
+                    state.status.received += 1
+                    state.status.clockPongsReceived += 1
+                    if arrival == .kernel { state.status.clockPongsKernelStamped += 1 }
                     // An answer like a helloAck: the path works.
-                    if $0.status.path == .udp { $0.lastAck = receivedAt }
+                    if state.status.path == .udp { state.lastAck = receivedAt }
+                    // The probe's departure as the kernel stamped it, when it is plausibly this probe's: after the
+                    // t1 read before it was sealed, and before the answer came.
+                    var t1Stamped = false
+                    if let index = state.departures.firstIndex(where: { $0.sequence == sequence }) {
+                        let departure = state.departures.remove(at: index).at
+                        if departure >= sample.t1, departure - sample.t1 <= Self.plausibleSendDelay,
+                           (receivedAt - departure) - (sample.t3 - sample.t2) >= .zero {
+                            sample.t1 = departure
+                            t1Stamped = true
+                        }
+                    }
+                    guard state.followUps, state.held.count < Self.heldAtMost else { return false }
+                    state.held[sequence] = (sample, t1Stamped)
+                    return true
                 }
-                clockPong(sequence, ClockSample(t1: LocalInstant(nanoseconds: t1), t2: SessionInstant(nanoseconds: t2),
-                                                t3: SessionInstant(nanoseconds: t3), t4: receivedAt,
-                                                arrival: arrival))
+                guard hold else {
+                    clockPong(sequence, sample)
+                    return
+                }
+                // Wait a little for the server's stamp of when this answer left; without it, take it as it is.
+                channel.eventLoop.scheduleTask(in: .nanoseconds(Self.followUpWait.nanoseconds)) { [weak self] in
+                    self?.releaseHeld(sequence)
+                }
+            case .clockPongStamp:
+                guard body.readableBytes == 12, let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
+                      let departure = body.getInteger(at: body.readerIndex + 4, as: Int64.self) else {
+                    throw DatagramRejection.malformed
+                }
+                let ready = state.withLock { state -> ClockSample? in
+                    state.status.received += 1
+                    state.followUps = true
+                    state.followUpMisses = 0
+                    guard let (held, t1Stamped) = state.held.removeValue(forKey: sequence) else { return nil }
+                    var sample = held
+                    let stamped = SessionInstant(nanoseconds: departure)
+                    // After the t3 read before the answer was sealed, and leaving a round trip of zero or more.
+                    if stamped >= sample.t3, stamped - sample.t3 <= Self.plausibleSendDelay,
+                       (sample.t4 - sample.t1) - (stamped - sample.t2) >= .zero {
+                        sample.t3 = stamped
+                        state.status.clockPongStampsTaken += 1
+                        if t1Stamped {
+                            sample.departure = .kernel
+                            state.status.clockSamplesSendStamped += 1
+                        }
+                    }
+                    return sample
+                }
+                if let ready { emit(sequence, ready) }
             case .timeline:
                 guard case .timeline(let timeline)? = try? SessionCodec.decodeServerMessage(Frame(kind: .session, body: body))
                 else { throw DatagramRejection.malformed }
@@ -330,6 +430,21 @@ final class ClientDatagramLink: @unchecked Sendable {
         } catch {
             state.withLock { $0.status.rejected += 1 }
         }
+    }
+
+    /// An answer that waited `followUpWait` for its send stamp and got none: taken with the `t3` it carries.
+    private func releaseHeld(_ sequence: UInt32) {
+        let sample = state.withLock { state -> ClockSample? in
+            guard let sample = state.held.removeValue(forKey: sequence)?.sample else { return nil }
+            state.followUpMisses += 1
+            if state.followUpMisses >= Self.followUpMissesAllowed { state.followUps = false }
+            return sample
+        }
+        if let sample { emit(sequence, sample) }
+    }
+
+    private func emit(_ sequence: UInt32, _ sample: ClockSample) {
+        clockPong(sequence, sample)
     }
 }
 

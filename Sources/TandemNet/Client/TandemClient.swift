@@ -72,6 +72,11 @@ public enum TandemClient {
         /// the clock when the event loop reads it; applies only while `clock` is the machine's CLOCK_MONOTONIC, and
         /// falls back to the loop's reading wherever a stamp is missing (`DatagramStatus.clockStamps` says which).
         public var kernelReceiveStamps = true
+        /// With `kernelReceiveStamps`: send datagram clock probes from a socket whose sends the kernel stamps, and ask
+        /// the server to follow each answer with the kernel's stamp of when it left, so that both send times (`t1`,
+        /// `t3`) are the kernels' too; falls back to the clock readings written into the datagrams wherever a stamp
+        /// is missing (`DatagramStatus.sendStamps` says which). Not on a simulated path (`datagramDelays`).
+        public var kernelSendStamps = true
         /// Ask the server for a copy of every timeline (start, pause, seek, rate change) as a datagram beside its TCP
         /// frame, and act on whichever comes first, so that a command is not held back by a TCP retransmission on a
         /// lossy link or by a busy stream; and send this peer's own timeline requests both ways too (to a server that

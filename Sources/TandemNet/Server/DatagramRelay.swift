@@ -27,6 +27,8 @@ final class DatagramRelay: Sendable {
         var wantsDatagrams = false
         /// Whether the latest hello asked for copies of timelines (a clock ping leaves it as it was).
         var wantsTimelines = false
+        /// Whether the latest hello asked for each clock answer's send stamp (a clock ping leaves it as it was).
+        var wantsSendStamps = false
         var replay = ReplayWindow()
         var sendSequence: UInt64 = 0
         var rate: DatagramRateLimit
@@ -44,6 +46,8 @@ final class DatagramRelay: Sendable {
         var rateLimited = 0
         var clockPingsAnswered = 0
         var clockPingsKernelStamped = 0
+        /// Clock answers whose departure the kernel stamped and sent after them (`clockPongStamp`).
+        var clockPongsSendStamped = 0
         /// Copies of timelines sent as datagrams (beside their TCP frames).
         var timelineCopies = 0
         /// Copies of timeline requests taken as datagrams (acted on only when they came before their TCP frame).
@@ -53,6 +57,8 @@ final class DatagramRelay: Sendable {
     private let members = Mutex<[UInt64: Member]>([:])
     private let counters = Mutex(Counters())
     private let channel = Mutex<(any Channel)?>(nil)
+    /// The socket clock answers leave from when their send is stamped (`KernelSendStamps`), beside the channel's.
+    private let sendStamps = Mutex<KernelSendStamps?>(nil)
     private let configuration: ServerConfiguration
     private let clock: any MonotonicClock
     /// Test hook: drop every incoming datagram before looking at it (a blocked UDP path).
@@ -81,8 +87,12 @@ final class DatagramRelay: Sendable {
             let channel: any Channel
             if configuration.kernelReceiveStamps, KernelReceiveStamps.applies(to: clock) {
                 let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
-                let stamps = try KernelReceiveStamps.boundSocket(at: address)
+                let sending = configuration.kernelSendStamps && !KernelSendStamps.turnedOff
+                let stamps = try KernelReceiveStamps.boundSocket(at: address, sharing: sending)
                 handler.stamps = stamps
+                // Opened before the channel reads anything, so that every datagram already goes to the channel.
+                let sender = sending ? KernelSendStamps.open(beside: stamps.descriptor) : nil
+                relay.sendStamps.withLock { $0 = sender }
                 channel = try await bootstrap.withBoundSocket(stamps.descriptor).get()
             } else {
                 channel = try await bootstrap.bind(host: host, port: port).get()
@@ -97,6 +107,7 @@ final class DatagramRelay: Sendable {
     }
 
     func close() async {
+        sendStamps.withLock { $0 }?.close()
         try? await channel.withLock { $0 }?.close()
     }
 
@@ -178,6 +189,7 @@ final class DatagramRelay: Sendable {
                 member.lastHello = now
                 member.wantsDatagrams = flags & DatagramHelloFlags.unreliable != 0
                 member.wantsTimelines = flags & DatagramHelloFlags.timelines != 0
+                member.wantsSendStamps = flags & DatagramHelloFlags.sendStamps != 0
             } else if header.type == .clockPing {
                 // Revision 3: a ping does a hello's work — a client pings over UDP only while datagrams reach it —
                 // so that a client that pings needs no hellos in between.
@@ -215,7 +227,8 @@ final class DatagramRelay: Sendable {
             }
         case .clockPing:
             // Answered to the address it came from (as a hello), like a TCP ping: t2 when it was read, t3 just
-            // before the answer is sealed. The answer is no larger than two pings, so it amplifies nothing.
+            // before the answer is sealed. The answer is no larger than two pings; with its send stamp after it
+            // (revision 5, to a member that asked) the two are less than three.
             guard body.readableBytes == 12, let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
                   let t1 = body.getInteger(at: body.readerIndex + 4, as: Int64.self) else { throw .malformed }
             var pong = allocator.buffer(capacity: 28)
@@ -223,12 +236,21 @@ final class DatagramRelay: Sendable {
             pong.writeInteger(t1)
             pong.writeInteger(receivedAt.nanoseconds)
             pong.writeInteger(clock.now.nanoseconds)
-            send(.clockPong, body: pong, channel: header.channel, to: sender)
+            let stamped = member.wantsSendStamps ? sendStamps.withLock({ $0 }) : nil
+            let departure = send(.clockPong, body: pong, channel: header.channel, to: sender, stampedBy: stamped)
+            if let departure {
+                // Its t3 as the kernel stamped it, for the member to take in place of the one in the answer.
+                var stamp = allocator.buffer(capacity: 12)
+                stamp.writeInteger(sequence)
+                stamp.writeInteger(departure.nanoseconds)
+                send(.clockPongStamp, body: stamp, channel: header.channel, to: sender)
+            }
             counters.withLock {
                 $0.clockPingsAnswered += 1
                 if arrival == .kernel { $0.clockPingsKernelStamped += 1 }
+                if departure != nil { $0.clockPongsSendStamped += 1 }
             }
-        case .helloAck, .clockPong, .timeline:
+        case .helloAck, .clockPong, .timeline, .clockPongStamp:
             throw .malformed
         }
     }
@@ -277,7 +299,19 @@ final class DatagramRelay: Sendable {
     /// Seals and sends one datagram on `id`'s channel, to `address` (or the member's endpoint).
     @discardableResult
     private func send(_ type: DatagramType, body: ByteBuffer, channel id: UInt64, to address: SocketAddress?) -> Bool {
-        guard let channel = channel.withLock({ $0 }) else { return false }
+        sealAndSend(type, body: body, channel: id, to: address, stampedBy: nil).sent
+    }
+
+    /// Sends a datagram from `sender` (when there is one), and returns when it left by the kernel's stamp; nil when
+    /// it was sent without a stamp, or could not be sent.
+    private func send(_ type: DatagramType, body: ByteBuffer, channel id: UInt64, to address: SocketAddress?,
+                      stampedBy sender: KernelSendStamps?) -> LocalInstant? {
+        sealAndSend(type, body: body, channel: id, to: address, stampedBy: sender).departure
+    }
+
+    private func sealAndSend(_ type: DatagramType, body: ByteBuffer, channel id: UInt64, to address: SocketAddress?,
+                             stampedBy sender: KernelSendStamps?) -> (sent: Bool, departure: LocalInstant?) {
+        guard let channel = channel.withLock({ $0 }) else { return (false, nil) }
         let next = members.withLock { members -> (SymmetricKey, UInt64, SocketAddress)? in
             guard var member = members[id], let target = address ?? member.endpoint else { return nil }
             member.sendSequence += 1
@@ -287,10 +321,14 @@ final class DatagramRelay: Sendable {
         guard let (key, sequence, target) = next,
               let datagram = try? DatagramCodec.seal(type, channel: id, sequence: sequence, body: body, key: key,
                                                      direction: .serverToClient, allocator: channel.allocator)
-        else { return false }
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: datagram), promise: nil)
+        else { return (false, nil) }
         counters.withLock { $0.sent += 1 }
-        return true
+        if let sender {
+            let result = sender.send(datagram, to: target)
+            if result.sent { return (true, result.departure) }
+        }
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: datagram), promise: nil)
+        return (true, nil)
     }
 }
 

@@ -85,6 +85,10 @@ public struct ServerConfiguration: Sendable {
     /// from the clock when the event loop reads it; falls back to the loop's reading wherever a stamp is missing
     /// (`DatagramStatistics.clockPingsKernelStamped` counts the stamped ones).
     public var kernelReceiveStamps: Bool = true
+    /// With `kernelReceiveStamps`: send each datagram clock answer from a socket whose sends the kernel stamps, and
+    /// follow it with that stamp (its `t3`) to a peer that asks; falls back to the answer's own `t3` wherever no stamp
+    /// comes (`DatagramStatistics.clockPongsSendStamped` counts the stamped ones).
+    public var kernelSendStamps: Bool = true
     /// Event-loop threads (the server's sessions are spread over them; each session lives on one).
     public var threads: Int = 1
     /// The browser page and its WebSocket endpoint on the same port (nil: the native protocol only).
@@ -159,6 +163,8 @@ public struct DatagramStatistics: Sendable, Hashable {
     /// Clock probes answered, and of those the ones whose receive time is the kernel's stamp.
     public var clockPingsAnswered: Int
     public var clockPingsKernelStamped: Int
+    /// Clock answers whose departure the kernel stamped, each followed by that stamp (to peers that ask for it).
+    public var clockPongsSendStamped: Int
     /// Copies of timelines sent as datagrams beside their TCP frames (to members that asked for them).
     public var timelineCopies: Int
     /// Copies of timeline requests received as datagrams (each acted on only when it came before its TCP frame).
@@ -178,6 +184,7 @@ public struct DatagramStatistics: Sendable, Hashable {
         rateLimited = counters.rateLimited
         clockPingsAnswered = counters.clockPingsAnswered
         clockPingsKernelStamped = counters.clockPingsKernelStamped
+        clockPongsSendStamped = counters.clockPongsSendStamped
         timelineCopies = counters.timelineCopies
         requestCopies = counters.requestCopies
     }

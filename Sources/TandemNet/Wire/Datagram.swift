@@ -14,7 +14,8 @@ import TandemCore
 /// client), three zero bytes and the sequence. The key is the connection's own (`DatagramKey.derive`).
 package enum DatagramType: UInt8, Sendable {
     /// Client → server: "this is my UDP endpoint"; body `flags u8` (bit 0: send my unreliable messages here; bit 1:
-    /// send me a copy of every timeline here too, revision 4).
+    /// send me a copy of every timeline here too, revision 4; bit 2: follow each clock answer with its send stamp,
+    /// revision 5).
     case hello = 1
     /// Server → client: answer to a hello; body `sequence u64` of the hello it answers.
     case helloAck = 2
@@ -32,6 +33,10 @@ package enum DatagramType: UInt8, Sendable {
     /// that `session` frame's (JSON; the request carries its `copy` number). The server acts on whichever copy comes
     /// first (only a server whose `accepted` says `timelineCopies`).
     case timelineRequest = 7
+    /// Server → client (revision 5): when the `clockPong` of the same `sequence` left by the kernel's transmit
+    /// stamp, `sequence u32, t3 i64` (session time), sent right after that answer to a client whose hello asked
+    /// (flag bit 2). The client takes it as the answer's `t3` in place of the one read before it was sealed.
+    case clockPongStamp = 8
 }
 
 /// The bits of a hello's `flags`.
@@ -40,6 +45,8 @@ package enum DatagramHelloFlags {
     package static let unreliable: UInt8 = 1
     /// Send me a copy of every timeline here too (revision 4).
     package static let timelines: UInt8 = 2
+    /// Follow each clock answer with the kernel's stamp of when it left (`clockPongStamp`, revision 5).
+    package static let sendStamps: UInt8 = 4
 }
 
 /// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.

@@ -37,11 +37,13 @@ struct KernelReceiveStamps: Sendable {
     }
 
     /// A non-blocking UDP socket with stamps on, bound to `address`; the caller hands it to
-    /// `DatagramBootstrap.withBoundSocket`, which owns it from then on.
-    static func boundSocket(at address: SocketAddress) throws -> KernelReceiveStamps {
+    /// `DatagramBootstrap.withBoundSocket`, which owns it from then on. With `sharing`, the port is also open to
+    /// the sender of `KernelSendStamps.open(beside:)` (which makes sure only this socket receives).
+    static func boundSocket(at address: SocketAddress, sharing: Bool = false) throws -> KernelReceiveStamps {
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
         let descriptor = tdm_stamped_udp_socket(family)
         guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
+        if sharing { _ = KernelSendStamps.prepare(receiving: descriptor) }
         let bound = address.withSockAddr { pointer, length in bind(descriptor, pointer, socklen_t(length)) }
         guard bound == 0 else {
             let code = errno

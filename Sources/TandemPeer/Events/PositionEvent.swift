@@ -20,6 +20,8 @@ package struct PositionEvent: PeerEvent, Equatable {
     /// While clock probes go as datagrams: where their answers' arrival times come from, `kernel` (the kernel's
     /// receive stamps) or `user` (the event loop's reading).
     @Nullable package var clockStamps: String?
+    /// Likewise for their send times: `kernel` (both departures are the kernels' transmit stamps) or `user`.
+    @Nullable package var clockSendStamps: String?
     /// While the item streams from the host's copy (`--share-media`): whom from, and the seconds fetched ahead.
     @Nullable package var streaming: Streaming?
     /// How far this peer's output is from the group's line as its render probe measures it (ms, positive ahead),
@@ -65,6 +67,7 @@ package struct PositionEvent: PeerEvent, Equatable {
                   unreliablePath: status.unreliablePath.map { if case .udp = $0 { "udp" } else { "tcp" } },
                   renderOffsetMs: EventUnits.milliseconds(status.renderOffset))
         clockStamps = status.clockStamps?.rawValue
+        clockSendStamps = status.clockSendStamps?.rawValue
         sinkThreads = status.sinkThreads
         streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
