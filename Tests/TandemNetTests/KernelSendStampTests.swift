@@ -157,6 +157,47 @@ import Testing
         await plain.shutdown()
     }
 
+    @Test("answers whose stamp does not come still become samples, with their own t3, and stamps are taken again when they return")
+    func answersWithoutTheirStampAreTakenAsTheyAre() async throws {
+        let server = try await KernelReceiveStampTests.server(kernelReceiveStamps: true)
+        let invite = try server.createSession(id: "lost-stamps")
+        var options = DatagramTests.options()
+        options.clockProbesAlsoOverTCP = false
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: options)
+        #expect(await waitUntil(10) { ann.datagramStatus.clockPongStampsTaken >= 3 })
+        let samples = ann.clockSamples()
+        let counted = Mutex<(all: Int, withoutStamps: Int)>((0, 0))
+        let counting = Task {
+            for await sample in samples {
+                #expect(sample.roundTrip >= .zero, "\(sample)")
+                counted.withLock {
+                    $0.all += 1
+                    if sample.departure == .user { $0.withoutStamps += 1 }
+                }
+            }
+        }
+        server.setWithholdsSendStamps(true)
+        // Let the stream start, then count answers and samples from a quiet moment.
+        try await Task.sleep(for: .milliseconds(100))
+        let taken = ann.datagramStatus.clockPongStampsTaken
+        let received = ann.datagramStatus.clockPongsReceived
+        let before = counted.withLock { $0 }
+        #expect(await waitUntil(10) { ann.datagramStatus.clockPongsReceived >= received + 6 })
+        try await Task.sleep(for: .milliseconds(100))
+        let answers = ann.datagramStatus.clockPongsReceived - received
+        let after = counted.withLock { $0 }
+        counting.cancel()
+        // Every answer still reached the estimator (each held one after its wait), none with a stamp.
+        #expect(abs((after.all - before.all) - answers) <= 1, "\(after) \(before) \(answers)")
+        #expect(after.withoutStamps - before.withoutStamps == after.all - before.all)
+        #expect(ann.datagramStatus.clockPongStampsTaken == taken)
+        server.setWithholdsSendStamps(false)
+        #expect(await waitUntil(10) { ann.datagramStatus.clockPongStampsTaken >= taken + 3 })
+        #expect(ann.unreliablePath == .udp)
+        await ann.close()
+        await server.shutdown()
+    }
+
     @Test("a send stamp from a client is dropped as malformed and changes nothing")
     func aStampFromAClientIsDropped() async throws {
         let server = try await DatagramTests.server()

@@ -392,7 +392,9 @@ final class ClientDatagramLink: @unchecked Sendable {
                     self?.releaseHeld(sequence)
                 }
             case .clockPongStamp:
-                guard body.readableBytes == 12, let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
+                // Only a peer that asked for them (hello bit 2) takes them.
+                guard wantsSendStamps, body.readableBytes == 12,
+                      let sequence = body.getInteger(at: body.readerIndex, as: UInt32.self),
                       let departure = body.getInteger(at: body.readerIndex + 4, as: Int64.self) else {
                     throw DatagramRejection.malformed
                 }

@@ -63,6 +63,8 @@ final class DatagramRelay: Sendable {
     private let clock: any MonotonicClock
     /// Test hook: drop every incoming datagram before looking at it (a blocked UDP path).
     let dropsIncoming = Atomic<Bool>(false)
+    /// Test hook: stamp clock answers but send no `clockPongStamp` after them (stamps lost on the way).
+    let withholdsSendStamps = Atomic<Bool>(false)
 
     init(configuration: ServerConfiguration, clock: any MonotonicClock) {
         self.configuration = configuration
@@ -238,7 +240,7 @@ final class DatagramRelay: Sendable {
             pong.writeInteger(clock.now.nanoseconds)
             let stamped = member.wantsSendStamps ? sendStamps.withLock({ $0 }) : nil
             let departure = send(.clockPong, body: pong, channel: header.channel, to: sender, stampedBy: stamped)
-            if let departure {
+            if let departure, !withholdsSendStamps.load(ordering: .relaxed) {
                 // Its t3 as the kernel stamped it, for the member to take in place of the one in the answer.
                 var stamp = allocator.buffer(capacity: 12)
                 stamp.writeInteger(sequence)

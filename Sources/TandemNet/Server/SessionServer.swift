@@ -274,6 +274,11 @@ public final class SessionServer: Sendable {
         datagrams?.dropsIncoming.store(drops, ordering: .relaxed)
     }
 
+    /// Sends no send stamp after clock answers while true, as if each were lost on the way (fault drills).
+    @_spi(Testing) public func setWithholdsSendStamps(_ withholds: Bool) {
+        datagrams?.withholdsSendStamps.store(withholds, ordering: .relaxed)
+    }
+
     /// Returns once the server has stopped listening (after `shutdown`); a standalone server's main task waits here.
     public func waitUntilStopped() async {
         try? await listener.closeFuture.get()
