@@ -76,6 +76,57 @@ import TandemTesting
     @Test func emptyEstimatorReportsNoStampSource() {
         let estimator = ClockSyncEstimator()
         #expect(estimator.arrivalStamps == nil && estimator.kernelStampedCount == 0)
+        #expect(estimator.departureStamps == nil)
+    }
+
+    /// One exchange with kernel receive stamps whose send times are read before each side seals and sends its
+    /// datagram — a busy peer takes longer than the server — or are the kernels' transmit stamps (`sent`).
+    static func exchange(readAt read: Int64, sendStamps: Bool, _ rng: inout SeededRandom) -> ClockSample {
+        let peerSend = 40_000 + exponential(mean: 30_000, &rng)
+        let serverSend = 8_000 + exponential(mean: 4_000, &rng)
+        let left = read + peerSend
+        let arrived = left + 8_000 + exponential(mean: 2_000, &rng)
+        let t3Read = arrived + 15_000 + exponential(mean: 20_000, &rng)
+        let answerLeft = t3Read + serverSend
+        let answered = answerLeft + 8_000 + exponential(mean: 2_000, &rng)
+        return ClockSample(t1: local(sendStamps ? left : read), t2: SessionInstant(nanoseconds: arrived),
+                           t3: SessionInstant(nanoseconds: sendStamps ? answerLeft : t3Read),
+                           t4: local(answered), arrival: .kernel, departure: sendStamps ? .kernel : .user)
+    }
+
+    @Test("send stamps take the time each side spends sealing and sending out of the estimate, and say so")
+    func sendStampsRemoveTheSendSide() {
+        for seed in UInt64(1)...4 {
+            var errors: [Bool: Int64] = [:]
+            for sendStamps in [true, false] {
+                var estimator = ClockSyncEstimator()
+                var rng = SeededRandom(seed: seed)
+                let clock = ManualClock(1_000_000_000_000)
+                for _ in 0..<300 {
+                    estimator.pingSent()
+                    estimator.add(Self.exchange(readAt: clock.now.nanoseconds, sendStamps: sendStamps, &rng))
+                    clock.advance(by: .milliseconds(200))
+                }
+                let now = clock.now.nanoseconds
+                errors[sendStamps] = estimator.sessionTime(atLocal: Self.local(now))!.nanoseconds - now
+                #expect(estimator.departureStamps == (sendStamps ? .kernel : .user))
+            }
+            // Read before sending, the peer's t1 is early by its 40 µs floor and the server's t3 by its 8 µs: half
+            // the difference (16 µs) stays in the offset. The transmit stamps leave the path's symmetric noise.
+            #expect(abs(errors[true]!) < 5_000, "seed \(seed): send-stamped error \(errors[true]!) ns")
+            #expect(abs(errors[false]!) > 10_000, "seed \(seed): error with the times read before sending \(errors[false]!) ns")
+        }
+    }
+
+    @Test func aSampleDecodedWithoutADepartureTookItsTimesFromTheClock() throws {
+        let json = #"{"t1":1,"t2":2,"t3":3,"t4":4,"arrival":"kernel"}"#
+        let sample = try JSONDecoder().decode(ClockSample.self, from: Data(json.utf8))
+        #expect(sample.arrival == .kernel && sample.departure == .user)
+        let again = try JSONDecoder().decode(ClockSample.self, from: try JSONEncoder().encode(
+            ClockSample(t1: LocalInstant(nanoseconds: 1), t2: SessionInstant(nanoseconds: 2),
+                        t3: SessionInstant(nanoseconds: 3), t4: LocalInstant(nanoseconds: 4), arrival: .kernel,
+                        departure: .kernel)))
+        #expect(again.departure == .kernel)
     }
 
     @Test func samplesWithoutAnArrivalSourceDecodeAsLoopStamped() throws {
