@@ -126,6 +126,27 @@ import Testing
         await server.shutdown()
     }
 
+    @Test("over IPv6 loopback (dual-stack sockets) the stamps come both ways too")
+    func samplesAreKernelStampedOverIPv6() async throws {
+        var configuration = ServerConfiguration(authority: AuthorityConfiguration())
+        configuration.kernelReceiveStamps = true
+        let server: SessionServer
+        do {
+            server = try await SessionServer.start(host: "::1", port: 0, configuration: configuration)
+        } catch {
+            // A machine without IPv6 loopback has nothing to test here.
+            return
+        }
+        let invite = try server.createSession(id: "v6-stamped", advertisedHost: "::1")
+        let ann = try await TandemClient.connect(invite: invite, name: "ann", options: DatagramTests.options())
+        #expect(await waitUntil(15) { ann.datagramStatus.clockSamplesSendStamped >= 3 })
+        #expect(ann.datagramStatus.sendStamps == .kernel && ann.datagramStatus.clockStamps == .kernel)
+        #expect(server.datagramStatistics!.clockPongsSendStamped >= 3)
+        #expect(ann.unreliablePath == .udp)
+        await ann.close()
+        await server.shutdown()
+    }
+
     @Test("a peer that does not ask gets no stamps after its answers; a server without them leaves the samples as they were")
     func withoutSendStampsNothingWaits() async throws {
         // The peer turns them off: no follow-ups from the server, none of its samples has kernel departures.
