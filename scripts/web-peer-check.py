@@ -512,7 +512,9 @@ GRID_SCRIPT = """() => {
       wrong: rephase(-15e6, 90),            // on the other phase from the best (+1.67 ms): asks, twice at most
       near: rephase(-9e6, 90),              // within half a refresh and the margin: stays
       samePhase: rephase(-25e6, 90),        // +8.3 ms on its own phase: nudges get there, no change of phase
-      far: rephase(-49e6, 90),              // past half a frame: nudges first (here they never get there)
+      far: rephase(-49e6, 90),              // past half a frame, on the other phase from the best (+1.0 ms)
+      farSame: rephase(-23.2e6, 90),        // past half a frame, its own phase's nearest value (+10.1 ms)
+                                            // a refresh from the best (-6.53 ms): asks at once, not after nudges
       late: rephase(-15e6, 30, F, -9e6, 100), // more than 3 s after the start: too late
       everyRefresh: rephase(-15e6, 90, R),  // 60 fps on 60 Hz: no phases to choose from
     },
@@ -535,9 +537,14 @@ def grid_check(page, check):
     check("frames held a refresh from the best value just after a start ask for the other phase, twice at most, "
           "once the start has settled", [target for _, target in rephase["wrong"]] == [1.67, 1.67]
           and 5 <= rephase["wrong"][0][0] <= 8, json.dumps(rephase["wrong"]))
-    check("no change of phase within half a refresh, on a phase with a value that near, past half a frame (nudges first), "
+    check("frames past half a frame ask for the other phase at once where its value is nearer the line "
+          "(not after nudges have brought them to their own phase's nearest value)",
+          [target for _, target in rephase["far"]] == [1.0, 1.0] and 5 <= rephase["far"][0][0] <= 8
+          and [target for _, target in rephase["farSame"]] == [-6.53, -6.53] and 5 <= rephase["farSame"][0][0] <= 8,
+          json.dumps([rephase["far"], rephase["farSame"]]))
+    check("no change of phase within half a refresh, on a phase with a value that near, "
           "more than 3 s after a start, or where every refresh shows a frame",
-          not any(rephase[k] for k in ["near", "samePhase", "far", "late", "everyRefresh"]),
+          not any(rephase[k] for k in ["near", "samePhase", "late", "everyRefresh"]),
           json.dumps(rephase))
     check("with a frame on every refresh, the page moves its frames to the refresh nearest the line and stays",
           abs(fine["final"] + 3.67) < 0.5 and fine["settledFrom"] < 90 and fine["nudge"] == 0 and fine["moves"] <= 2,

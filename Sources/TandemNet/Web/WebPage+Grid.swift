@@ -38,19 +38,24 @@ extension WebPage {
       }
 
       /** Within 3 s of a start, where the browser shows the frames on every second refresh, once the frames have
-       *  come for a fifth of a second (the start itself settles first) and are held on the value of their phase
-       *  nearest the line (nudges get them there first), the three latest agreeing, and that value is more than
-       *  half a refresh from the line: the value of the other phase nearest the line (ns, within half a refresh),
-       *  at most twice per start; else null. The page then makes the browser give up its cadence and take it up
-       *  again with its media clock that far from the line. */
+       *  come for a fifth of a second (the start itself settles first), the three latest agreeing on their phase,
+       *  and the value of that phase nearest the line is more than half a refresh from it: the value of the other
+       *  phase nearest the line (ns, within half a refresh), at most twice per start; else null. The page then
+       *  makes the browser give up its cadence and take it up again with its media clock that far from the line.
+       *  The frames' errors on one phase differ by whole steps, so the phase is known before nudges have brought
+       *  them to its nearest value: a page that starts more than half a frame off changes phase at once, instead
+       *  of coming to the grid first and leaving it again for the swing. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
         if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;
-        if (this.mode !== "hold" || this.settling > 0 || this.count < GridFollower.REPHASE_FRAMES) return null;
+        if (this.settling > 0 || this.count < GridFollower.REPHASE_FRAMES) return null;
         if (this.recent.length < 3) return null;
-        const latest = this.recent.slice(-3), value = median(latest);
+        // Each error as the value of its phase nearest the latest one's (a whole number of steps away).
+        const step = this.step, wrap = (v) => v - step * Math.round(v / step);
+        const reference = wrap(this.recent[this.recent.length - 1]);
+        const latest = this.recent.slice(-3).map((v) => reference + wrap(v - reference));
         if (Math.max(...latest) - Math.min(...latest) > 2 * GridFollower.HYSTERESIS) return null;
-        if (Math.abs(value) > this.step / 2 + GridFollower.HYSTERESIS) return null;
+        const value = wrap(median(latest));
         if (Math.abs(value) <= this.refresh / 2 + GridFollower.HYSTERESIS) return null;
         this.rephases += 1;
         return value - Math.sign(value) * this.refresh;

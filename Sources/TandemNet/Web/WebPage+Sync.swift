@@ -194,9 +194,12 @@ extension WebPage {
        *  Steered by the media clock's readings, frame by frame (it follows a new rate late and unevenly). True when
        *  under way. */
       rephase(timeline, target) {
-        if (this.clockOffsets.length < 3) return false;
-        const offset = median(this.clockOffsets);
-        if (Math.abs(target - offset) > 2 * this.grid.step) return false;
+        // Without enough readings of the media clock, or too far to swing to yet (a start whose latency was
+        // misjudged): asked again on the next frame, as the nudges bring the clock nearer; the try is not used up.
+        if (this.clockOffsets.length < 3 || Math.abs(target - median(this.clockOffsets)) > 2 * this.grid.step) {
+          this.grid.rephases -= 1;
+          return false;
+        }
         const at = localNanos();
         this.rephasing = { target, stage: 1, since: at, began: at, readings: [], ending: false };
         this.corrections.rephases += 1;
