@@ -43,6 +43,12 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// With it, `missedStart` suspensions make the group wait. Default true; false gives the prepare round for
     /// every such command (`tandem bench sync --prepare-rounds` compares the two).
     public var optimisticStarts = true
+    /// Whether starts are moved later, by less than a refresh, so that the line's frames fall on the refreshes of
+    /// the displays that peers report (`ClientMessage.linkReport`'s `display`: browser pages, which show each frame
+    /// on a refresh, send it). Without it a line falling halfway between two refreshes leaves such a page half a
+    /// refresh (8.3 ms at 60 Hz) from the group at best. Costs a start up to one refresh, and only where someone
+    /// reported a display. Default true.
+    public var alignsStartsToDisplays = true
     /// Scheduled starts only when the largest one-way delay to the participants is at least this: on shorter
     /// links (loopback, a LAN) the prepare round's two extra legs cost less than the headroom a preroll estimate
     /// must keep over the preroll itself (measured: a seek on loopback 64 ms with the round, 86–100 ms scheduled).

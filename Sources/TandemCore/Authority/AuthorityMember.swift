@@ -30,6 +30,8 @@ struct Member: Sendable, Codable {
     var errorBound: TimeSpan = .zero
     /// The spread of the way from the authority to it, as it last reported (`linkReport.returnDelaySpread`).
     var returnDelaySpread: TimeSpan?
+    /// Where its display refreshes and its media's frames fall, as it last reported (`linkReport.display`).
+    var display: DisplayGrid?
     /// The last render offset it reported, and what the others were last told, when.
     var renderOffset: TimeSpan?
     var sharedRenderOffset: TimeSpan?

@@ -48,6 +48,41 @@ extension SessionAuthority {
         return min(configuration.startMargin, widest + short)
     }
 
+    /// A start at `start` from `itemTime` at `rate`, moved later by less than a refresh so that the line's frames
+    /// fall on the refreshes of the displays peers reported (`linkReport.display`; browser pages): each such peer
+    /// then shows every frame on a refresh at the line's time, where otherwise the line could fall anywhere between
+    /// two and leave it up to half a refresh off however well it follows. Of several displays (at most
+    /// `maxDisplaysAligned`, the first connected), the start nearest all of them: the least of the largest
+    /// distances from a refresh, the earliest of equals. Unchanged when nobody reported a display, when the media's
+    /// frames do not come a whole number of refreshes apart at `rate`, or with `alignsStartsToDisplays` off.
+    func alignedToDisplays(_ start: SessionInstant, itemTime: ItemTime, rate: Double) -> SessionInstant {
+        guard configuration.alignsStartsToDisplays else { return start }
+        var grids: [DisplayGrid] = []
+        for id in connectedIDs {
+            guard let grid = members[id]?.display, grid.frameInstant(anchor: start, itemTime: itemTime, rate: rate) != nil
+            else { continue }
+            grids.append(grid)
+            if grids.count == Self.maxDisplaysAligned { break }
+        }
+        var best: (worst: Int64, shift: Int64)?
+        for grid in grids {
+            // The least shift that puts this display's frame on one of its refreshes.
+            guard let frame = grid.frameInstant(anchor: start, itemTime: itemTime, rate: rate) else { continue }
+            let phase = grid.phase(of: frame)
+            let shift = phase == 0 ? 0 : grid.refresh.nanoseconds - phase
+            var worst: Int64 = 0
+            for other in grids {
+                guard let theirs = other.frameInstant(anchor: start, itemTime: itemTime, rate: rate) else { continue }
+                worst = max(worst, other.distance(of: theirs + TimeSpan(nanoseconds: shift)))
+            }
+            if best.map({ worst < $0.worst || (worst == $0.worst && shift < $0.shift) }) ?? true { best = (worst, shift) }
+        }
+        return start + TimeSpan(nanoseconds: best?.shift ?? 0)
+    }
+
+    /// The most displays a start is put on the refreshes of (the work is their square).
+    static var maxDisplaysAligned: Int { 8 }
+
     /// The margin of stops: `startMargin`, or `shortLinkStopMargin` when every link is short.
     var stopMargin: TimeSpan {
         maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay

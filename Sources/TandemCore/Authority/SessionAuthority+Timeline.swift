@@ -338,7 +338,8 @@ extension SessionAuthority {
     // MARK: Publishing
 
     mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant) -> [Action] {
-        let start = now + lead(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime))
+        let start = alignedToDisplays(now + lead(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime)),
+                                      itemTime: itemTime, rate: timeline.rate)
         return publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, originator: originator)
     }
 

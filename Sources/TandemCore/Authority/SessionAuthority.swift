@@ -272,11 +272,12 @@ public struct SessionAuthority: Sendable {
             actions = handleQueue(request, from: id, now: now)
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
-        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate, let spread):
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate, let spread, let display):
             members[id]?.oneWayDelay = max(.zero, oneWayDelay)
             members[id]?.errorBound = max(.zero, errorBound)
             if let prerollEstimate { members[id]?.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
             if let spread { members[id]?.returnDelaySpread = Self.boundedPreroll(spread) }
+            if let display { members[id]?.display = display.validated(now: now) }
             actions = members[id]?.noteRenderOffset(renderOffset, now: now) == true ? broadcastParticipants() : []
         case .leave:
             actions = remove(id, leaving: true, now: now)

@@ -328,9 +328,11 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// in place of the estimate the join carried. `returnDelaySpread` (optional, sent when it changes) is how much
     /// later than the least-delayed one this peer's clock probes' answers arrived, at about the 99th percentile of
     /// their jitter: the authority sizes the margin of starts over long links by it
-    /// (`AuthorityConfiguration.marginFromDelaySpread`).
+    /// (`AuthorityConfiguration.marginFromDelaySpread`). `display` (optional) is where the peer's display refreshes
+    /// and its media's frames fall: the authority puts the frames of new lines on those refreshes
+    /// (`AuthorityConfiguration.alignsStartsToDisplays`; browser pages send it).
     case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil,
-                    prerollEstimate: TimeSpan? = nil, returnDelaySpread: TimeSpan? = nil)
+                    prerollEstimate: TimeSpan? = nil, returnDelaySpread: TimeSpan? = nil, display: DisplayGrid? = nil)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
     /// messages; everyone receives it as a `notice` of kind `app`.
     case notice(text: String)

@@ -52,6 +52,7 @@ extension WebPage {
           status("Connection lost (" + reason + "); reconnecting… (for up to " + secondsLeft + " s more)", "warn");
         },
         renderOffset() { return follower ? follower.currentOffset() : null; },
+        display() { return follower ? follower.displayGrid() : null; },
         message(m) { onMessage(m); },
         clock(offset, roundTrip) {
           show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());

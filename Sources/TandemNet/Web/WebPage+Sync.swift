@@ -7,6 +7,8 @@ extension WebPage {
     "use strict";
     // Nudges take the rate at most 25 % off and aim to close the error within half a second.
     const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.25, NUDGE_SECONDS = 0.5;
+    // Common frame rates, to which a measured frame length is taken.
+    const FRAME_RATES = [24000 / 1001, 24, 25, 30000 / 1001, 30, 48, 50, 60000 / 1001, 60, 100, 120];
 
     class Follower {
       constructor(video, wire, events) {
@@ -18,7 +20,18 @@ extension WebPage {
         this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
         this.grid = new GridFollower(1e9 / 60);
-        measureRefresh((refresh) => { this.grid.refresh = refresh; });
+        this.refreshMeasured = false; this.lastRefresh = null; this.frameGrid = null;
+        measureRefresh((refresh) => { this.grid.refresh = refresh; this.refreshMeasured = true; this.wire.reportLink(); });
+        // The latest refresh (animation frames come at the display's refreshes, where video frames are shown): what
+        // the page tells the authority, so that new lines put their frames on these refreshes. The first is kept
+        // too: over many refreshes their interval is known finer than the first measure's.
+        this.firstRefresh = null;
+        const refreshed = (now) => {
+          this.lastRefresh = Math.round(now * 1e6);
+          if (this.firstRefresh === null) this.firstRefresh = this.lastRefresh;
+          requestAnimationFrame(refreshed);
+        };
+        requestAnimationFrame(refreshed);
         this.video.addEventListener("ended", () => {
           const t = this.timeline;
           if (this.loaded && t && statusOf(t) === "playing") this.wire.sendMessage({ reachedEnd: { generation: t.generation } });
@@ -30,7 +43,7 @@ extension WebPage {
       expected(session) { const t = this.timeline; return t.anchorItemTime + (session - t.anchorSessionTime) * t.rate; }
       position() { return Math.round(this.video.currentTime * 1e9); }
 
-      setLoaded(loaded) { this.loaded = loaded; if (loaded) this.apply(this.timeline); }
+      setLoaded(loaded) { this.loaded = loaded; this.frameGrid = null; if (loaded) this.apply(this.timeline); }
       /** Stops following at once (the media cannot play): nothing scheduled, nothing reported, the video paused. */
       halt() { this.loaded = false; this.applied = false; this.token += 1; clearTimeout(this.timer); this.video.pause(); }
       clockReady() { if (this.loaded && !this.applied) this.apply(this.timeline); }
@@ -104,6 +117,21 @@ extension WebPage {
         const frameDuration = (meta) => {
           if (last && meta.presentedFrames === last.presentedFrames + 1 && meta.mediaTime > last.mediaTime) {
             durations.push((meta.mediaTime - last.mediaTime) * 1e9); if (durations.length > 30) durations.shift();
+            // Where the media's frames fall, for the authority: their length (the mean of frames one after the
+            // other, whose timestamps may be rounded to the millisecond, taken to a common frame rate within
+            // 0.5 %) and the media time of this one.
+            // Frames skipped or a seek give the odd longer step: only steps within a quarter of the median count.
+            // A length that is not a common rate's is not sent.
+            const typical = median(durations);
+            const steps = durations.filter((d) => Math.abs(d - typical) <= typical / 4);
+            if (steps.length >= 10) {
+              const mean = steps.reduce((a, b) => a + b, 0) / steps.length;
+              const common = FRAME_RATES.map((fps) => 1e9 / fps).find((d) => Math.abs(d - mean) <= mean * 0.005);
+              const known = this.frameGrid !== null;
+              this.frameGrid = common === undefined ? null
+                : { frame: Math.round(common), frameAt: Math.round(meta.mediaTime * 1e9) };
+              if (!known && this.frameGrid !== null) this.wire.reportLink();
+            }
           }
           last = meta;
           return durations.length ? Math.min(...durations) : 0;
@@ -262,6 +290,24 @@ extension WebPage {
         if (!t || statusOf(t) !== "playing" || this.video.paused || this.lastErrorAt === undefined
             || localNanos() - this.lastErrorAt > 1.5e9) return null;
         return this.lastError;
+      }
+
+      /** Where the display refreshes and the media's frames fall (`linkReport.display`): the refresh interval, the
+       *  session time of the latest refresh and, once frames have been shown, their length and the media time of
+       *  one. Null until the refresh is measured and the clock synchronised. */
+      displayGrid() {
+        if (!this.refreshMeasured || this.lastRefresh === null || !this.wire.synchronised) return null;
+        // Over many refreshes (more than two seconds of them) the interval is known finer, unless the display
+        // changed since (then the first measure stands until the page is loaded again).
+        let refresh = this.grid.refresh;
+        const span = this.lastRefresh - this.firstRefresh;
+        if (span > 2e9) {
+          const finer = span / Math.round(span / refresh);
+          if (Math.abs(finer - refresh) <= refresh * 0.005) refresh = finer;
+        }
+        const grid = { refresh: Math.round(refresh), refreshAt: Math.round(this.wire.sessionTime(this.lastRefresh)) };
+        if (this.frameGrid) Object.assign(grid, this.frameGrid);
+        return grid;
       }
 
       /** After a reconnect the server has forgotten `prepared`: say it again when stopped at the anchor. */

@@ -171,15 +171,23 @@ extension WebPage {
           .sort((a, b) => a.offset - b.offset);
         this.offset = best[Math.floor(best.length / 2)].offset;
         this.roundTrip = best[0].roundTrip;
-        if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9)) {
-          this.lastReport = t4;
-          const half = Math.max(0, Math.round(this.roundTrip / 2));
-          const report = { oneWayDelay: half, errorBound: half };
-          const offset = this.handlers.renderOffset ? this.handlers.renderOffset() : null;
-          if (offset !== null && isFinite(offset)) report.renderOffset = Math.round(offset);
-          this.sendMessage({ linkReport: report });
-        }
+        if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9)) this.reportLink();
         if (this.handlers.clock) this.handlers.clock(this.offset, this.roundTrip);
+      }
+
+      /** The link report: half the best round trip, the render offset and the display's refreshes as known now. Sent
+       *  a second apart with the clock's answers, and at once when the display becomes known, so that the start
+       *  that follows loading already puts its frames on the page's refreshes. */
+      reportLink() {
+        if (this.state === "closed" || !this.synchronised) return;
+        this.lastReport = localNanos();
+        const half = Math.max(0, Math.round(this.roundTrip / 2));
+        const report = { oneWayDelay: half, errorBound: half };
+        const offset = this.handlers.renderOffset ? this.handlers.renderOffset() : null;
+        if (offset !== null && isFinite(offset)) report.renderOffset = Math.round(offset);
+        const display = this.handlers.display ? this.handlers.display() : null;
+        if (display !== null) report.display = display;
+        this.sendMessage({ linkReport: report });
       }
 
       /** Session time (ns) at local time `local` (ns), once the clock is synchronised. */
