@@ -62,6 +62,9 @@ messages = {
     "remove": {"journal": {"_0": {"remove": {"id": "poster"}}}},
     "journalFailed": {"journal": {"_0": {"failed": {"id": "poster", "reason": "x"}}}},
     "linkReport": {"linkReport": {"oneWayDelay": 40000, "errorBound": 40000}},
+    "linkReportDisplay": {"linkReport": {"oneWayDelay": 150000, "errorBound": 150000,
+                                         "display": {"refresh": 16666667, "refreshAt": 81234567890123,
+                                                     "frame": 33366667, "frameAt": 12433000000}}},
     "leave": {"leave": {}},
     "end": {"end": {}},
 }

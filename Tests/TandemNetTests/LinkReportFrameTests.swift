@@ -36,6 +36,22 @@ struct LinkReportFrameTests {
         #expect(spreadFrame.kind == .session)
         #expect(String(buffer: spreadFrame.body).contains("\"returnDelaySpread\":23000000"))
         #expect(try SessionCodec.decodeClientMessage(spreadFrame) == withSpread)
+
+        // A display (browser pages send it) goes as JSON too, and the page's JSON decodes to it.
+        let grid = DisplayGrid(refresh: .nanoseconds(16_666_667), refreshAt: SessionInstant(nanoseconds: 81_234_567_890_123),
+                               frame: .nanoseconds(33_366_667), frameAt: ItemTime(nanoseconds: 12_433_000_000))
+        let withDisplay = ClientMessage.linkReport(oneWayDelay: .microseconds(150), errorBound: .microseconds(150), display: grid)
+        let displayFrame = try SessionCodec.encode(withDisplay, allocator: allocator, linkReportFrames: true)
+        #expect(displayFrame.kind == .session)
+        #expect(try SessionCodec.decodeClientMessage(displayFrame) == withDisplay)
+        let page = #"{"linkReport":{"oneWayDelay":150000,"errorBound":150000,"display":{"refresh":16666667,"refreshAt":81234567890123,"frame":33366667,"frameAt":12433000000}}}"#
+        let pageFrame = Frame(kind: .session, body: ByteBuffer(string: page))
+        #expect(try SessionCodec.decodeClientMessage(pageFrame) == withDisplay)
+        // Before its frames are known, a page sends the refresh alone.
+        let early = #"{"linkReport":{"oneWayDelay":150000,"errorBound":150000,"display":{"refresh":16666667,"refreshAt":81234567890123}}}"#
+        #expect(try SessionCodec.decodeClientMessage(Frame(kind: .session, body: ByteBuffer(string: early)))
+                == .linkReport(oneWayDelay: .microseconds(150), errorBound: .microseconds(150),
+                               display: DisplayGrid(refresh: grid.refresh, refreshAt: grid.refreshAt)))
     }
 
     @Test("a link report frame of any other length is malformed", arguments: [0, 1, 8, 15, 17, 23, 25, 32])

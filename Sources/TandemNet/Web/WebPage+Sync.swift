@@ -21,7 +21,9 @@ extension WebPage {
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
         this.grid = new GridFollower(1e9 / 60);
         this.refreshMeasured = false; this.lastRefresh = null; this.frameGrid = null;
-        measureRefresh((refresh) => { this.grid.refresh = refresh; this.refreshMeasured = true; this.wire.reportLink(); });
+        // Over 20 animation frames (a third of a second at 60 Hz), so that a page that loads at once has reported
+        // its display before the group's first start; the report refines it over longer spans.
+        measureRefresh((refresh) => { this.grid.refresh = refresh; this.refreshMeasured = true; this.wire.reportLink(); }, 20);
         // The latest refresh (animation frames come at the display's refreshes, where video frames are shown): what
         // the page tells the authority, so that new lines put their frames on these refreshes. The first is kept
         // too: over many refreshes their interval is known finer than the first measure's.

@@ -37,7 +37,7 @@ extension WebPage {
         // App messages are sealed and opened one at a time, so their numbers follow the wire's order.
         this.sending = Promise.resolve(); this.opening = Promise.resolve(); this.order = new MessageOrder();
         this.drops = { altered: 0, replayed: 0, reordered: 0, missing: 0, late: 0, malformed: 0 };
-        this.samples = []; this.offset = null; this.roundTrip = null; this.lastHeard = performance.now();
+        this.samples = []; this.offset = null; this.roundTrip = null; this.lastReport = null; this.reportedOffset = null; this.lastHeard = performance.now();
         this.lostAt = null; this.attempts = 0; this.connections = 0;
         // Epochs start at random, so that a reloaded page taking its identity back never reuses an earlier one's.
         this.firstEpoch = crypto.getRandomValues(new Uint32Array(1))[0];
@@ -171,7 +171,11 @@ extension WebPage {
           .sort((a, b) => a.offset - b.offset);
         this.offset = best[Math.floor(best.length / 2)].offset;
         this.roundTrip = best[0].roundTrip;
-        if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9)) this.reportLink();
+        // Once a second; sooner (a tenth of a second apart at most) while the first readings still move the offset
+        // by half a millisecond or more, since a display's refreshes are told in session time through it.
+        const moved = this.reportedOffset !== null && Math.abs(this.offset - this.reportedOffset) >= 0.5e6
+          && t4 - this.lastReport > 100e6;
+        if (this.samples.length >= 4 && (!this.lastReport || t4 - this.lastReport > 1e9 || moved)) this.reportLink();
         if (this.handlers.clock) this.handlers.clock(this.offset, this.roundTrip);
       }
 
@@ -180,7 +184,7 @@ extension WebPage {
        *  that follows loading already puts its frames on the page's refreshes. */
       reportLink() {
         if (this.state === "closed" || !this.synchronised) return;
-        this.lastReport = localNanos();
+        this.lastReport = localNanos(); this.reportedOffset = this.offset;
         const half = Math.max(0, Math.round(this.roundTrip / 2));
         const report = { oneWayDelay: half, errorBound: half };
         const offset = this.handlers.renderOffset ? this.handlers.renderOffset() : null;
