@@ -479,7 +479,7 @@ GRID_SCRIPT = """() => {
   // past the middle between two (its cadence); the frames' timestamps are rounded to the millisecond.
   function run(step, offset, frames = 600, drift = 0, frame = F) {
     const grid = new GridFollower(R);
-    let clock = offset, shown = offset, nudge = 0, moves = 0, last = 0;
+    let clock = offset, shown = offset, nudge = 0, moves = 0, last = 0, firstNudge = null;
     const errors = [];
     for (let i = 0; i < frames; i++) {
       clock += nudge * F + drift * F;
@@ -487,12 +487,13 @@ GRID_SCRIPT = """() => {
       const error = shown + [0, -0.33e6, 0.33e6][i % 3];
       errors.push(error);
       nudge = grid.frame(error, i * F, 1, frame);
+      if (nudge !== 0 && firstNudge === null) firstNudge = i;
       if (nudge !== 0 && last === 0) moves += 1;
       last = nudge;
     }
     const settledFrom = errors.findIndex((_, i) => errors.slice(i).every((e) => Math.abs(e - errors[errors.length - 1]) < 1e6));
     const late = errors.slice(300);
-    return { moves, settledFrom, final: errors[errors.length - 1] / 1e6, nudge, step: grid.step / 1e6,
+    return { moves, settledFrom, firstNudge, final: errors[errors.length - 1] / 1e6, nudge, step: grid.step / 1e6,
              worstAfter: Math.max(...errors.slice(settledFrom).map(Math.abs)) / 1e6, trim: grid.trim,
              outsideAfter10s: late.filter((e) => Math.abs(e) > R / 2 + 1e6).length / late.length };
   }
@@ -525,6 +526,9 @@ GRID_SCRIPT = """() => {
     hold: run(R, 9.0e6, 600, 0, R), // within half a refresh and the margin: left alone
     edge: run(F, 16.0e6),          // a whole frame apart: settles on one side, no hunting
     drift: run(R, 0, 3600, -1e-3, R), // a media clock 0.1 % slow (1 ms a second), for two minutes
+    // Just after a start on every second refresh: a refresh late is left to the change of phase; a frame ahead not
+    otherPhase: run(F, -18e6, 30),
+    frameAhead: run(F, 33.5e6, 30),
   };
 }"""
 
@@ -556,6 +560,10 @@ def grid_check(page, check):
           hold["moves"] == 0 and hold["settledFrom"] == 0, json.dumps(hold))
     check("a media clock drifting 1 ms a second is trimmed: after 10 s under 1 % of frames past half a refresh",
           drift["outsideAfter10s"] < 0.01 and 0.0005 < drift["trim"] <= 0.0015, json.dumps(drift))
+    other, ahead = got["otherPhase"], got["frameAhead"]
+    check("just after a start, frames a refresh off are not nudged before the change of phase is decided (6 frames); "
+          "frames a whole frame off are nudged at once", other["firstNudge"] == 5 and ahead["firstNudge"] == 2,
+          json.dumps([other["firstNudge"], ahead["firstNudge"]]))
     check("an error half a frame off settles on one side without hunting", edge["moves"] <= 3
           and edge["settledFrom"] < 200 and edge["worstAfter"] <= 18 and edge["nudge"] == 0, json.dumps(edge))
 

@@ -61,6 +61,14 @@ extension WebPage {
         return value - Math.sign(value) * this.refresh;
       }
 
+      /** Whether the change of phase after this start is still to be decided: a cadence of two refreshes, no
+       *  change made yet, fewer than REPHASE_FRAMES frames in, within its window. */
+      phasePending(at) {
+        return this.step !== null && Math.round(this.step / this.refresh) === 2 && this.startedAt !== null
+          && this.rephases === 0 && this.count < GridFollower.REPHASE_FRAMES
+          && at - this.startedAt <= GridFollower.REPHASE_WINDOW;
+      }
+
       /** What the page plays at while holding: the group's rate, trimmed by what the media clock was seen to drift
        *  (Chromium's runs off the audio output's), at most 0.15 %, under what makes Chromium leave its cadence. */
       holding() { return this.trim; }
@@ -104,6 +112,11 @@ extension WebPage {
             const drift = Math.sign(m3 - this.held) * half / ((at - this.heldSince) * rate);
             this.trim = Math.max(-GridFollower.MAX_TRIM, Math.min(GridFollower.MAX_TRIM, this.trim - drift));
           }
+          // Just after a start, on a cadence of two refreshes, a page about a refresh off (within one and a half)
+          // may be on the other phase: that is for the change of phase to decide (rephaseTarget, once
+          // REPHASE_FRAMES have come), not for a nudge, which Chromium answered in traced seeks by showing the
+          // frames a refresh later still (35 ms off). A page a whole frame off is nudged at once.
+          if (this.phasePending(at) && Math.abs(m3) <= 1.5 * this.refresh) return this.trim;
           this.heldSince = null; this.held = null;
           this.mode = "move"; this.moves.push(at); this.direction = m3 > 0 ? -1 : 1;
         }
