@@ -125,6 +125,30 @@ import Testing
                      DisplayGrid(refresh: Self.refresh, refreshAt: near, frame: Self.frame, frameAt: .seconds(-5))] {
             #expect(Self.play(grid: grid).0.anchorSessionTime == near)
         }
+        // Hostile extremes (a refresh time of Int64.min or max, exactly Int64.min from now, frames at the far end
+        // of their range, a start at the largest item time): no trap, and a start no more than a refresh later.
+        // The report's own time: `play` sends it 1.5 s after the harness starts.
+        let reportedAt = AuthorityHarness().now + .milliseconds(1_500)
+        let extremes: [SessionInstant] = [SessionInstant(nanoseconds: .min), SessionInstant(nanoseconds: .max),
+                                          SessionInstant(nanoseconds: reportedAt.nanoseconds &+ .min)]
+        for refreshAt in extremes {
+            #expect(Self.play(grid: DisplayGrid(refresh: Self.refresh, refreshAt: refreshAt)).0.anchorSessionTime
+                    == plain.anchorSessionTime)
+        }
+        for (frame, frameAt) in [(TimeSpan.milliseconds(1), ItemTime.seconds(86_400)), (.seconds(1), .zero),
+                                 (Self.frame, ItemTime(nanoseconds: .max)), (Self.frame, ItemTime(nanoseconds: .min))] {
+            let moved = Self.play(grid: DisplayGrid(refresh: Self.refresh, refreshAt: near, frame: frame, frameAt: frameAt))
+                .0.anchorSessionTime - plain.anchorSessionTime
+            #expect(moved >= .zero && moved < Self.refresh)
+        }
+        let grid = DisplayGrid(refresh: Self.refresh, refreshAt: near, frame: Self.frame, frameAt: .milliseconds(12))
+        for itemTime in [ItemTime(nanoseconds: .max), ItemTime(nanoseconds: .max - 1), .zero] {
+            let at = grid.frameInstant(anchor: near, itemTime: itemTime, rate: 1)
+            #expect(at.map { ($0 - near).nanoseconds.magnitude <= UInt64(Self.frame.nanoseconds / 2) } == true)
+        }
+        #expect(grid.frameInstant(anchor: near, itemTime: .zero, rate: 0) == nil)
+        #expect(grid.frameInstant(anchor: near, itemTime: .zero, rate: .infinity) == nil)
+        #expect(grid.frameInstant(anchor: near, itemTime: .zero, rate: .nan) == nil)
         var off = AuthorityConfiguration()
         off.alignsStartsToDisplays = false
         let (plainOff, _) = Self.play(grid: nil, configuration: off)

@@ -26,7 +26,9 @@ public struct DisplayGrid: Sendable, Hashable, Codable {
     /// The grid, if its figures are ones a display and media can have, its refresh within a minute of `now` and its
     /// frame time within a day of media; else nil.
     func validated(now: SessionInstant) -> DisplayGrid? {
-        guard Self.refreshRange.contains(refresh), abs((refreshAt - now).nanoseconds) <= TimeSpan.seconds(60).nanoseconds
+        // `magnitude`, not `abs`: a difference of Int64.min (a hostile report) has no absolute value.
+        guard Self.refreshRange.contains(refresh),
+              (refreshAt - now).nanoseconds.magnitude <= UInt64(TimeSpan.seconds(60).nanoseconds)
         else { return nil }
         var grid = self
         if let frame, let frameAt, Self.frameRange.contains(frame),
@@ -56,14 +58,19 @@ public struct DisplayGrid: Sendable, Hashable, Codable {
     /// the frame nearest `itemTime` where the frames are known, else `itemTime` itself. Nil where the frames do not
     /// come a whole number of refreshes apart at that rate (then no choice of start puts them all on refreshes).
     func frameInstant(anchor: SessionInstant, itemTime: ItemTime, rate: Double) -> SessionInstant? {
-        guard rate > 0, rate.isFinite else { return nil }
-        guard let frame, let frameAt else { return anchor }
+        guard rate >= 0.01, rate <= 100 else { return nil }
+        guard let frame, let frameAt, frame.nanoseconds > 0 else { return anchor }
         let onDisplay = Double(frame.nanoseconds) / rate
         let refreshes = (onDisplay / Double(refresh.nanoseconds)).rounded()
         // Within 1 % of a whole number of refreshes (a 30 fps video on a 60 Hz display, at 1×, ½× or 2×).
         guard refreshes >= 1, abs(onDisplay - refreshes * Double(refresh.nanoseconds)) <= onDisplay / 100 else { return nil }
-        let frames = ((itemTime - frameAt) / frame).rounded()
-        let nearest = frameAt.nanoseconds + Int64(frames) * frame.nanoseconds
-        return anchor + TimeSpan(nanoseconds: nearest - itemTime.nanoseconds) * (1 / rate)
+        // How far the nearest frame lies from `itemTime` (within half a frame), from the remainder of their
+        // distance: no product of large numbers, whatever item time a start has.
+        let (distance, overflow) = itemTime.nanoseconds.subtractingReportingOverflow(frameAt.nanoseconds)
+        guard !overflow else { return nil }
+        var offset = -(distance % frame.nanoseconds)
+        if offset > frame.nanoseconds / 2 { offset -= frame.nanoseconds }
+        if offset < -frame.nanoseconds / 2 { offset += frame.nanoseconds }
+        return anchor + TimeSpan(nanoseconds: Int64((Double(offset) / rate).rounded()))
     }
 }
