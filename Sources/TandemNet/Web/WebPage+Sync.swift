@@ -20,7 +20,7 @@ extension WebPage {
         this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
         this.grid = new GridFollower(1e9 / 60);
-        this.refreshMeasured = false; this.lastRefresh = null; this.frameGrid = null;
+        this.refreshMeasured = false; this.lastRefresh = null; this.frameGrid = null; this.fineRefresh = null;
         // Over 20 animation frames (a third of a second at 60 Hz), so that a page that loads at once has reported
         // its display before the group's first start; the report refines it over longer spans.
         measureRefresh((refresh) => { this.grid.refresh = refresh; this.refreshMeasured = true; this.wire.reportLink(); }, 20);
@@ -299,13 +299,14 @@ extension WebPage {
        *  one. Null until the refresh is measured and the clock synchronised. */
       displayGrid() {
         if (!this.refreshMeasured || this.lastRefresh === null || !this.wire.synchronised) return null;
-        // Over many refreshes (more than two seconds of them) the interval is known finer, unless the display
-        // changed since (then the first measure stands until the page is loaded again).
+        // Over many refreshes (more than two seconds of them) the interval is known finer: each report counts the
+        // refreshes since the first by the last report's figure, which stays exact as the span grows a second at a
+        // time. Unless the display changed since (then the first measure stands until the page is loaded again).
         let refresh = this.grid.refresh;
         const span = this.lastRefresh - this.firstRefresh;
         if (span > 2e9) {
-          const finer = span / Math.round(span / refresh);
-          if (Math.abs(finer - refresh) <= refresh * 0.005) refresh = finer;
+          const finer = span / Math.round(span / (this.fineRefresh ?? refresh));
+          if (Math.abs(finer - refresh) <= refresh * 0.005) { refresh = finer; this.fineRefresh = finer; }
         }
         const grid = { refresh: Math.round(refresh), refreshAt: Math.round(this.wire.sessionTime(this.lastRefresh)) };
         if (this.frameGrid) Object.assign(grid, this.frameGrid);
