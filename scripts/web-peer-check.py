@@ -7,6 +7,9 @@
                                                            shown in and the floor it allows, seeks while playing,
                                                            command latency; TANDEM_TRACE_FILE writes every frame,
                                                            TANDEM_SEEK_DEBUG prints each seek's first frames)
+    web-peer-check.py --resumes COUNT TANDEM MEDIA          (one page; the host pauses and resumes COUNT times: each
+                                                           resume's first frames' errors, whether the page changed
+                                                           phase, and how many landed within half a refresh)
     web-peer-check.py --queue TANDEM MEDIA OTHER_MEDIA      (a queue of both: the page is given both files at once,
                                                            then loads each item by itself)
     web-peer-check.py --vectors TANDEM MEDIA VECTORS        (the page's sealing against the known answers in VECTORS,
@@ -674,9 +677,59 @@ def unplayable_check(tandem, media, not_media, check):
         shutil.rmtree(os.path.dirname(damaged), ignore_errors=True)
 
 
+def resumes(tandem, media, count):
+    """`--resumes COUNT`: one page beside the host, which pauses and resumes COUNT times; for each resume, the first
+    six frames' errors from the group's line (as the page measures them; its clock agrees with the ground truth to
+    0.1 ms in the bench) and the changes of phase it made. A resume lands on the right refresh when its frames are
+    within half a refresh of the line, else on the other phase of Chromium's cadence."""
+    from playwright.sync_api import sync_playwright
+    host = Host(tandem, media)
+    landed, swings = [], 0
+    try:
+        link = host.browser_link()
+        if link is None:
+            print("the host printed no browser link: " + " | ".join(host.lines[-5:]))
+            return 1
+        with sync_playwright() as p:
+            browser = launch(p)
+            if browser is None:
+                return 77
+            page = browser.new_page(bypass_csp=True)
+            page.goto(link)
+            page.wait_for_function("window.tandem && tandem.joined === true && tandem.wire.synchronised", timeout=15000)
+            page.set_input_files("#file", media)
+            host.send("play")
+            page.wait_for_function("tandem.follower.frames > 10", timeout=20000)
+            time.sleep(4)
+            for number in range(count):
+                generation = page.evaluate("tandem.timeline.generation")
+                host.send("pause")
+                wait_for_generation([page], generation)
+                time.sleep(0.7)
+                generation = page.evaluate("tandem.timeline.generation")
+                seen = page.evaluate("tandem.follower.trace.length")
+                before = page.evaluate("tandem.follower.corrections.rephases")
+                host.send("play")
+                wait_for_generation([page], generation, "statusOf(tandem.timeline) === 'playing'")
+                time.sleep(1.6)
+                errors = [round(entry[1] / 1e6, 1) for entry in page.evaluate("tandem.follower.trace.slice(%d, %d)" % (seen, seen + 6))]
+                changed = page.evaluate("tandem.follower.corrections.rephases") - before
+                swings += changed
+                typical = sorted(errors)[len(errors) // 2] if errors else None
+                landed.append(typical is not None and abs(typical) <= 1e3 / 60 / 2)
+                print("resume %d: first frames %s ms, changes of phase %d" % (number + 1, errors, changed), flush=True)
+            browser.close()
+    finally:
+        host.stop()
+    print("resumes: %d, on the right refresh %d, changes of phase %d" % (count, sum(landed), swings))
+    return 0
+
+
 def main():
     if sys.argv[1] == "--bench":
         return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]))
+    if sys.argv[1] == "--resumes":
+        return resumes(sys.argv[3], sys.argv[4], int(sys.argv[2]))
     results = []
 
     def check(name, ok, detail=""):
