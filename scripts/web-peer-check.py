@@ -377,6 +377,14 @@ def launch(p):
         return None
 
 
+def open_page(browser, link, ready, timeout=10000):
+    """A new page on `link` (its CSP lifted for the driver's probes), once the script `ready` holds there."""
+    page = browser.new_page(bypass_csp=True)
+    page.goto(link)
+    page.wait_for_function(ready, timeout=timeout)
+    return page
+
+
 def queue_check(tandem, first, second, check):
     """`--queue`: the host shares a queue of two files; the page is given both files at once (in the order that
     puts the second item first), loads the current item's by name and fingerprint, and the next one when the host
@@ -392,10 +400,7 @@ def queue_check(tandem, first, second, check):
             browser = launch(p)
             if browser is None:
                 return 77
-            page = browser.new_page(bypass_csp=True)
-            page.goto(link)
-            page.wait_for_function("window.tandem && tandem.joined === true && (tandem.people || []).length === 2",
-                                   timeout=10000)
+            page = open_page(browser, link, "window.tandem && tandem.joined === true && (tandem.people || []).length === 2")
             page.set_input_files("#file", [second, first])
             page.wait_for_function("tandem.ready === true && tandem.libraryLoads === 1", timeout=10000)
             check("from two files the page loads the current item's", page.evaluate("tandem.mismatch") is False
@@ -631,10 +636,8 @@ def unplayable_check(tandem, media, not_media, check):
             browser = launch(p)
             if browser is None:
                 return 77
-            page = browser.new_page(bypass_csp=True)
-            page.goto(link)
-            page.wait_for_function("window.tandem && tandem.joined === true && (tandem.people || []).length === 2"
-                                   " && tandem.wire.synchronised", timeout=10000)
+            page = open_page(browser, link, "window.tandem && tandem.joined === true && (tandem.people || []).length === 2"
+                             " && tandem.wire.synchronised")
 
             # A damaged copy: ready, plays with the group, then fails to decode a couple of seconds in.
             page.set_input_files("#file", damaged)
@@ -694,9 +697,7 @@ def resumes(tandem, media, count):
             browser = launch(p)
             if browser is None:
                 return 77
-            page = browser.new_page(bypass_csp=True)
-            page.goto(link)
-            page.wait_for_function("window.tandem && tandem.joined === true && tandem.wire.synchronised", timeout=15000)
+            page = open_page(browser, link, "window.tandem && tandem.joined === true && tandem.wire.synchronised", 15000)
             page.set_input_files("#file", media)
             host.send("play")
             page.wait_for_function("tandem.follower.frames > 10", timeout=20000)

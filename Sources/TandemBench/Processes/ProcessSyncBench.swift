@@ -27,6 +27,19 @@ package enum ProcessSyncBench {
         package var file: String
 
         package init(file: String) { self.file = file }
+
+        /// The command line's figures: `--peers` (nil: 3), `--link`, `--duration`, `--seed`, `--max-clock-offset`
+        /// (seconds, as the largest shift of a peer's clock), `--timelines-over-tcp`.
+        package init(file: String, peers: Int?, link: String, duration: Double, seed: UInt64, maxClockOffset: Double,
+                     timelinesOverTCPOnly: Bool) {
+            self.file = file
+            self.peers = peers ?? 3
+            self.link = link
+            self.duration = duration
+            self.seed = seed
+            self.maxClockShift = Int(maxClockOffset.rounded())
+            self.timelinesOverTCPOnly = timelinesOverTCPOnly
+        }
     }
 
     /// One command and when it was asked for (true CLOCK_MONOTONIC), with what it should change.

@@ -133,18 +133,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
                                         progress: { line in if terminal { Terminal.shared.status(line) } }, say: printLine)
         }
     }
-}
 
-extension SyncBenchCommand {
     /// `--processes` / `--netlab`: peers as processes, on loopback and (with --netlab) in the lab, same profile.
     func runProcesses(_ path: String) async throws {
-        var configuration = ProcessSyncBench.Configuration(file: path)
-        configuration.peers = peers ?? 3
-        configuration.link = link
-        configuration.duration = duration
-        configuration.seed = seed
-        configuration.maxClockShift = Int(maxClockOffset.rounded())
-        configuration.timelinesOverTCPOnly = timelinesOverTCP
+        let configuration = ProcessSyncBench.Configuration(
+            file: path, peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
+            timelinesOverTCPOnly: timelinesOverTCP)
         try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }
