@@ -36,6 +36,8 @@ messages = {
     "join": {"join": {"name": "bob", "reconnectAs": "p1", "reconnectToken": "abc", "prerollEstimate": 1}},
     "play": {"timelineRequest": {"_0": {"requestID": 1, "command": {"play": {}}, "basedOnGeneration": 1,
                                         "requestedAtSessionTime": 5}}},
+    "playProposed": {"timelineRequest": {"_0": {"requestID": 9, "command": {"play": {}}, "basedOnGeneration": 1,
+                                                "requestedAtSessionTime": 5, "proposedStart": 90000005}}},
     "pause": {"timelineRequest": {"_0": {"requestID": 2, "command": {"pause": {"itemTime": 1000}},
                                          "basedOnGeneration": 1, "requestedAtSessionTime": 5}}},
     "seek": {"timelineRequest": {"_0": {"requestID": 3, "command": {"seek": {"itemTime": 9000000000, "play": True}},

@@ -38,6 +38,10 @@ package final class LocalPeer: Sendable {
         // The coordinator subscribes to the link first: it must see every timeline the authority sends.
         var locateActivity: (@Sendable (ActivityEnvelope) async -> String)?
         if media != nil { locateActivity = { await resolver.location(for: $0) } }
+        var configuration = configuration
+        // `TANDEM_PROPOSED_STARTS=off` makes this peer wait for the authority's timeline for its own plays and seeks,
+        // as before proposals, to measure what they save (`tandem bench sync --processes --joiner-commands`).
+        if ProcessInfo.processInfo.environment["TANDEM_PROPOSED_STARTS"] == "off" { configuration.proposesStarts = false }
         coordinator = PlaybackCoordinator(engine: self.engine, link: connection, clock: clock,
                                           configuration: configuration, locate: { _ in file },
                                           locateActivity: locateActivity)

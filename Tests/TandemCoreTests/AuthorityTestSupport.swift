@@ -58,9 +58,11 @@ struct AuthorityHarness {
     private var nextToken = 0
 
     @discardableResult
-    mutating func request(_ command: TimelineRequest.Command, from id: ParticipantID) -> [Action] {
-        let request = TimelineRequest(requestID: nextRequestID, command: command,
+    mutating func request(_ command: TimelineRequest.Command, from id: ParticipantID,
+                          proposing start: SessionInstant? = nil) -> [Action] {
+        var request = TimelineRequest(requestID: nextRequestID, command: command,
                                       basedOnGeneration: authority.timeline.generation, requestedAtSessionTime: now)
+        request.proposedStart = start
         nextRequestID += 1
         return send(.timelineRequest(request), from: id)
     }

@@ -42,7 +42,8 @@ extension ProcessSyncBench {
             }
         }
         lines.append("")
-        lines.append("request (a line on the host's stdin) to every peer rendering it:")
+        let commander = results.first?.commandsFrom.map { "\($0)'s, a joiner's" } ?? "the host's"
+        lines.append("request (a line on \(commander) stdin) to every peer rendering it:")
         lines.append(commands.rendered)
         if let loopback = results.first(where: { $0.network == .loopback }),
            let lab = results.first(where: { $0.network == .netlab }) {

@@ -24,14 +24,18 @@ package enum ProcessSyncBench {
         package var maxClockShift = 10
         /// Joiners take their timelines over TCP only, without the datagram copies: to compare.
         package var timelinesOverTCPOnly = false
+        /// The first joiner gives the commands instead of the host: its requests cross its link to the host's
+        /// server, and it proposes their starts (`TimelineRequest.proposedStart`).
+        package var commandsFromJoiner = false
         package var file: String
 
         package init(file: String) { self.file = file }
 
         /// The command line's figures: `--peers` (nil: 3), `--link`, `--duration`, `--seed`, `--max-clock-offset`
-        /// (seconds, as the largest shift of a peer's clock), `--timelines-over-tcp`.
+        /// (seconds, as the largest shift of a peer's clock), `--timelines-over-tcp`, `--joiner-commands`.
         package init(file: String, peers: Int?, link: String, duration: Double, seed: UInt64, maxClockOffset: Double,
-                     timelinesOverTCPOnly: Bool) {
+                     timelinesOverTCPOnly: Bool, commandsFromJoiner: Bool = false) {
+            self.commandsFromJoiner = commandsFromJoiner
             self.file = file
             self.peers = peers ?? 3
             self.link = link
@@ -83,6 +87,8 @@ package enum ProcessSyncBench {
         package var steadySkew: SyncReport.Stats
         /// Request (a line on the host's stdin) to every peer rendering its effect.
         package var commands: [SyncReport.CommandLatency]
+        /// Who gave the commands when it was not the host (`--joiner-commands`).
+        package var commandsFrom: String?
     }
 
     static let frameInterval = TimeSpan.milliseconds(1000.0 / 30).nanoseconds
@@ -169,7 +175,9 @@ package enum ProcessSyncBench {
         // Let clock sync settle before the first start, as people take a moment before pressing play.
         try await Task.sleep(for: .seconds(3))
 
-        let marks = try await schedule(host: host, peers: peers, duration: configuration.duration, say: say)
+        let commander = configuration.commandsFromJoiner && peers.count > 1 ? peers[1] : host
+        if commander !== host { say("commands from \(commander.name), a joiner") }
+        let marks = try await schedule(host: commander, peers: peers, duration: configuration.duration, say: say)
         host.send("end")
         for peer in peers { await peer.finish(within: 15) }
 
@@ -204,8 +212,8 @@ package enum ProcessSyncBench {
         return report(truth: truth, marks: marks, configuration: configuration, peers: described)
     }
 
-    /// The commands, as a person at the host would give them: start, pause, play, seek, rate 1.5× and back,
-    /// repeated until `duration` seconds have passed.
+    /// The commands, as a person at the host (or at the first joiner, `commandsFromJoiner`) would give them: start,
+    /// pause, play, seek, rate 1.5× and back, repeated until `duration` seconds have passed.
     private static func schedule(host: PeerProcess, peers: [PeerProcess], duration: Double,
                                  say: @Sendable (String) -> Void) async throws -> [Mark] {
         var marks: [Mark] = []
@@ -283,6 +291,7 @@ package enum ProcessSyncBench {
         }
         return Result(network: configuration.network, link: configuration.link, peers: peers,
                       duration: configuration.duration, skew: .init(nanoseconds: showings.map(\.spread)),
-                      steadySkew: .init(nanoseconds: steady.map(\.spread)), commands: commands)
+                      steadySkew: .init(nanoseconds: steady.map(\.spread)), commands: commands,
+                      commandsFrom: configuration.commandsFromJoiner && peers.count > 1 ? peers[1].name : nil)
     }
 }

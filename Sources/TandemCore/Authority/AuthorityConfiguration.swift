@@ -49,6 +49,16 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// refresh (8.3 ms at 60 Hz) from the group at best. Costs a start up to one refresh, and only where someone
     /// reported a display. Default true.
     public var alignsStartsToDisplays = true
+    /// Whether a start the requester proposes (`TimelineRequest.proposedStart`, a play or a seek that plays) is
+    /// kept when every other participant can make it. The requester starts itself at its proposal, so its own way
+    /// back from the authority is not waited for: a command from a joiner whose link is the longest (one peer with
+    /// the host, whose player runs beside the authority) starts a leg sooner. A proposal earlier than the others
+    /// can make gives the earliest they can; one later than `maxProposedStartDelay` after the start the authority
+    /// would schedule itself is ignored. Default true.
+    public var honoursProposedStarts = true
+    /// How much later than its own schedule a proposed start may be and still be kept: what one participant's
+    /// proposals can delay a start by.
+    public var maxProposedStartDelay = TimeSpan.seconds(1)
     /// Scheduled starts only when the largest one-way delay to the participants is at least this: on shorter
     /// links (loopback, a LAN) the prepare round's two extra legs cost less than the headroom a preroll estimate
     /// must keep over the preroll itself (measured: a seek on loopback 64 ms with the round, 86–100 ms scheduled).

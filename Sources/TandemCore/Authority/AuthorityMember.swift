@@ -36,6 +36,9 @@ struct Member: Sendable, Codable {
     var renderOffset: TimeSpan?
     var sharedRenderOffset: TimeSpan?
     var renderOffsetSharedAt: SessionInstant?
+    /// When the others last heard the list for other news of it, and whether news waits (`shareListNews`).
+    var listNewsAt: SessionInstant?
+    var listNewsPending = false
     var readiness: Readiness = .unknown
     var suspensions: [HeldSuspension] = []
     var prepared: PreparedPosition?
@@ -74,6 +77,21 @@ struct Member: Sendable, Codable {
 
     func isPrepared(at position: ItemPosition) -> Bool { prepared?.position == position }
 
+    /// True when the others should hear the participant list for news of this participant other than its render
+    /// offset (`news`: a new preroll estimate, its first spread, a display, prepared where the group stands), or for
+    /// news held back: at most once a second however often it comes, so that a participant cannot make the server
+    /// send everyone lists at its own rate. News held back goes with its next chance (the next link report).
+    mutating func shareListNews(_ news: Bool, now: SessionInstant) -> Bool {
+        guard news || listNewsPending else { return false }
+        if let at = listNewsAt, now - at < .seconds(1) {
+            listNewsPending = true
+            return false
+        }
+        listNewsAt = now
+        listNewsPending = false
+        return true
+    }
+
     /// Keeps a reported render offset (clamped to ±1 h). True when the others should hear of it: it moved by a
     /// millisecond or more since they last did, and they did not in the last second (however often it reports).
     mutating func noteRenderOffset(_ offset: TimeSpan?, now: SessionInstant) -> Bool {
@@ -91,10 +109,13 @@ struct Member: Sendable, Codable {
     var state: ParticipantState {
         var reasons: [SuspensionReason] = []
         for suspension in suspensions where !reasons.contains(suspension.reason) { reasons.append(suspension.reason) }
-        return ParticipantState(participant: participant, readiness: readiness, suspensions: reasons, isHost: isHost,
-                                oneWayDelay: oneWayDelay, prerollEstimate: prerollEstimate,
-                                preparedGeneration: prepared?.generation, hasJoined: hasJoined,
-                                renderOffset: renderOffset)
+        var state = ParticipantState(participant: participant, readiness: readiness, suspensions: reasons,
+                                     isHost: isHost, oneWayDelay: oneWayDelay, prerollEstimate: prerollEstimate,
+                                     preparedGeneration: prepared?.generation, hasJoined: hasJoined,
+                                     renderOffset: renderOffset)
+        state.reportsDisplay = display != nil
+        state.returnDelaySpread = returnDelaySpread
+        return state
     }
 }
 

@@ -3,7 +3,7 @@
 
 extension SessionAuthority {
     mutating func changeRate(to rate: Double, from id: ParticipantID,
-                             now: SessionInstant) -> [Action] {
+                             now: SessionInstant, proposed: SessionInstant? = nil) -> [Action] {
         let who = name(of: id)
         // Outside the announced range: refused, not clamped (a speed nobody asked for would surprise the group).
         if let refusal = configuration.playback.refusingRate(rate) { return [.send(.refused(refusal), to: id)] }
@@ -11,8 +11,15 @@ extension SessionAuthority {
         if timeline.isPlaying, everyoneChangesRateInPlace {
             // Every player switches rate without stopping: the new line continues the current one from where
             // the group will be once the request has reached everyone, and nobody prerolls. A player it reaches a
-            // little late switches at once and corrects, so the margin is the small one.
-            let switchAt = now + maxOneWayDelay + min(startMargin, configuration.rateSwitchMargin)
+            // little late switches at once and corrects, so the margin is the small one. A switch the requester
+            // proposed (and makes itself) is kept when the others can make it.
+            let margin = min(startMargin, configuration.rateSwitchMargin)
+            let scheduled = now + maxOneWayDelay + margin
+            var switchAt = scheduled
+            if configuration.honoursProposedStarts, let proposed,
+               proposed <= scheduled + configuration.maxProposedStartDelay {
+                switchAt = max(proposed, now + maxOneWayDelay(excluding: id) + margin)
+            }
             let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: switchAt))
             stopWaiting()
             actions = publish(status: .playing, anchorSessionTime: switchAt, anchorItemTime: itemTime, rate: rate,

@@ -13,16 +13,19 @@ extension SessionAuthority {
         configuration.optimisticStarts && maxOneWayDelay >= configuration.optimisticStartsFromOneWayDelay
     }
 
-    var maxOneWayDelay: TimeSpan {
-        connectedIDs.compactMap { members[$0]?.oneWayDelay }.max() ?? .zero
+    var maxOneWayDelay: TimeSpan { maxOneWayDelay(excluding: nil) }
+
+    /// The largest one-way delay to the connected participants other than `excluded`.
+    func maxOneWayDelay(excluding excluded: ParticipantID?) -> TimeSpan {
+        connectedIDs.filter { $0 != excluded }.compactMap { members[$0]?.oneWayDelay }.max() ?? .zero
     }
 
     /// How far ahead a start must be scheduled so every participant can make it: the largest one-way delay plus
     /// preroll (none for a participant prepared at `position`; everyone's when `position` is nil) plus the margin.
     /// Excused participants catch up on their own and do not add their preroll.
-    func lead(at position: ItemPosition?) -> TimeSpan {
+    func lead(at position: ItemPosition?, excluding excluded: ParticipantID? = nil) -> TimeSpan {
         var slowest = TimeSpan.zero
-        for id in connectedIDs {
+        for id in connectedIDs where id != excluded {
             guard let member = members[id] else { continue }
             var needed = member.oneWayDelay
             let prepared = position.map { member.isPrepared(at: $0) } ?? false
@@ -30,6 +33,16 @@ extension SessionAuthority {
             slowest = max(slowest, needed)
         }
         return slowest + startMargin
+    }
+
+    /// A start from `position` at `proposed`, which participant `requester` proposed (`TimelineRequest
+    /// .proposedStart`) and starts at itself: no earlier than every other participant can make; nil (the authority's
+    /// own schedule, `scheduled`) when proposals are not honoured or it is more than `maxProposedStartDelay` later.
+    func proposedStart(_ proposed: SessionInstant?, by requester: ParticipantID?, at position: ItemPosition,
+                       scheduled: SessionInstant, now: SessionInstant) -> SessionInstant? {
+        guard configuration.honoursProposedStarts, let proposed, let requester,
+              proposed <= scheduled + configuration.maxProposedStartDelay else { return nil }
+        return max(proposed, now + lead(at: position, excluding: requester))
     }
 
     /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of

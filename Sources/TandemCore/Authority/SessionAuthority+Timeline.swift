@@ -14,7 +14,7 @@ extension SessionAuthority {
             let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime)
             let blocking = blockers(at: position, requiringPreparation: false)
             if blocking.isEmpty {
-                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now)
+                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now, proposed: request.proposedStart)
                     + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime))", now))
             }
             waitingRequiresPreparation = false
@@ -39,7 +39,7 @@ extension SessionAuthority {
             let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
             if play, schedulesStarts, blockers(at: position, requiringPreparation: false).isEmpty {
                 // Nobody is loading or held: start on a schedule everyone can make, without a prepare round.
-                actions = startPlaying(at: itemTime, originator: id, now: now)
+                actions = startPlaying(at: itemTime, originator: id, now: now, proposed: request.proposedStart)
             } else if play {
                 let blocking = blockers(at: position, requiringPreparation: true)
                 waitingRequiresPreparation = true
@@ -54,7 +54,7 @@ extension SessionAuthority {
             return actions + reconcile(now: now)
 
         case .rate(let rate):
-            return changeRate(to: rate, from: id, now: now)
+            return changeRate(to: rate, from: id, now: now, proposed: request.proposedStart)
         }
     }
 
@@ -337,10 +337,15 @@ extension SessionAuthority {
 
     // MARK: Publishing
 
-    mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant) -> [Action] {
-        let start = alignedToDisplays(now + lead(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime)),
-                                      itemTime: itemTime, rate: timeline.rate)
-        return publish(status: .playing, anchorSessionTime: start, anchorItemTime: itemTime, originator: originator)
+    /// Starts the group from `itemTime` as soon as everyone can (or at the start `originator` proposed, see
+    /// `proposedStart`), moved onto the reported displays' refreshes.
+    mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant,
+                               proposed: SessionInstant? = nil) -> [Action] {
+        let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
+        let scheduled = now + lead(at: position)
+        let start = proposedStart(proposed, by: originator, at: position, scheduled: scheduled, now: now) ?? scheduled
+        return publish(status: .playing, anchorSessionTime: alignedToDisplays(start, itemTime: itemTime, rate: timeline.rate),
+                       anchorItemTime: itemTime, originator: originator)
     }
 
     mutating func publish(status: Timeline.Status, anchorSessionTime: SessionInstant, anchorItemTime: ItemTime,

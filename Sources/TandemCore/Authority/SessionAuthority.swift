@@ -239,10 +239,17 @@ public struct SessionAuthority: Sendable {
         case .readiness(let readiness):
             actions = updateReadiness(readiness, of: id, now: now)
         case .prepared(let generation):
+            let before = members[id]?.prepared?.generation
             if let position = generationPositions[generation] {
                 members[id]?.prepared = PreparedPosition(generation: generation, position: position)
             }
             actions = reconcile(now: now)
+            // Everyone learns who stands prepared (`ParticipantState.preparedGeneration`): a start proposed from a
+            // pause counts no preroll for them, as the authority does not.
+            if members[id]?.prepared?.generation != before, !timeline.isPlaying,
+               members[id]?.shareListNews(true, now: now) == true {
+                actions += broadcastParticipants()
+            }
         case .renderedPast(let generation, let itemTime):
             actions = resumeLater(renderedUpTo: itemTime, generation: generation, now: now)
         case .suspension(let update):
@@ -277,8 +284,19 @@ public struct SessionAuthority: Sendable {
             members[id]?.errorBound = max(.zero, errorBound)
             if let prerollEstimate { members[id]?.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
             if let spread { members[id]?.returnDelaySpread = Self.boundedPreroll(spread) }
+            // Everyone learns when a display comes or goes (`ParticipantState.reportsDisplay`), and a spread's first
+            // figure (`returnDelaySpread`: later ones come with the next list): proposed starts are made with them.
+            // A new preroll estimate is news too (reports carry one only when it moved by a millisecond or more).
+            let hadDisplay = members[id]?.display != nil, hadSpread = members[id]?.returnDelaySpread != nil
             if let display { members[id]?.display = display.validated(now: now) }
-            actions = members[id]?.noteRenderOffset(renderOffset, now: now) == true ? broadcastParticipants() : []
+            let newsForProposals = hadDisplay != (members[id]?.display != nil)
+                || hadSpread != (members[id]?.returnDelaySpread != nil) || prerollEstimate != nil
+            if members[id]?.noteRenderOffset(renderOffset, now: now) == true {
+                members[id]?.listNewsPending = false
+                actions = broadcastParticipants()
+            } else {
+                actions = members[id]?.shareListNews(newsForProposals, now: now) == true ? broadcastParticipants() : []
+            }
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:

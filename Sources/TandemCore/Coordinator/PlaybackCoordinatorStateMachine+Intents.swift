@@ -8,7 +8,7 @@ extension PlaybackCoordinatorStateMachine {
 
     /// Asks the group to play.
     public mutating func play(now: LocalInstant) -> [Action] {
-        request(.play, now: now)
+        requestProposing(.play, now: now) ?? request(.play, now: now)
     }
 
     /// Pauses here at once and asks the group to stop at `currentItemTime` (this engine's position).
@@ -73,7 +73,8 @@ extension PlaybackCoordinatorStateMachine {
 
     mutating func requestSeek(to itemTime: ItemTime, now: LocalInstant) -> [Action] {
         let playing = timeline.map { $0.isPlaying || isWaiting($0) } ?? false
-        return request(.seek(itemTime: max(.zero, itemTime), play: playing), now: now)
+        let command = TimelineRequest.Command.seek(itemTime: max(.zero, itemTime), play: playing)
+        return requestProposing(command, now: now) ?? request(command, now: now)
     }
 
     // MARK: Rate
@@ -84,7 +85,7 @@ extension PlaybackCoordinatorStateMachine {
     /// Asks the group to play at `rate`. Throws (`.invalid`) for a rate outside the limits' range.
     public mutating func setRate(_ rate: Double, now: LocalInstant) throws(Refusal) -> [Action] {
         if let refusal = limits.refusingRate(rate) { throw refusal }
-        return request(.rate(rate), now: now)
+        return requestProposing(.rate(rate), now: now) ?? request(.rate(rate), now: now)
     }
 
     /// Asks the group to play at the next rate step up (or down) from its rate. Throws (`.invalid`) at the end of

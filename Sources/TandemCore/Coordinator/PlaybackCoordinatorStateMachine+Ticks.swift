@@ -28,6 +28,7 @@ extension PlaybackCoordinatorStateMachine {
                                              prerollEstimate: preroll, returnDelaySpread: spread)))
         }
         if case .holding(_, let until) = pauseHold, now >= until { pauseHold = .none }
+        if let provisional, now >= provisional.until { dropProvisional() }
         watchdog(now: now, engineItemTime: engineItemTime, into: &actions)
         reconcile(now: now, into: &actions)
         return actions

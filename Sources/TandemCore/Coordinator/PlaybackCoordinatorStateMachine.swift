@@ -59,6 +59,25 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         public var stopAllowance: TimeSpan = .milliseconds(10)
         /// How long a local pause holds playback back while its generation is on its way.
         public var localPauseHold: TimeSpan = .seconds(3)
+        /// Whether this peer proposes the start of its own plays and seeks (`TimelineRequest.proposedStart`) and
+        /// starts itself then, instead of waiting for the timeline to come back (+Proposals.swift). Default true.
+        public var proposesStarts = true
+        /// Proposals only where this peer's one-way delay to the authority is at least this: over shorter links a
+        /// seek has a prepare round (`AuthorityConfiguration.optimisticStartsFromOneWayDelay`, 10 ms) and a play
+        /// would save a few milliseconds.
+        public var proposesStartsFromOneWayDelay: TimeSpan = .milliseconds(15)
+        /// The most a proposal adds to its delays and prerolls, and what it adds while someone's spread is unknown:
+        /// the authority's start margin over long links (`AuthorityConfiguration.startMargin`).
+        public var proposedStartMargin: TimeSpan = .milliseconds(40)
+        /// Added to the widest spread everyone reported, as the authority does (`AuthorityConfiguration
+        /// .shortLinkStartMargin`), with this peer's own spread for the request's way there (`proposalMargin`).
+        public var proposedStartSlack: TimeSpan = .milliseconds(8)
+        /// The margin of a proposed rate change every player makes in place: the authority's for such a switch
+        /// (`AuthorityConfiguration.rateSwitchMargin`); a player the switch reaches late makes it at once and
+        /// corrects.
+        public var proposedRateSwitchMargin: TimeSpan = .milliseconds(5)
+        /// How long this peer follows a start it proposed without an answer from the authority.
+        public var proposalHold: TimeSpan = .seconds(2)
         public init() {}
     }
 
@@ -142,6 +161,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     // Requests.
     var nextRequestID: UInt64 = 1
     var pauseHold: LocalPauseHold = .none
+    /// A start this peer proposed, followed until the authority answers (+Proposals.swift).
+    var provisional: ProvisionalStart?
+    /// This peer as the authority last described it (its one-way delay, for proposals).
+    var ownState: ParticipantState?
 
     // Watchdog and reports.
     var drift: DriftWatch = .steady
@@ -204,6 +227,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             // restart that both travel slowly would repeat).
             let previous = timeline
             let following = previous.map { tl.generation > $0.generation } ?? false
+            let proposed = provisional != nil
             accept(tl, into: &actions)
             if following {
                 var restartAfterWait = false
@@ -212,6 +236,9 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
                 }
                 scheduledStart = tl.isPlaying && !restartAfterWait ? tl.generation : nil
             }
+            // The answer to a start this peer proposed: it began that start itself (or missed it, and said so); a
+            // start the authority moved is joined alone rather than held against the group.
+            if proposed && provisional == nil { scheduledStart = nil }
         case .participants(let states):
             updateParticipants(states, into: &actions)
         case .activity(let env):
@@ -229,6 +256,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         case .rejected(let requestID, let reason):
             // From an authority before refusals with codes: the same refusal, for callers of either kind.
             if requestID == pauseHold.request { pauseHold = .none }
+            if requestID == provisional?.request { dropProvisional() }
             actions.append(.event(.requestRejected(requestID: requestID, reason: reason)))
             actions.append(.refused(Refusal(.invalid, reason, request: .timeline)))
         case .refused:
@@ -236,6 +264,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
             if let refusal = message.refusal, refusal.request == .timeline || refusal.request == .suspension {
                 actions.append(.refused(refusal))
             }
+            if message.refusal?.request == .timeline { dropProvisional() }
         case .invalidated(let reason):
             invalidation = reason
             if case .playing = target { issue(.pause, into: &actions); target = .paused }
@@ -268,7 +297,13 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     }
 
     mutating func accept(_ tl: Timeline, into actions: inout [Action]) {
-        if let current = timeline, tl.generation <= current.generation { return }
+        if let provisional {
+            // Any word from the authority from the proposal's base on replaces what this peer assumed.
+            guard tl.generation >= provisional.base.generation else { return }
+            self.provisional = nil
+        } else if let current = timeline, tl.generation <= current.generation {
+            return
+        }
         timeline = tl
         if let me = localParticipantID, tl.originator == me, pauseHold.request != nil { pauseHold = .none }
         drift = .steady
@@ -283,6 +318,7 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     }
 
     mutating func updateParticipants(_ states: [ParticipantState], into actions: inout [Action]) {
+        ownState = states.first { $0.participant.id == localParticipantID }
         let others = states.filter { $0.participant.id != localParticipantID }
         if others != otherParticipants {
             otherParticipants = others

@@ -54,6 +54,12 @@ public struct TimelineRequest: Hashable, Sendable, Codable {
     /// such request, from 1 up): the authority's side acts on whichever copy comes first, once. Absent on the wire
     /// otherwise.
     public var copy: UInt64?
+    /// For a play or a seek that plays: the session time the requester proposes to start at, and starts at itself
+    /// without waiting for the timeline to come back (`PlaybackCoordinatorStateMachine.Configuration
+    /// .proposesStarts`). The authority keeps it when every other participant can make it, or schedules the
+    /// earliest they can; it ignores one more than `AuthorityConfiguration.maxProposedStartDelay` after the start
+    /// it would schedule itself. Absent on the wire otherwise.
+    public var proposedStart: SessionInstant?
 
     public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: SessionInstant) {
         self.requestID = requestID
@@ -175,11 +181,20 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     /// The participant's last reported render offset from the group's line (positive: ahead), if it reports one.
     /// Absent on the wire when none.
     public var renderOffset: TimeSpan?
+    /// Whether it reported a display its frames land on (`linkReport.display`, a browser page): the authority moves
+    /// starts onto its refreshes, so a start proposed by another participant (`TimelineRequest.proposedStart`)
+    /// may not be kept exactly, and participants propose none. Absent on the wire when false.
+    public var reportsDisplay: Bool
+    /// How much the way from the authority to it spreads, as it reported (`linkReport.returnDelaySpread`): the
+    /// authority's start margin follows the widest, and so does a proposed start's. Absent on the wire when unknown.
+    public var returnDelaySpread: TimeSpan?
 
     public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
                 isHost: Bool = false, oneWayDelay: TimeSpan = .zero, prerollEstimate: TimeSpan = .zero,
                 preparedGeneration: UInt64? = nil, hasJoined: Bool = true, renderOffset: TimeSpan? = nil) {
         self.renderOffset = renderOffset
+        self.reportsDisplay = false
+        self.returnDelaySpread = nil
         self.participant = participant
         self.hasJoined = hasJoined
         self.readiness = readiness
@@ -192,7 +207,22 @@ public struct ParticipantState: Hashable, Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case participant, readiness, suspensions, isHost, hasJoined, oneWayDelay, prerollEstimate, preparedGeneration
-        case renderOffset
+        case renderOffset, reportsDisplay, returnDelaySpread
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(participant, forKey: .participant)
+        try c.encode(readiness, forKey: .readiness)
+        try c.encode(suspensions, forKey: .suspensions)
+        try c.encode(isHost, forKey: .isHost)
+        try c.encode(hasJoined, forKey: .hasJoined)
+        try c.encode(oneWayDelay, forKey: .oneWayDelay)
+        try c.encode(prerollEstimate, forKey: .prerollEstimate)
+        try c.encodeIfPresent(preparedGeneration, forKey: .preparedGeneration)
+        try c.encodeIfPresent(renderOffset, forKey: .renderOffset)
+        if reportsDisplay { try c.encode(true, forKey: .reportsDisplay) }
+        try c.encodeIfPresent(returnDelaySpread, forKey: .returnDelaySpread)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -206,6 +236,8 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         prerollEstimate = try c.decode(TimeSpan.self, forKey: .prerollEstimate)
         preparedGeneration = try c.decodeIfPresent(UInt64.self, forKey: .preparedGeneration)
         renderOffset = try c.decodeIfPresent(TimeSpan.self, forKey: .renderOffset)
+        reportsDisplay = try c.decodeIfPresent(Bool.self, forKey: .reportsDisplay) ?? false
+        returnDelaySpread = try c.decodeIfPresent(TimeSpan.self, forKey: .returnDelaySpread)
     }
 }
 

@@ -74,6 +74,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("timelines-over-tcp"), help: "Peers take timelines (starts, pauses, seeks, rate changes) over TCP only, without their copies as datagrams: to compare on a lossy link.")
     var timelinesOverTCP = false
 
+    @Flag(name: .customLong("joiner-commands"), help: "With --processes: the first joiner gives the commands instead of the host (its requests cross its link; it proposes their starts).")
+    var joinerCommands = false
+
     @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report plus 8, at most 40.", valueName: "ms"))
     var startMargin: Double?
 
@@ -138,7 +141,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     func runProcesses(_ path: String) async throws {
         let configuration = ProcessSyncBench.Configuration(
             file: path, peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
-            timelinesOverTCPOnly: timelinesOverTCP)
+            timelinesOverTCPOnly: timelinesOverTCP, commandsFromJoiner: joinerCommands)
         try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }

@@ -1,0 +1,125 @@
+/// Starts this peer proposes: a play, a seek that plays or a rate change made in place, asked for with the session
+/// time to start at (`TimelineRequest.proposedStart`), which this peer starts at itself without waiting for the
+/// timeline to come back from the authority. The authority keeps the proposal when every other participant can make
+/// it, so a command from the peer whose link is the longest (a joiner with the host, whose player runs beside the
+/// authority) starts a leg sooner: the request's way to the authority and the others' way from it, not the way back
+/// to this peer.
+///
+/// The proposal is what the authority would schedule without this peer: this peer's one-way delay (the request's
+/// way there), then the largest of the others' one-way delays plus their preroll (none for a play where they
+/// reported being prepared), or this peer's own preroll if that is longer, plus a margin (`proposalMargin`); a rate
+/// change made in place, the largest one-way delay and a small margin (`rateProposal`). It uses the participant
+/// list the authority sends, and proposes nothing where that list cannot say what the authority will do: someone
+/// not ready or holding a suspension (the group would wait), a browser page (starts go on its refreshes), a link
+/// shorter than `proposesStartsFromOneWayDelay` (a seek then has a prepare round, and there is little to save).
+///
+/// Until the authority answers, the peer follows a provisional timeline: the base one with the proposed start, at
+/// the base's generation. Any timeline from that generation on replaces it; one that names another start is followed
+/// as any new timeline is (this peer joins it alone if it has already begun). A refusal, or no answer within
+/// `proposalHold`, puts the base timeline back.
+extension PlaybackCoordinatorStateMachine {
+    /// A start this peer proposed and follows until the authority answers.
+    struct ProvisionalStart: Hashable, Sendable {
+        /// The timeline request that proposed it.
+        var request: UInt64
+        /// The authority's timeline when it was proposed.
+        var base: Timeline
+        /// Local time after which, without an answer, the base timeline is put back.
+        var until: LocalInstant
+    }
+
+    /// The start this peer would propose for `command` now, and the item time it starts from; nil when it proposes
+    /// none (see the extension's comment).
+    func proposal(for command: TimelineRequest.Command, now: LocalInstant)
+        -> (start: SessionInstant, itemTime: ItemTime, rate: Double)? {
+        guard configuration.proposesStarts, provisional == nil, invalidation == nil, !isHeld(now: now),
+              let base = timeline, base.itemID == loadedItemID, load.item == nil,
+              (activity?.itemID ?? base.itemID) == base.itemID,
+              let sessionNow = sessionTime(atLocal: now), let own = ownState,
+              own.oneWayDelay >= configuration.proposesStartsFromOneWayDelay else { return nil }
+        let itemTime: ItemTime
+        let seeking: Bool
+        switch command {
+        case .play:
+            guard base.status == .paused, preroll.isPrepared(at: base.anchorItemTime) else { return nil }
+            itemTime = base.anchorItemTime
+            seeking = false
+        case .seek(let destination, true):
+            guard base.isPlaying, case .playing = self.target else { return nil }
+            itemTime = destination
+            seeking = true
+        case .rate(let rate):
+            return rateProposal(rate, base: base, own: own, sessionNow: sessionNow)
+        default:
+            return nil
+        }
+        var slowest = TimeSpan.zero
+        for other in otherParticipants where other.hasJoined {
+            guard case .ready = other.readiness, other.suspensions.isEmpty, !other.reportsDisplay else { return nil }
+            let prepared = !seeking && other.preparedGeneration == base.generation
+            slowest = max(slowest, other.oneWayDelay + (prepared ? .zero : other.prerollEstimate))
+        }
+        let ownPreroll = seeking ? scheduledStartNeeds : .zero
+        return (sessionNow + max(own.oneWayDelay + slowest, ownPreroll) + proposalMargin(own: own), itemTime, base.rate)
+    }
+
+    /// A rate change every player makes in place (the new line continues the playing one, nobody prerolls): at
+    /// this peer's one-way delay plus the others' largest, plus the authority's small margin for such a switch
+    /// (`proposedRateSwitchMargin`) and this peer's spread; nil where someone's player cannot (a stop and a start).
+    func rateProposal(_ rate: Double, base: Timeline, own: ParticipantState, sessionNow: SessionInstant)
+        -> (start: SessionInstant, itemTime: ItemTime, rate: Double)? {
+        guard base.isPlaying, case .playing = target, loaded.info?.changesRateInPlace == true,
+              limits.refusingRate(rate) == nil else { return nil }
+        var farthest = TimeSpan.zero
+        for other in otherParticipants where other.hasJoined {
+            guard case .ready(let info) = other.readiness, info.changesRateInPlace, other.suspensions.isEmpty
+            else { return nil }
+            farthest = max(farthest, other.oneWayDelay)
+        }
+        let start = sessionNow + own.oneWayDelay + farthest + configuration.proposedRateSwitchMargin
+            + (own.returnDelaySpread ?? .zero)
+        return (start, base.expectedItemTime(atSessionTime: start), rate)
+    }
+
+    /// The margin of a proposal: the authority's own over long links (the widest spread of the way from it that
+    /// everyone reported, plus `proposedStartSlack`), plus this peer's spread for the request's way there; never
+    /// more than `proposedStartMargin`, which is the margin while someone's spread is unknown.
+    func proposalMargin(own: ParticipantState) -> TimeSpan {
+        var widest = TimeSpan.zero
+        for state in otherParticipants.filter(\.hasJoined) + [own] {
+            guard let spread = state.returnDelaySpread else { return configuration.proposedStartMargin }
+            widest = max(widest, spread)
+        }
+        let ownSpread = own.returnDelaySpread ?? .zero
+        return min(configuration.proposedStartMargin, widest + configuration.proposedStartSlack + ownSpread)
+    }
+
+    /// Asks for `command` with the start this peer proposes, and follows that start at once; nil (nothing done)
+    /// when it proposes none.
+    mutating func requestProposing(_ command: TimelineRequest.Command, now: LocalInstant) -> [Action]? {
+        guard let (start, itemTime, rate) = proposal(for: command, now: now), let base = timeline,
+              let me = localParticipantID, let sessionNow = sessionTime(atLocal: now) else { return nil }
+        let id = nextRequestID
+        nextRequestID += 1
+        var request = TimelineRequest(requestID: id, command: command, basedOnGeneration: base.generation,
+                                      requestedAtSessionTime: sessionNow)
+        request.proposedStart = start
+        provisional = ProvisionalStart(request: id, base: base, until: now + configuration.proposalHold)
+        timeline = Timeline(generation: base.generation, itemID: base.itemID, rate: rate, anchorSessionTime: start,
+                            anchorItemTime: itemTime, status: .playing, originator: me)
+        // A start this peer is to make: one it cannot make is a missed start, as one the authority scheduled.
+        scheduledStart = base.generation
+        drift = .steady
+        var actions: [Action] = [.send(.timelineRequest(request))]
+        reconcile(now: now, into: &actions)
+        return actions
+    }
+
+    /// The authority refused the proposing request, or did not answer in time: back to the timeline it had.
+    mutating func dropProvisional() {
+        guard let provisional else { return }
+        self.provisional = nil
+        timeline = provisional.base
+        scheduledStart = nil
+    }
+}
