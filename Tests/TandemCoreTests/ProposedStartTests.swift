@@ -245,14 +245,17 @@ private let s: Int64 = 1_000_000_000
 
     static let ann = ParticipantID("ann")
 
-    static func participants(ownDelay: Int64 = 50 * ms, annReady: Bool = true, annDisplay: Bool = false,
-                             annPrepared: UInt64? = 1, spreads: (own: TimeSpan, ann: TimeSpan)? = nil) -> ServerMessage {
+    static func participants(ownDelay: Int64 = 50 * ms, annDelay: Int64 = 0, annReady: Bool = true,
+                             annDisplay: Bool = false, annPrepared: UInt64? = 1,
+                             spreads: (own: TimeSpan, ann: TimeSpan)? = nil) -> ServerMessage {
+        // Its preroll estimate as it reported it: the engine's own, 300 ms, until it has measured one.
         var own = ParticipantState(participant: Participant(id: T.me, name: "me"), readiness: .ready(T.media),
-                                   oneWayDelay: sp(ownDelay), preparedGeneration: 1)
+                                   oneWayDelay: sp(ownDelay), prerollEstimate: .milliseconds(300), preparedGeneration: 1)
         own.returnDelaySpread = spreads?.own
         var ann = ParticipantState(participant: Participant(id: ann, name: "ann"),
                                    readiness: annReady ? .ready(T.media) : .loading(progress: nil), isHost: true,
-                                   oneWayDelay: .zero, prerollEstimate: .milliseconds(30), preparedGeneration: annPrepared)
+                                   oneWayDelay: sp(annDelay), prerollEstimate: .milliseconds(30),
+                                   preparedGeneration: annPrepared)
         ann.reportsDisplay = annDisplay
         ann.returnDelaySpread = spreads?.ann
         return .participants([own, ann])
@@ -299,7 +302,8 @@ private let s: Int64 = 1_000_000_000
         #expect(CoordinatorScheduledStartTests.suspensionsBegun(back).isEmpty)
         #expect(m.timeline?.generation == 2)
         // A seek while playing proposes its start too: the host's 30 ms preroll (not prepared there), or this
-        // peer's own preroll estimate when longer (300 ms until it has measured its own).
+        // peer's own preroll estimate when longer (300 ms until it has measured its own), which it begins at once
+        // where the authority would count it after the way back.
         _ = m.engineCompleted(play.id, .playing, now: lt(10_100 * ms))
         let seek = m.seek(by: .seconds(60), engineItemTime: it(1 * s), now: lt(11 * s))
         let proposed = try #require(Self.proposals(seek).first)
@@ -367,6 +371,14 @@ private let s: Int64 = 1_000_000_000
         #expect(!proposes(&loading))
         var page = Self.joiner(participants: Self.participants(annDisplay: true))
         #expect(!proposes(&page))
+        // Another participant as far from the authority: the command reaches it two legs after it was asked however
+        // it is scheduled, so a proposal saves nothing (and 5 ms is not worth it either).
+        var far = Self.joiner(participants: Self.participants(annDelay: 50 * ms))
+        #expect(!proposes(&far))
+        var almost = Self.joiner(participants: Self.participants(annDelay: 45 * ms))
+        #expect(!proposes(&almost))
+        var nearer = Self.joiner(participants: Self.participants(annDelay: 40 * ms))
+        #expect(proposes(&nearer))
         var off = Machine.Configuration()
         off.proposesStarts = false
         var plain = Self.joiner(off)

@@ -11,7 +11,10 @@
 /// change made in place, the largest one-way delay and a small margin (`rateProposal`). It uses the participant
 /// list the authority sends, and proposes nothing where that list cannot say what the authority will do: someone
 /// not ready or holding a suspension (the group would wait), a browser page (starts go on its refreshes), a link
-/// shorter than `proposesStartsFromOneWayDelay` (a seek then has a prepare round, and there is little to save).
+/// shorter than `proposesStartsFromOneWayDelay` (a seek then has a prepare round), and where the proposal would not
+/// be `proposesStartsSaving` sooner than the authority's own schedule: with others as far from the authority as this
+/// peer, the command reaches them two legs after it was asked however it is scheduled, and a proposal would only
+/// risk a start the authority moves.
 ///
 /// Until the authority answers, the peer follows a provisional timeline: the base one with the proposed start, at
 /// the base's generation. Any timeline from that generation on replaces it; one that names another start is followed
@@ -60,7 +63,11 @@ extension PlaybackCoordinatorStateMachine {
             slowest = max(slowest, other.oneWayDelay + (prepared ? .zero : other.prerollEstimate))
         }
         let ownPreroll = seeking ? scheduledStartNeeds : .zero
-        return (sessionNow + max(own.oneWayDelay + slowest, ownPreroll) + proposalMargin(own: own), itemTime, base.rate)
+        let lead = max(own.oneWayDelay + slowest, ownPreroll)
+        // What the authority would schedule from the request's arrival, this peer's way back and preroll included.
+        let scheduled = own.oneWayDelay + max(slowest, own.oneWayDelay + (seeking ? own.prerollEstimate : .zero))
+        guard scheduled - lead >= configuration.proposesStartsSaving else { return nil }
+        return (sessionNow + lead + proposalMargin(own: own), itemTime, base.rate)
     }
 
     /// A rate change every player makes in place (the new line continues the playing one, nobody prerolls): at
@@ -76,8 +83,9 @@ extension PlaybackCoordinatorStateMachine {
             else { return nil }
             farthest = max(farthest, other.oneWayDelay)
         }
-        let start = sessionNow + own.oneWayDelay + farthest + configuration.proposedRateSwitchMargin
-            + (own.returnDelaySpread ?? .zero)
+        let ownSpread = own.returnDelaySpread ?? .zero
+        guard max(farthest, own.oneWayDelay) - farthest - ownSpread >= configuration.proposesStartsSaving else { return nil }
+        let start = sessionNow + own.oneWayDelay + farthest + configuration.proposedRateSwitchMargin + ownSpread
         return (start, base.expectedItemTime(atSessionTime: start), rate)
     }
 

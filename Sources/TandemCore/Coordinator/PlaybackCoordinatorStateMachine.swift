@@ -66,6 +66,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// seek has a prepare round (`AuthorityConfiguration.optimisticStartsFromOneWayDelay`, 10 ms) and a play
         /// would save a few milliseconds.
         public var proposesStartsFromOneWayDelay: TimeSpan = .milliseconds(15)
+        /// Proposals only where they start at least this much sooner than the authority's own schedule would
+        /// (this peer's way back is the longest): elsewhere they save nothing and only risk a start the authority
+        /// moves, which this peer would then join alone.
+        public var proposesStartsSaving: TimeSpan = .milliseconds(10)
         /// The most a proposal adds to its delays and prerolls, and what it adds while someone's spread is unknown:
         /// the authority's start margin over long links (`AuthorityConfiguration.startMargin`).
         public var proposedStartMargin: TimeSpan = .milliseconds(40)
