@@ -142,6 +142,23 @@ private let s: Int64 = 1_000_000_000
         #expect(prepared <= 1)
     }
 
+    @Test("a snapshot written before the list-news bookkeeping (a relay's, kept across a restart) still reads")
+    func anOlderSnapshotReads() throws {
+        var (h, _, b) = Self.pausedPair()
+        h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, prerollEstimate: .milliseconds(40)), from: b)
+        let data = try JSONEncoder().encode(h.authority.snapshot)
+        #expect(String(decoding: data, as: UTF8.self).contains("listNews"))
+        // The same snapshot without the field, as an earlier version wrote it.
+        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let members = try #require(object["members"] as? [[String: Any]])
+        object["members"] = members.map { member in member.filter { $0.key != "listNews" } }
+        let older = try JSONSerialization.data(withJSONObject: object)
+        #expect(!String(decoding: older, as: UTF8.self).contains("listNews"))
+        let snapshot = try JSONDecoder().decode(AuthoritySnapshot.self, from: older)
+        let restored = SessionAuthority(restoring: snapshot, configuration: h.authority.configuration)
+        #expect(restored.participants.map(\.participant.id) == h.authority.participants.map(\.participant.id))
+    }
+
     @Test("a rate change made in place at the switch a joiner proposed; the requester switches at once, in place")
     func aProposedRateChange() throws {
         // The authority: everyone changes rate in place; bob, 50 ms away, proposes the switch at his way there plus

@@ -49,8 +49,8 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// refresh (8.3 ms at 60 Hz) from the group at best. Costs a start up to one refresh, and only where someone
     /// reported a display. Default true.
     public var alignsStartsToDisplays = true
-    /// Whether a start the requester proposes (`TimelineRequest.proposedStart`, a play or a seek that plays) is
-    /// kept when every other participant can make it. The requester starts itself at its proposal, so its own way
+    /// Whether a start the requester proposes (`TimelineRequest.proposedStart`: a play, a seek that plays, a rate
+    /// change every player makes in place) is kept when every other participant can make it. The requester starts itself at its proposal, so its own way
     /// back from the authority is not waited for: a command from a joiner whose link is the longest (one peer with
     /// the host, whose player runs beside the authority) starts a leg sooner. A proposal earlier than the others
     /// can make gives the earliest they can; one later than `maxProposedStartDelay` after the start the authority

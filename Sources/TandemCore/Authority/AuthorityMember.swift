@@ -37,8 +37,13 @@ struct Member: Sendable, Codable {
     var sharedRenderOffset: TimeSpan?
     var renderOffsetSharedAt: SessionInstant?
     /// When the others last heard the list for other news of it, and whether news waits (`shareListNews`).
-    var listNewsAt: SessionInstant?
-    var listNewsPending = false
+    /// Optional, so that a snapshot written before it (a relay's, kept across a restart) still reads.
+    var listNews: ListNews?
+
+    struct ListNews: Sendable, Codable {
+        var at: SessionInstant
+        var pending: Bool
+    }
     var readiness: Readiness = .unknown
     var suspensions: [HeldSuspension] = []
     var prepared: PreparedPosition?
@@ -82,13 +87,12 @@ struct Member: Sendable, Codable {
     /// news held back: at most once a second however often it comes, so that a participant cannot make the server
     /// send everyone lists at its own rate. News held back goes with its next chance (the next link report).
     mutating func shareListNews(_ news: Bool, now: SessionInstant) -> Bool {
-        guard news || listNewsPending else { return false }
-        if let at = listNewsAt, now - at < .seconds(1) {
-            listNewsPending = true
+        guard news || listNews?.pending == true else { return false }
+        if let held = listNews, now - held.at < .seconds(1) {
+            listNews?.pending = true
             return false
         }
-        listNewsAt = now
-        listNewsPending = false
+        listNews = ListNews(at: now, pending: false)
         return true
     }
 

@@ -292,7 +292,7 @@ public struct SessionAuthority: Sendable {
             let newsForProposals = hadDisplay != (members[id]?.display != nil)
                 || hadSpread != (members[id]?.returnDelaySpread != nil) || prerollEstimate != nil
             if members[id]?.noteRenderOffset(renderOffset, now: now) == true {
-                members[id]?.listNewsPending = false
+                members[id]?.listNews?.pending = false
                 actions = broadcastParticipants()
             } else {
                 actions = members[id]?.shareListNews(newsForProposals, now: now) == true ? broadcastParticipants() : []
