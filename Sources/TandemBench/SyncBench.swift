@@ -8,6 +8,20 @@ import TandemTesting
 /// error, its own simulated link to the real session server — follow a repeating schedule of commands and
 /// faults while their render probes record what they really render and when.
 package struct SyncBench {
+    /// What is wrong with the command line's figures for `tandem bench sync`, in words for its user; nil when
+    /// nothing is.
+    package static func problem(peers: Int?, link: String, duration: Double, maxClockOffset: Double, maxDrift: Double,
+                                preciseWait: Double, startMargin: Double?) -> String? {
+        if !(2...32).contains(peers ?? 4) { return "--peers must be 2 to 32" }
+        if !NetworkPaths.isKnown(link) { return "unknown --link \(link): use \(NetworkPaths.names.joined(separator: ", "))" }
+        if duration < 5 { return "--duration must be at least 5 seconds" }
+        if !(0...3600).contains(maxClockOffset) { return "--max-clock-offset must be 0 to 3600 s" }
+        if !(0...1000).contains(maxDrift) { return "--max-drift must be 0 to 1000 ppm" }
+        if !(0...5000).contains(preciseWait) { return "--precise-wait must be 0 to 5000 µs" }
+        if let startMargin, !(0...1000).contains(startMargin) { return "--start-margin must be 0 to 1000 ms" }
+        return nil
+    }
+
     package struct Configuration: Codable, Sendable {
         package var peers = 4
         package var link = "loopback"

@@ -105,6 +105,15 @@ private let s: Int64 = 1_000_000_000
         // The same report again is no news.
         #expect(h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, display: grid), from: b)
             .messages(to: a).isEmpty)
+        // Bob's first delay spread is, a second on; the next one comes with a later list.
+        h.advance(ms: 1_000)
+        let spread = h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .milliseconds(3),
+                                        display: grid), from: b)
+        let withSpread = spread.messages(to: a).compactMap { if case .participants(let list) = $0 { list } else { nil } }
+        #expect(withSpread.last?.first { $0.participant.id == b }?.returnDelaySpread == .milliseconds(3))
+        h.advance(ms: 1_000)
+        #expect(h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .milliseconds(4),
+                                   display: grid), from: b).messages(to: a).isEmpty)
         let encoded = try JSONEncoder().encode(h.authority.participants)
         let text = String(decoding: encoded, as: UTF8.self)
         #expect(text.components(separatedBy: "reportsDisplay").count == 2, "only bob's carries the key: \(text)")

@@ -239,17 +239,7 @@ public struct SessionAuthority: Sendable {
         case .readiness(let readiness):
             actions = updateReadiness(readiness, of: id, now: now)
         case .prepared(let generation):
-            let before = members[id]?.prepared?.generation
-            if let position = generationPositions[generation] {
-                members[id]?.prepared = PreparedPosition(generation: generation, position: position)
-            }
-            actions = reconcile(now: now)
-            // Everyone learns who stands prepared (`ParticipantState.preparedGeneration`): a start proposed from a
-            // pause counts no preroll for them, as the authority does not.
-            if members[id]?.prepared?.generation != before, !timeline.isPlaying,
-               members[id]?.shareListNews(true, now: now) == true {
-                actions += broadcastParticipants()
-            }
+            actions = notePrepared(generation, by: id, now: now)
         case .renderedPast(let generation, let itemTime):
             actions = resumeLater(renderedUpTo: itemTime, generation: generation, now: now)
         case .suspension(let update):
@@ -280,23 +270,8 @@ public struct SessionAuthority: Sendable {
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
         case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate, let spread, let display):
-            members[id]?.oneWayDelay = max(.zero, oneWayDelay)
-            members[id]?.errorBound = max(.zero, errorBound)
-            if let prerollEstimate { members[id]?.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
-            if let spread { members[id]?.returnDelaySpread = Self.boundedPreroll(spread) }
-            // Everyone learns when a display comes or goes (`ParticipantState.reportsDisplay`), and a spread's first
-            // figure (`returnDelaySpread`: later ones come with the next list): proposed starts are made with them.
-            // A new preroll estimate is news too (reports carry one only when it moved by a millisecond or more).
-            let hadDisplay = members[id]?.display != nil, hadSpread = members[id]?.returnDelaySpread != nil
-            if let display { members[id]?.display = display.validated(now: now) }
-            let newsForProposals = hadDisplay != (members[id]?.display != nil)
-                || hadSpread != (members[id]?.returnDelaySpread != nil) || prerollEstimate != nil
-            if members[id]?.noteRenderOffset(renderOffset, now: now) == true {
-                members[id]?.listNews?.pending = false
-                actions = broadcastParticipants()
-            } else {
-                actions = members[id]?.shareListNews(newsForProposals, now: now) == true ? broadcastParticipants() : []
-            }
+            actions = noteLinkReport(of: id, oneWayDelay: oneWayDelay, errorBound: errorBound, renderOffset: renderOffset,
+                                     prerollEstimate: prerollEstimate, spread: spread, display: display, now: now)
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:

@@ -108,16 +108,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 throw ValidationError("--plot, --frames, --precise-wait, --rate-fallback, --prepare-rounds and --start-margin are for the in-process run; leave them out with --processes or --netlab")
             }
         }
-        guard (2...32).contains(peers ?? 4) else { throw ValidationError("--peers must be 2 to 32") }
-        guard NetworkPaths.isKnown(link) else {
-            throw ValidationError("unknown --link \(link): use \(NetworkPaths.names.joined(separator: ", "))")
+        if joinerCommands && !(processes || netlab) { throw ValidationError("--joiner-commands is for --processes or --netlab") }
+        if let problem = SyncBench.problem(peers: peers, link: link, duration: duration, maxClockOffset: maxClockOffset,
+                                           maxDrift: maxDrift, preciseWait: preciseWait, startMargin: startMargin) {
+            throw ValidationError(problem)
         }
-        guard duration >= 5 else { throw ValidationError("--duration must be at least 5 seconds") }
-        guard maxClockOffset >= 0, maxClockOffset <= 3600 else { throw ValidationError("--max-clock-offset must be 0 to 3600 s") }
-        guard maxDrift >= 0, maxDrift <= 1000 else { throw ValidationError("--max-drift must be 0 to 1000 ppm") }
         guard !policy.isEmpty else { throw ValidationError("give at least one --policy") }
-        guard (0...5000).contains(preciseWait) else { throw ValidationError("--precise-wait must be 0 to 5000 µs") }
-        if let startMargin, !(0...1000).contains(startMargin) { throw ValidationError("--start-margin must be 0 to 1000 ms") }
     }
 
     func run() async throws {
