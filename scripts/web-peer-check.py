@@ -2,11 +2,13 @@
 """Drives the browser page in headless Chromium against a real `tandem host --web`.
 
     web-peer-check.py TANDEM MEDIA SCREENSHOT
-    web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA   (one JSON line: time to sync, render offset p50/p99/max,
+    web-peer-check.py --bench SECONDS PAGES TANDEM MEDIA [LINK]   (one JSON line: time to sync, render offset p50/p99/max,
                                                            the display's refresh, the step the video's frames were
                                                            shown in and the floor it allows, seeks while playing,
                                                            command latency; TANDEM_TRACE_FILE writes every frame,
-                                                           TANDEM_SEEK_DEBUG prints each seek's first frames)
+                                                           TANDEM_SEEK_DEBUG prints each seek's first frames; with
+                                                           LINK a native joiner behind that simulated link gives the
+                                                           seeks and the commands)
     web-peer-check.py --resumes COUNT TANDEM MEDIA          (one page; the host pauses and resumes COUNT times: each
                                                            resume's first frames' errors, whether the page changed
                                                            phase, and how many landed within half a refresh)
@@ -57,11 +59,12 @@ def png(width=48, height=27):
 class Host:
     """`tandem host --json` with its stdout read line by line on a thread."""
 
-    def __init__(self, tandem, media, *following, extra=()):
+    def __init__(self, tandem, media, *following, extra=(), command=None, env=None):
         self.process = subprocess.Popen(
-            [tandem, "host", media, *following, *extra, "--web", "--bind", "127.0.0.1", "--port", "0", "--headless", "--name", "ann",
-             "--json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            command or [tandem, "host", media, *following, *extra, "--web", "--bind", "127.0.0.1", "--port", "0",
+                        "--headless", "--name", "ann", "--json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            env=env)
         self.lines = []
         self.queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -118,8 +121,23 @@ class Host:
             self.process.kill()
 
 
-def bench(tandem, media, seconds, pages):
-    """`--bench SECONDS PAGES`: PAGES pages beside the native host. For each, the time from choosing the file (the
+def joiner(tandem, media, host, link):
+    """A native joiner of HOST's session (`tandem join --json`, named bob) behind the simulated link LINK (a profile
+    of `tandem bench sync --link`, put in its own connection), or None when the host gave no invite."""
+    event = host.wait_for_event("invite", lambda e: True, 20)
+    if event is None or not event.get("invite"):
+        return None
+    env = dict(os.environ, TANDEM_INVITE=event["invite"], TANDEM_BENCH_LINK=link + ":1")
+    peer = Host(tandem, media, command=[tandem, "join", media, "--headless", "--json", "--name", "bob"], env=env)
+    if peer.wait_for_event("joined", lambda e: True, 30) is None:
+        peer.stop()
+        return None
+    return peer
+
+
+def bench(tandem, media, seconds, pages, joiner_link=None):
+    """`--bench SECONDS PAGES [LINK]`: PAGES pages beside the native host (and with LINK, a native joiner behind that
+    simulated link, which gives the seeks and the commands instead of the host). For each, the time from choosing the file (the
     host presses play at once; the group waits for every page) to the page being in sync (|error| under 20 ms for
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
     render to within a millisecond, for SECONDS (from in sync, and from the page being on the refresh grid); then
@@ -128,12 +146,19 @@ def bench(tandem, media, seconds, pages):
     clock against the group's line there."""
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
-    seen, latencies, refresh, seeks, raws = [], [], [], [], []
+    seen, latencies, refresh, seeks, raws, play_leads = [], [], [], [], [], []
+    bob = None
     try:
         link = host.browser_link()
         if link is None:
             print(json.dumps({"error": "the host printed no browser link: " + " | ".join(host.lines[-5:])}))
             return 1
+        if joiner_link:
+            bob = joiner(tandem, media, host, joiner_link)
+            if bob is None:
+                print(json.dumps({"error": "the joiner did not join: " + " | ".join(host.lines[-5:])}))
+                return 1
+        commander = bob or host
         with sync_playwright() as p:
             try:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=[
@@ -175,7 +200,7 @@ def bench(tandem, media, seconds, pages):
             for target in SEEK_TARGETS:
                 generation = opened[0].evaluate("tandem.timeline.generation")
                 sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-                host.send("seek %d" % target)
+                commander.send("seek %d" % target)
                 # A seek while playing stops the group at the new place until everyone has prerolled there, then
                 # plays it from a scheduled time: that timeline is the line to follow.
                 wait_for_generation(opened, generation, "statusOf(tandem.timeline) === 'playing'")
@@ -194,16 +219,23 @@ def bench(tandem, media, seconds, pages):
                 seen.append((at, origin, [entry[:3] for entry in raw]))
             # Command latency: from the host's command (its standard input) to each page holding the group's new
             # timeline, both on this machine's wall clock.
-            for command in ["pause", "play", "seek 2", "pause"]:
+            # With a joiner, three more pauses and plays: each play's start is timed from the command too.
+            commands = ["pause", "play"] * (4 if bob else 1) + ["seek 2", "pause"]
+            for command in commands:
                 generation = opened[0].evaluate("tandem.timeline.generation")
                 sent = time.time() * 1000
-                host.send(command)
+                sent_session = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                commander.send(command)
                 for page in opened:
                     page.wait_for_function("tandem.timeline.generation > %d" % generation, timeout=10000)
                     latencies.append(page.evaluate("tandem.timelineAt") - sent)
+                if command == "play":
+                    play_leads.append((opened[0].evaluate("tandem.timeline.anchorSessionTime") - sent_session) / 1e6)
                 time.sleep(0.5)
             browser.close()
     finally:
+        if bob:
+            bob.stop()
         host.stop()
 
     def error(line, session, media_time):
@@ -296,7 +328,9 @@ def bench(tandem, media, seconds, pages):
         "seekSettleP50S": round(sorted(settles)[len(settles) // 2], 3) if settles else None,
         "seekSettleMaxS": round(max(settles), 3) if settles else None,
         "seekLeadP50S": round(sorted(leads)[len(leads) // 2], 3) if leads else None,
-        "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99)}))
+        "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99),
+        "playLeadP50Ms": round(sorted(play_leads)[len(play_leads) // 2], 1) if play_leads else None,
+        "playLeadMaxMs": round(max(play_leads), 1) if play_leads else None}))
     return 0
 
 
@@ -728,7 +762,8 @@ def resumes(tandem, media, count):
 
 def main():
     if sys.argv[1] == "--bench":
-        return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]))
+        return bench(sys.argv[4], sys.argv[5], float(sys.argv[2]), int(sys.argv[3]),
+                     sys.argv[6] if len(sys.argv) > 6 else None)
     if sys.argv[1] == "--resumes":
         return resumes(sys.argv[3], sys.argv[4], int(sys.argv[2]))
     results = []

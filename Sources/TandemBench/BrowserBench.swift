@@ -1,4 +1,5 @@
 import Foundation
+import TandemTesting
 
 /// `tandem bench browser`: headless Chromium pages (driven by Playwright through the source tree's page driver)
 /// beside a native host. Every presented frame's display time is mapped to the system clock (the page's time
@@ -43,11 +44,15 @@ package enum BrowserBench {
         package var seekSettleP50S: Double?
         package var seekSettleMaxS: Double?
         package var seekLeadP50S: Double?
+        /// From a play command to the start it got (the group's new anchor), p50 and max.
+        package var playLeadP50Ms: Double?
+        package var playLeadMaxMs: Double?
         package var afterSeekP99Ms: Double?
 
         /// The report, with the targets (p99 within half a refresh once on the grid, in sync ≤ 2 s after the file is
-        /// chosen, within a frame ≤ 0.3 s after the group restarts from a seek) met or missed.
-        package func report(duration: Double) -> String {
+        /// chosen, within a frame ≤ 0.3 s after the group restarts from a seek) met or missed; `joinerLink`, the link
+        /// of the joiner that gave the commands, if one did.
+        package func report(duration: Double, joinerLink: String? = nil) -> String {
             func ms(_ value: Double?) -> String { value.map { String(format: "%.1f ms", $0) } ?? "–" }
             func s(_ value: Double?) -> String { value.map { String(format: "%.2f s", $0) } ?? "–" }
             func met(_ ok: Bool) -> String { ok ? "met" : "missed" }
@@ -60,15 +65,16 @@ package enum BrowserBench {
             let seekMet = (seeksMissed ?? 1) == 0 && (seekSettleMaxS ?? .infinity) <= 0.3
             let every = (presentationStepMs ?? 0) / (refreshMs ?? 1)
             let shown = every > 1.5 ? String(format: "every %.0f refreshes", every) : "every refresh"
+            let from = joinerLink.map { "; commands from bob, a native joiner behind the \($0) link" } ?? ""
             return """
-                browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s
+                browser pages: \(pages ?? 0), \(frames ?? 0) frames measured over \(String(format: "%.0f", duration)) s\(from)
                 display: refresh \(ms(refreshMs)); the video's frames shown on \(shown) (\(ms(presentationStepMs)) steps)
                 render offset from the group, from in sync: p50 \(ms(p50Ms)), p99 \(ms(p99Ms)), max \(ms(maxMs))
                 once on the refresh grid (10 frames running within half a refresh and 1 ms; \(grid) after the file was chosen): p50 \(ms(gridP50Ms)), p99 \(ms(gridP99Ms)) (target ≤ half a refresh, \(ms(halfRefresh)): \(met(p99Met))), max \(ms(gridMaxMs))
                 the floor the refreshes allow those frames (each error moved by whole refreshes toward the line): p99 \(ms(refreshFloorP99Ms)); the floor of the browser's own phase (moved by whole steps, from in sync): p99 \(ms(floorP99Ms))
                 in sync after the file was chosen: \(sync) (target ≤ 2 s: \(met(syncMet)))
                 seeks while playing (\(seeks ?? 0), \(seeksMissed ?? 0) never within a frame): within a frame of the group \(s(seekSettleP50S)) p50, \(s(seekSettleMaxS)) max after it restarted (target ≤ 0.3 s: \(met(seekMet))); it restarted \(s(seekLeadP50S)) p50 after the command; offset from then p99 \(ms(afterSeekP99Ms))
-                command latency (host command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs))
+                command latency (command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs)); a play's start after its command: p50 \(ms(playLeadP50Ms)), max \(ms(playLeadMaxMs))
                 the page's own estimate of its offset, against this: off by p50 \(ms(ownEstimateP50Ms)), p99 \(ms(ownEstimateP99Ms))
                 """
         }
@@ -76,15 +82,20 @@ package enum BrowserBench {
 
     /// Runs the page driver `script` with `python` for `pages` pages over `duration` s of `media`, against the
     /// `tandem` binary at `tandem`; returns its figures and the raw JSON line.
+    /// With `joinerLink`, a native joiner behind that simulated link (`tandem bench sync --link`) gives the seeks
+    /// and the commands instead of the host.
     package static func run(python: String, script: String, pages: Int, duration: Double, tandem: String,
-                            media: String) throws -> (figures: Figures, line: String) {
+                            media: String, joinerLink: String? = nil) throws -> (figures: Figures, line: String) {
+        if let joinerLink, NetworkPath.named(joinerLink) == nil {
+            throw BenchError("no link profile \(joinerLink); use one of \(NetworkPath.allNames.joined(separator: ", "))")
+        }
         for (what, path) in [("Python with Playwright", python), ("page driver", script)]
         where !FileManager.default.fileExists(atPath: path) {
             throw BenchError("no \(what) at \(path): run `make deps` and start this from the source tree")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script, "--bench", "\(duration)", "\(pages)", tandem, media]
+        process.arguments = [script, "--bench", "\(duration)", "\(pages)", tandem, media] + (joinerLink.map { [$0] } ?? [])
         let output = Pipe()
         process.standardOutput = output
         try process.run()

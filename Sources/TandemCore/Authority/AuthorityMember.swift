@@ -32,6 +32,8 @@ struct Member: Sendable, Codable {
     var returnDelaySpread: TimeSpan?
     /// Where its display refreshes and its media's frames fall, as it last reported (`linkReport.display`).
     var display: DisplayGrid?
+    /// The display grid the others last heard for news of it (`DisplayGrid.hasMoved(from:)`).
+    var sharedDisplay: DisplayGrid?
     /// The last render offset it reported, and what the others were last told, when.
     var renderOffset: TimeSpan?
     var sharedRenderOffset: TimeSpan?
@@ -118,6 +120,7 @@ struct Member: Sendable, Codable {
                                      preparedGeneration: prepared?.generation, hasJoined: hasJoined,
                                      renderOffset: renderOffset)
         state.reportsDisplay = display != nil
+        state.display = display
         state.returnDelaySpread = returnDelaySpread
         return state
     }

@@ -4,19 +4,20 @@ extension SessionAuthority {
     /// A participant's link report: its one-way delay, clock error, render offset, preroll estimate, delay spread
     /// and display. Everyone hears the participant list when the render offset moved (`noteRenderOffset`), or for
     /// news that proposed starts are made with: a new preroll estimate (reports carry one only when it moved by a
-    /// millisecond or more), the first spread, a display come or gone (`shareListNews`, at most once a second).
+    /// millisecond or more), the first spread, a display come, gone or moved (`DisplayGrid.hasMoved(from:)`; `shareListNews`, at most once
+    /// a second).
     mutating func noteLinkReport(of id: ParticipantID, oneWayDelay: TimeSpan, errorBound: TimeSpan,
                                  renderOffset: TimeSpan?, prerollEstimate: TimeSpan?, spread: TimeSpan?,
                                  display: DisplayGrid?, now: SessionInstant) -> [Action] {
         guard var member = members[id] else { return [] }
-        let hadDisplay = member.display != nil, hadSpread = member.returnDelaySpread != nil
+        let hadSpread = member.returnDelaySpread != nil
         member.oneWayDelay = max(.zero, oneWayDelay)
         member.errorBound = max(.zero, errorBound)
         if let prerollEstimate { member.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
         if let spread { member.returnDelaySpread = Self.boundedPreroll(spread) }
         if let display { member.display = display.validated(now: now) }
-        let news = prerollEstimate != nil || hadDisplay != (member.display != nil)
-            || hadSpread != (member.returnDelaySpread != nil)
+        let displayNews = member.display.map { $0.hasMoved(from: member.sharedDisplay) } ?? (member.sharedDisplay != nil)
+        let news = prerollEstimate != nil || displayNews || hadSpread != (member.returnDelaySpread != nil)
         let tell: Bool
         if member.noteRenderOffset(renderOffset, now: now) {
             member.listNews?.pending = false
@@ -24,6 +25,7 @@ extension SessionAuthority {
         } else {
             tell = member.shareListNews(news, now: now)
         }
+        if tell { member.sharedDisplay = member.display }
         members[id] = member
         return tell ? broadcastParticipants() : []
     }

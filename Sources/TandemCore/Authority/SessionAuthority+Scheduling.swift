@@ -68,29 +68,25 @@ extension SessionAuthority {
     /// `maxDisplaysAligned`, the first connected), the start nearest all of them: the least of the largest
     /// distances from a refresh, the earliest of equals. Unchanged when nobody reported a display, when the media's
     /// frames do not come a whole number of refreshes apart at `rate`, or with `alignsStartsToDisplays` off.
-    func alignedToDisplays(_ start: SessionInstant, itemTime: ItemTime, rate: Double) -> SessionInstant {
+    /// With `earlier`, the start may also move up to that much earlier (a proposal its proposer put on a refresh).
+    /// With `seeking` (a seek scheduled without a prepare round), the frames are counted from `itemTime`: a page
+    /// shows the seek's own item time as its first frame and the next ones a frame apart from there (Chromium's
+    /// `mediaTime`), so the frames it reported before the seek no longer say where they fall
+    /// (`DisplayGrid.rebased(at:)`). After a prepare round the page has reported its frames there.
+    func alignedToDisplays(_ start: SessionInstant, itemTime: ItemTime, rate: Double,
+                           earlier: TimeSpan = .zero, seeking: Bool = false) -> SessionInstant {
         guard configuration.alignsStartsToDisplays else { return start }
         var grids: [DisplayGrid] = []
         for id in connectedIDs {
-            guard let grid = members[id]?.display, grid.frameInstant(anchor: start, itemTime: itemTime, rate: rate) != nil
+            guard let reported = members[id]?.display,
+                  case let grid = seeking ? reported.rebased(at: itemTime) : reported,
+                  grid.frameInstant(anchor: start, itemTime: itemTime, rate: rate) != nil
             else { continue }
             grids.append(grid)
             if grids.count == Self.maxDisplaysAligned { break }
         }
-        var best: (worst: Int64, shift: Int64)?
-        for grid in grids {
-            // The least shift that puts this display's frame on one of its refreshes.
-            guard let frame = grid.frameInstant(anchor: start, itemTime: itemTime, rate: rate) else { continue }
-            let phase = grid.phase(of: frame)
-            let shift = phase == 0 ? 0 : grid.refresh.nanoseconds - phase
-            var worst: Int64 = 0
-            for other in grids {
-                guard let theirs = other.frameInstant(anchor: start, itemTime: itemTime, rate: rate) else { continue }
-                worst = max(worst, other.distance(of: theirs + TimeSpan(nanoseconds: shift)))
-            }
-            if best.map({ worst < $0.worst || (worst == $0.worst && shift < $0.shift) }) ?? true { best = (worst, shift) }
-        }
-        return start + TimeSpan(nanoseconds: best?.shift ?? 0)
+        guard !grids.isEmpty else { return start }
+        return DisplayGrid.aligned(start - earlier, itemTime: itemTime, rate: rate, grids: grids)
     }
 
     /// The most displays a start is put on the refreshes of (the work is their square).

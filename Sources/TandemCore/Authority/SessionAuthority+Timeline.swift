@@ -39,7 +39,8 @@ extension SessionAuthority {
             let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
             if play, schedulesStarts, blockers(at: position, requiringPreparation: false).isEmpty {
                 // Nobody is loading or held: start on a schedule everyone can make, without a prepare round.
-                actions = startPlaying(at: itemTime, originator: id, now: now, proposed: request.proposedStart)
+                actions = startPlaying(at: itemTime, originator: id, now: now, proposed: request.proposedStart,
+                                       seeking: true)
             } else if play {
                 let blocking = blockers(at: position, requiringPreparation: true)
                 waitingRequiresPreparation = true
@@ -339,13 +340,19 @@ extension SessionAuthority {
 
     /// Starts the group from `itemTime` as soon as everyone can (or at the start `originator` proposed, see
     /// `proposedStart`), moved onto the reported displays' refreshes.
+    /// `seeking`: a seek scheduled without a prepare round, whose first frame is the seek's own item time on a
+    /// page (`alignedToDisplays`).
     mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant,
-                               proposed: SessionInstant? = nil) -> [Action] {
+                               proposed: SessionInstant? = nil, seeking: Bool = false) -> [Action] {
         let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
         let scheduled = now + lead(at: position)
         let start = proposedStart(proposed, by: originator, at: position, scheduled: scheduled, now: now) ?? scheduled
-        return publish(status: .playing, anchorSessionTime: alignedToDisplays(start, itemTime: itemTime, rate: timeline.rate),
-                       anchorItemTime: itemTime, originator: originator)
+        // A proposal kept as it is was put on the displays' refreshes by its proposer, from the grids the list
+        // carried (`ParticipantState.display`): one that falls just after a refresh here stays on it, rather than
+        // going to the next.
+        let earlier = start == proposed ? DisplayGrid.listedRefreshTolerance : .zero
+        let anchor = alignedToDisplays(start, itemTime: itemTime, rate: timeline.rate, earlier: earlier, seeking: seeking)
+        return publish(status: .playing, anchorSessionTime: anchor, anchorItemTime: itemTime, originator: originator)
     }
 
     mutating func publish(status: Timeline.Status, anchorSessionTime: SessionInstant, anchorItemTime: ItemTime,

@@ -10,7 +10,8 @@
 /// reported being prepared), or this peer's own preroll if that is longer, plus a margin (`proposalMargin`); a rate
 /// change made in place, the largest one-way delay and a small margin (`rateProposal`). It uses the participant
 /// list the authority sends, and proposes nothing where that list cannot say what the authority will do: someone
-/// not ready or holding a suspension (the group would wait), a browser page (starts go on its refreshes), a link
+/// not ready or holding a suspension (the group would wait), a browser page whose display grid the list does not
+/// carry (the authority puts starts on its refreshes: where the list carries it, so does this peer), a link
 /// shorter than `proposesStartsFromOneWayDelay` (a seek then has a prepare round), and where the proposal would not
 /// be `proposesStartsSaving` sooner than the authority's own schedule: with others as far from the authority as this
 /// peer, the command reaches them two legs after it was asked however it is scheduled, and a proposal would only
@@ -57,17 +58,31 @@ extension PlaybackCoordinatorStateMachine {
             return nil
         }
         var slowest = TimeSpan.zero
+        var grids: [DisplayGrid] = []
         for other in otherParticipants where other.hasJoined {
-            guard case .ready = other.readiness, other.suspensions.isEmpty, !other.reportsDisplay else { return nil }
+            guard case .ready = other.readiness, other.suspensions.isEmpty else { return nil }
             let prepared = !seeking && other.preparedGeneration == base.generation
             slowest = max(slowest, other.oneWayDelay + (prepared ? .zero : other.prerollEstimate))
+            if other.reportsDisplay {
+                // A grid the list does not carry (an older server), or one no display has: no proposal.
+                guard let listed = other.display?.validated(now: sessionNow, window: .seconds(86_400)) else { return nil }
+                // A seek's first frame on a page is the seek's own item time (`alignedToDisplays`).
+                let grid = seeking ? listed.rebased(at: itemTime) : listed
+                if grids.count < SessionAuthority.maxDisplaysAligned,
+                   grid.frameInstant(anchor: sessionNow, itemTime: itemTime, rate: base.rate) != nil {
+                    grids.append(grid)
+                }
+            }
         }
         let ownPreroll = seeking ? scheduledStartNeeds : .zero
         let lead = max(own.oneWayDelay + slowest, ownPreroll)
         // What the authority would schedule from the request's arrival, this peer's way back and preroll included.
         let scheduled = own.oneWayDelay + max(slowest, own.oneWayDelay + (seeking ? own.prerollEstimate : .zero))
         guard scheduled - lead >= configuration.proposesStartsSaving else { return nil }
-        return (sessionNow + lead + proposalMargin(own: own), itemTime, base.rate)
+        // On the pages' refreshes, as the authority puts its own starts (`SessionAuthority.alignedToDisplays`).
+        let start = DisplayGrid.aligned(sessionNow + lead + proposalMargin(own: own), itemTime: itemTime,
+                                        rate: base.rate, grids: grids)
+        return (start, itemTime, base.rate)
     }
 
     /// A rate change every player makes in place (the new line continues the playing one, nobody prerolls): at

@@ -182,9 +182,14 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     /// Absent on the wire when none.
     public var renderOffset: TimeSpan?
     /// Whether it reported a display its frames land on (`linkReport.display`, a browser page): the authority moves
-    /// starts onto its refreshes, so a start proposed by another participant (`TimelineRequest.proposedStart`)
-    /// may not be kept exactly, and participants propose none. Absent on the wire when false.
+    /// starts onto its refreshes, so a start proposed by another participant (`TimelineRequest.proposedStart`) is
+    /// put there by the proposer too (`display`), or not proposed where the list has no grid (an older server).
+    /// Absent on the wire when false.
     public var reportsDisplay: Bool
+    /// That display's grid as the authority has it (its refreshes, its media's frames): a proposed start is put on
+    /// it as the authority would. The list is sent again when the grid it carried would put a refresh 0.25 ms or
+    /// more from where the display now reports one (at most once a second). Absent on the wire when none.
+    public var display: DisplayGrid?
     /// How much the way from the authority to it spreads, as it reported (`linkReport.returnDelaySpread`): the
     /// authority's start margin follows the widest, and so does a proposed start's. Absent on the wire when unknown.
     public var returnDelaySpread: TimeSpan?
@@ -194,6 +199,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
                 preparedGeneration: UInt64? = nil, hasJoined: Bool = true, renderOffset: TimeSpan? = nil) {
         self.renderOffset = renderOffset
         self.reportsDisplay = false
+        self.display = nil
         self.returnDelaySpread = nil
         self.participant = participant
         self.hasJoined = hasJoined
@@ -207,7 +213,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case participant, readiness, suspensions, isHost, hasJoined, oneWayDelay, prerollEstimate, preparedGeneration
-        case renderOffset, reportsDisplay, returnDelaySpread
+        case renderOffset, reportsDisplay, display, returnDelaySpread
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -222,6 +228,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         try c.encodeIfPresent(preparedGeneration, forKey: .preparedGeneration)
         try c.encodeIfPresent(renderOffset, forKey: .renderOffset)
         if reportsDisplay { try c.encode(true, forKey: .reportsDisplay) }
+        try c.encodeIfPresent(display, forKey: .display)
         try c.encodeIfPresent(returnDelaySpread, forKey: .returnDelaySpread)
     }
 
@@ -237,6 +244,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         preparedGeneration = try c.decodeIfPresent(UInt64.self, forKey: .preparedGeneration)
         renderOffset = try c.decodeIfPresent(TimeSpan.self, forKey: .renderOffset)
         reportsDisplay = try c.decodeIfPresent(Bool.self, forKey: .reportsDisplay) ?? false
+        display = try c.decodeIfPresent(DisplayGrid.self, forKey: .display)
         returnDelaySpread = try c.decodeIfPresent(TimeSpan.self, forKey: .returnDelaySpread)
     }
 }

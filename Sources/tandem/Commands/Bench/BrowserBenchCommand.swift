@@ -41,6 +41,8 @@ struct BrowserBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The page driver.", valueName: "PATH"))
     var script = "scripts/web-peer-check.py"
 
+    @Option(help: ArgumentHelp("A native joiner behind this simulated link (a `bench sync --link` profile, e.g. wired) gives the seeks and the commands instead of the host; its proposed starts then go on the pages' refreshes (TANDEM_PROPOSED_STARTS=off to compare).", valueName: "PROFILE")) var joinerLink: String?
+
     @Flag(help: "Print the figures as one JSON line only.")
     var json = false
 
@@ -54,8 +56,8 @@ struct BrowserBenchCommand: AsyncParsableCommand {
             let media = try file ?? Samples.path("short.webm")
             let tandem = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
             let (figures, line) = try BrowserBench.run(python: python, script: script, pages: pages, duration: duration,
-                                                       tandem: tandem, media: media)
-            printLine(json ? line : figures.report(duration: duration))
+                                                       tandem: tandem, media: media, joinerLink: joinerLink)
+            printLine(json ? line : figures.report(duration: duration, joinerLink: joinerLink))
         }
     }
 }
