@@ -882,6 +882,14 @@ def main():
             page.keyboard.press("ArrowLeft")
             page.wait_for_function("Math.abs(tandem.timeline.anchorItemTime - 3e9) < 1e6", timeout=5000)
             check("→ and ← seek the group by the session's small step", True)
+            # Three seeks timed: the page reports the preroll it needs with its next link report (a second apart).
+            try:
+                page.wait_for_function("typeof tandem.wire.reportedPreroll === 'number'", timeout=3000)
+            except Exception:
+                pass
+            preroll = page.evaluate("tandem.wire.reportedPreroll ?? null")
+            check("the page times its seeks and reports the preroll it needs, under the join's 300 ms",
+                  isinstance(preroll, (int, float)) and 30e6 <= preroll < 300e6, "prerollEstimate %s" % preroll)
             page.keyboard.press("]")
             page.wait_for_function("tandem.timeline.rate === 1.25 && $('rate').value === '1.25'", timeout=5000)
             page.keyboard.press("[")

@@ -4,8 +4,8 @@ extension SessionAuthority {
     /// A participant's link report: its one-way delay, clock error, render offset, preroll estimate, delay spread
     /// and display. Everyone hears the participant list when the render offset moved (`noteRenderOffset`), or for
     /// news that proposed starts are made with: a new preroll estimate (reports carry one only when it moved by a
-    /// millisecond or more), the first spread, a display come, gone or moved (`DisplayGrid.hasMoved(from:)`; `shareListNews`, at most once
-    /// a second).
+    /// millisecond or more), the first spread, a display come, gone or moved (`DisplayGrid.hasMoved(from:)`): at
+    /// most once a second (`shareListNews`).
     mutating func noteLinkReport(of id: ParticipantID, oneWayDelay: TimeSpan, errorBound: TimeSpan,
                                  renderOffset: TimeSpan?, prerollEstimate: TimeSpan?, spread: TimeSpan?,
                                  display: DisplayGrid?, now: SessionInstant) -> [Action] {

@@ -41,8 +41,10 @@ extension WebPage {
       const wire = new TandemWire(session, secret, {
         accepted(again) {
           status(again ? "Connected again; rejoining…" : "Authenticated; joining…");
-          // A seek in the browser's own copy takes well under the 300 ms native peers announce.
-          const join = { name: "browser", prerollEstimate: 300000000, lazyJournal: true };
+          // 300 ms until the page has timed its own seeks (`Follower.prerollEstimate`); again after a reconnect.
+          const measured = follower ? follower.prerollEstimate() : null;
+          wire.reportedPreroll = measured;
+          const join = { name: "browser", prerollEstimate: measured ?? 300000000, lazyJournal: true };
           // The same participant again: the id and the token of the latest welcome.
           if (again && me && reconnectToken) { join.reconnectAs = me.id; join.reconnectToken = reconnectToken; }
           wire.sendMessage({ join });
@@ -53,6 +55,7 @@ extension WebPage {
         },
         renderOffset() { return follower ? follower.currentOffset() : null; },
         display() { return follower ? follower.displayGrid() : null; },
+        preroll() { return follower ? follower.prerollEstimate() : null; },
         message(m) { onMessage(m); },
         clock(offset, roundTrip) {
           show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());

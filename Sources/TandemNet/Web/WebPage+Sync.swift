@@ -16,6 +16,8 @@ extension WebPage {
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
         this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null;
+        // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`).
+        this.seekTimes = [];
         // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
         this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
@@ -80,7 +82,8 @@ extension WebPage {
         // Prerolled at the anchor (the usual start): only play() itself takes time. Elsewhere a seek comes first,
         // so the page joins the line a little further on.
         const atAnchor = Math.abs(this.position() - timeline.anchorItemTime) < 2e6 && this.video.readyState >= 2;
-        const startAt = Math.max(timeline.anchorSessionTime, now + (atAnchor ? this.startLatency + 10e6 : 350e6));
+        const startAt = Math.max(timeline.anchorSessionTime, now + (atAnchor ? this.startLatency + 10e6
+          : (this.prerollEstimate() ?? 350e6)));
         const itemTime = this.expected(startAt);
         const token = this.token;
         this.video.pause();
@@ -104,7 +107,12 @@ extension WebPage {
       seek(itemTime, then) {
         const target = Math.max(0, itemTime) / 1e9;
         if (Math.abs(this.video.currentTime - target) < 0.001 && this.video.readyState >= 2) { then(); return; }
-        const done = () => { this.video.removeEventListener("seeked", done); then(); };
+        const began = localNanos();
+        const done = () => {
+          this.video.removeEventListener("seeked", done);
+          this.seekTimes.push(localNanos() - began); if (this.seekTimes.length > 6) this.seekTimes.shift();
+          then();
+        };
         this.video.addEventListener("seeked", done);
         this.video.currentTime = target;
       }
@@ -292,6 +300,17 @@ extension WebPage {
         if (!t || statusOf(t) !== "playing" || this.video.paused || this.lastErrorAt === undefined
             || localNanos() - this.lastErrorAt > 1.5e9) return null;
         return this.lastError;
+      }
+
+      /** The preroll this page needs (ns): from a timeline to playing at its start, the slowest of its last six
+       *  seeks, play()'s own latency (`startLatency`) and 10 ms; null until three seeks were timed (the join's
+       *  300 ms stands until then). Sent in link reports (`linkReport.prerollEstimate`), so that the authority
+       *  schedules a seek for what this page takes rather than 300 ms (the authority adds its start margin); a start
+       *  that finds it slower joins the line that much further on. */
+      prerollEstimate() {
+        if (this.seekTimes.length < 3) return null;
+        const needs = Math.max(...this.seekTimes) + this.startLatency + 10e6;
+        return Math.round(Math.min(1e9, Math.max(30e6, needs)));
       }
 
       /** Where the display refreshes and the media's frames fall (`linkReport.display`): the refresh interval, the

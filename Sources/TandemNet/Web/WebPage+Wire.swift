@@ -191,6 +191,11 @@ extension WebPage {
         if (offset !== null && isFinite(offset)) report.renderOffset = Math.round(offset);
         const display = this.handlers.display ? this.handlers.display() : null;
         if (display !== null) report.display = display;
+        // The page's preroll when it moved by 5 ms or more since the last told (each one sent is news for everyone).
+        const preroll = this.handlers.preroll ? this.handlers.preroll() : null;
+        if (preroll !== null && (this.reportedPreroll == null || Math.abs(preroll - this.reportedPreroll) >= 5e6)) {
+          report.prerollEstimate = preroll; this.reportedPreroll = preroll;
+        }
         this.sendMessage({ linkReport: report });
       }
 
