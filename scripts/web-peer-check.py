@@ -217,8 +217,8 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
                 raw = page.evaluate("tandem.follower.trace")
                 raws.append(raw)
                 seen.append((at, origin, [entry[:3] for entry in raw]))
-            # Command latency: from the host's command (its standard input) to each page holding the group's new
-            # timeline, both on this machine's wall clock.
+            # Command latency: from the command (the host's or the joiner's standard input) to each page holding the
+            # group's new timeline, both on this machine's wall clock.
             # With a joiner, three more pauses and plays: each play's start is timed from the command too.
             commands = ["pause", "play"] * (4 if bob else 1) + ["seek 2", "pause"]
             for command in commands:
