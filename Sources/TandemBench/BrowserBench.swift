@@ -1,5 +1,4 @@
 import Foundation
-import TandemTesting
 
 /// `tandem bench browser`: headless Chromium pages (driven by Playwright through the source tree's page driver)
 /// beside a native host. Every presented frame's display time is mapped to the system clock (the page's time
@@ -86,8 +85,8 @@ package enum BrowserBench {
     /// and the commands instead of the host.
     package static func run(python: String, script: String, pages: Int, duration: Double, tandem: String,
                             media: String, joinerLink: String? = nil) throws -> (figures: Figures, line: String) {
-        if let joinerLink, NetworkPath.named(joinerLink) == nil {
-            throw BenchError("no link profile \(joinerLink); use one of \(NetworkPath.allNames.joined(separator: ", "))")
+        if let joinerLink, !NetworkPaths.isKnown(joinerLink) {
+            throw BenchError("unknown --joiner-link \(joinerLink): use \(NetworkPaths.names.joined(separator: ", "))")
         }
         for (what, path) in [("Python with Playwright", python), ("page driver", script)]
         where !FileManager.default.fileExists(atPath: path) {
