@@ -242,7 +242,7 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         anchor_item, anchor_session, rate = line
         return media_time * 1e9 - (anchor_item + (session - anchor_session) * rate)
 
-    traces, settles, leads, seek_frames, missed = [], [], [], [], 0
+    traces, settles, leads, seek_frames, missed, held = [], [], [], [], 0, []
     for index, (chosen_at, origin, trace) in enumerate(seen):
         # Per frame: (display time, local ns), ground-truth error, the page's own estimate, display time (session).
         frames = [(local, error(lines[index], origin + local, media_time), own, origin + local)
@@ -266,6 +266,12 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
             else:
                 settles.append((after[start][0] - restart) / 1e9)
                 seek_frames += [abs(e) for _, e in after[start:]]
+                # Within a frame from then on, to the next seek (2.5 s): from the frame after the last one outside.
+                outside = [i for i, (_, e) in enumerate(after) if abs(e) >= frame * 1e9]
+                if not outside or outside[-1] + 1 < len(after):
+                    held.append((after[outside[-1] + 1 if outside else 0][0] - restart) / 1e9)
+                else:
+                    held.append(None)
     if os.environ.get("TANDEM_TRACE_FILE"):
         # Per page: when the file was chosen (local ns), and every measured frame of the steady part as [display
         # time (local ns), signed error from the group's line on the system clock (ns, positive: ahead), the
@@ -327,6 +333,10 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         "seeks": len(leads), "seeksMissed": missed,
         "seekSettleP50S": round(sorted(settles)[len(settles) // 2], 3) if settles else None,
         "seekSettleMaxS": round(max(settles), 3) if settles else None,
+        # From the restart to the page being within a frame and staying there until the next seek.
+        "seekHeldP50S": round(sorted(h for h in held if h is not None)[len(held) // 2], 3)
+        if held and None not in held else None,
+        "seekHeldMaxS": round(max(held), 3) if held and None not in held else None,
         "seekLeadP50S": round(sorted(leads)[len(leads) // 2], 3) if leads else None,
         "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99),
         "playLeadP50Ms": round(sorted(play_leads)[len(play_leads) // 2], 1) if play_leads else None,
@@ -747,12 +757,15 @@ def resumes(tandem, media, count):
                 host.send("play")
                 wait_for_generation([page], generation, "statusOf(tandem.timeline) === 'playing'")
                 time.sleep(1.6)
-                errors = [round(entry[1] / 1e6, 1) for entry in page.evaluate("tandem.follower.trace.slice(%d, %d)" % (seen, seen + 6))]
+                first = page.evaluate("tandem.follower.trace.slice(%d, %d)" % (seen, seen + 6))
+                errors = [round(entry[1] / 1e6, 1) for entry in first]
+                clock = [None if entry[3] is None else round(entry[3] / 1e6, 1) for entry in first]
                 changed = page.evaluate("tandem.follower.corrections.rephases") - before
                 swings += changed
                 typical = sorted(errors)[len(errors) // 2] if errors else None
                 landed.append(typical is not None and abs(typical) <= 1e3 / 60 / 2)
-                print("resume %d: first frames %s ms, changes of phase %d" % (number + 1, errors, changed), flush=True)
+                print("resume %d: first frames %s ms, media clock %s ms, changes of phase %d" % (
+                    number + 1, errors, clock, changed), flush=True)
             browser.close()
     finally:
         host.stop()

@@ -105,6 +105,7 @@ struct WebPeerBrowserTests {
         #expect(bench.stdout.contains("render offset from the group, from in sync"), "\(bench.stdout)")
         #expect(bench.stdout.contains("once on the refresh grid (10 frames running within half a refresh and 1 ms"), "\(bench.stdout)")
         #expect(bench.stdout.contains("in sync after the file was chosen"), "\(bench.stdout)")
+        #expect(bench.stdout.contains("within a frame from then on (to the next seek) from"), "\(bench.stdout)")
         #expect(bench.stdout.contains("command latency (command to the page's new timeline, 4 commands)"),
                 "\(bench.stdout)")
     }
