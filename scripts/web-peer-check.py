@@ -333,10 +333,9 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         "seeks": len(leads), "seeksMissed": missed,
         "seekSettleP50S": round(sorted(settles)[len(settles) // 2], 3) if settles else None,
         "seekSettleMaxS": round(max(settles), 3) if settles else None,
-        # From the restart to the page being within a frame and staying there until the next seek.
-        "seekHeldP50S": round(sorted(h for h in held if h is not None)[len(held) // 2], 3)
-        if held and None not in held else None,
-        "seekHeldMaxS": round(max(held), 3) if held and None not in held else None,
+        # From the restart to the page being within a frame and staying there until the next seek (None: a seek
+        # whose page was outside a frame at its window's end counts as never).
+        "seekHeldP50S": held_quantile(held, 0.5), "seekHeldMaxS": held_quantile(held, 1),
         "seekLeadP50S": round(sorted(leads)[len(leads) // 2], 3) if leads else None,
         "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99),
         "playLeadP50Ms": round(sorted(play_leads)[len(play_leads) // 2], 1) if play_leads else None,
@@ -391,6 +390,13 @@ def in_sync_from(frames, bound, run_length):
         if run >= run_length:
             return i - run_length + 1
     return None
+
+
+def held_quantile(held, q):
+    """The Q quantile (s) of seek times where None is never: None when it falls on a never, or there are none."""
+    ordered = sorted(float("inf") if h is None else h for h in held)
+    value = ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
+    return None if value is None or value == float("inf") else round(value, 3)
 
 
 def quantile(ordered, q):

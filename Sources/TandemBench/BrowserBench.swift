@@ -52,8 +52,8 @@ package enum BrowserBench {
         package var afterSeekP99Ms: Double?
 
         /// The report, with the targets (p99 within half a refresh once on the grid, in sync ≤ 2 s after the file is
-        /// chosen, within a frame from ≤ 0.3 s after the group restarts from a seek on) met or missed; `joinerLink`, the link
-        /// of the joiner that gave the commands, if one did.
+        /// chosen, within a frame to stay ≤ 0.3 s after the group restarts from a seek) met or missed; `joinerLink`,
+        /// the link of the joiner that gave the commands, if one did.
         package func report(duration: Double, joinerLink: String? = nil) -> String {
             func ms(_ value: Double?) -> String { value.map { String(format: "%.1f ms", $0) } ?? "–" }
             func s(_ value: Double?) -> String { value.map { String(format: "%.2f s", $0) } ?? "–" }
