@@ -142,11 +142,13 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
     10 frames in a row); then the render offset of every frame against the group's line, which the native peers
     render to within a millisecond, for SECONDS (from in sync, and from the page being on the refresh grid); then
     seeks while playing, and for each the time from the group's restart to the page being within one frame of it (5
-    frames in a row); then the command latency. Every offset is ground truth: the frame's display time on the system
+    frames in a row), and to its staying within a frame until the next seek; then the command latency, and where each
+    page's first frames fell after each play. Every offset is ground truth: the frame's display time on the system
     clock against the group's line there."""
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
     seen, latencies, refresh, seeks, raws, play_leads = [], [], [], [], [], []
+    plays, after_commands, play_starts = [], [], []
     bob = None
     try:
         link = host.browser_link()
@@ -220,18 +222,25 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
             # Command latency: from the command (the host's or the joiner's standard input) to each page holding the
             # group's new timeline, both on this machine's wall clock.
             # With a joiner, three more pauses and plays: each play's start is timed from the command too.
+            # Each play's line is kept, with when the next command went, for the pages' first frames after it.
             commands = ["pause", "play"] * (4 if bob else 1) + ["seek 2", "pause"]
             for command in commands:
                 generation = opened[0].evaluate("tandem.timeline.generation")
                 sent = time.time() * 1000
                 sent_session = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                if plays and plays[-1][1] is None:
+                    plays[-1][1] = sent_session
                 commander.send(command)
                 for page in opened:
                     page.wait_for_function("tandem.timeline.generation > %d" % generation, timeout=10000)
                     latencies.append(page.evaluate("tandem.timelineAt") - sent)
                 if command == "play":
                     play_leads.append((opened[0].evaluate("tandem.timeline.anchorSessionTime") - sent_session) / 1e6)
+                    plays.append([[page.evaluate(LINE_SCRIPT) for page in opened], None])
                 time.sleep(0.5)
+            # Where the pages' first frames after each play fell: the median of each page's first 6 frames' |error|.
+            for page, (_, origin, _) in zip(opened, seen):
+                after_commands.append((origin, [entry[:3] for entry in page.evaluate("tandem.follower.trace")]))
             browser.close()
     finally:
         if bob:
@@ -242,6 +251,16 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         anchor_item, anchor_session, rate = line
         return media_time * 1e9 - (anchor_item + (session - anchor_session) * rate)
 
+    for index, (origin, trace) in enumerate(after_commands):
+        for play_lines, until in plays:
+            line = play_lines[index]
+            signed = [error(line, origin + local, media_time) for local, _, media_time in trace
+                      if line[1] <= origin + local < (until or float("inf"))][:6]
+            first = [abs(e) for e in signed]
+            if os.environ.get("TANDEM_SEEK_DEBUG"):
+                print("play page %d: first frames %s" % (index, " ".join("%+.1f" % (e / 1e6) for e in signed)), file=sys.stderr)
+            if len(first) == 6:
+                play_starts.append(sorted(first)[3])
     traces, settles, leads, seek_frames, missed, held = [], [], [], [], 0, []
     for index, (chosen_at, origin, trace) in enumerate(seen):
         # Per frame: (display time, local ns), ground-truth error, the page's own estimate, display time (session).
@@ -339,7 +358,9 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         "seekLeadP50S": round(sorted(leads)[len(leads) // 2], 3) if leads else None,
         "afterSeekP99Ms": quantile(sorted(seek_frames), 0.99),
         "playLeadP50Ms": round(sorted(play_leads)[len(play_leads) // 2], 1) if play_leads else None,
-        "playLeadMaxMs": round(max(play_leads), 1) if play_leads else None}))
+        "playLeadMaxMs": round(max(play_leads), 1) if play_leads else None,
+        # Each page's first frames after each play (the median of 6 |errors|): where the start put it.
+        "playStartP50Ms": quantile(sorted(play_starts), 0.5), "playStartMaxMs": quantile(sorted(play_starts), 1)}))
     return 0
 
 

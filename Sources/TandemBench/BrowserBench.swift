@@ -46,9 +46,12 @@ package enum BrowserBench {
         package var seekHeldP50S: Double?
         package var seekHeldMaxS: Double?
         package var seekLeadP50S: Double?
-        /// From a play command to the start it got (the group's new anchor), p50 and max.
+        /// From a play command to the start it got (the group's new anchor), p50 and max; and where each page's
+        /// first frames after it fell (the median of its first 6 frames' offsets), p50 and max.
         package var playLeadP50Ms: Double?
         package var playLeadMaxMs: Double?
+        package var playStartP50Ms: Double?
+        package var playStartMaxMs: Double?
         package var afterSeekP99Ms: Double?
 
         /// The report, with the targets (p99 within half a refresh once on the grid, in sync ≤ 2 s after the file is
@@ -76,7 +79,7 @@ package enum BrowserBench {
                 the floor the refreshes allow those frames (each error moved by whole refreshes toward the line): p99 \(ms(refreshFloorP99Ms)); the floor of the browser's own phase (moved by whole steps, from in sync): p99 \(ms(floorP99Ms))
                 in sync after the file was chosen: \(sync) (target ≤ 2 s: \(met(syncMet)))
                 seeks while playing (\(seeks ?? 0), \(seeksMissed ?? 0) never within a frame): within a frame of the group \(s(seekSettleP50S)) p50, \(s(seekSettleMaxS)) max after it restarted, and within a frame from then on (to the next seek) from \(s(seekHeldP50S)) p50, \(s(seekHeldMaxS)) max (target ≤ 0.3 s: \(met(seekMet))); it restarted \(s(seekLeadP50S)) p50 after the command; offset from then p99 \(ms(afterSeekP99Ms))
-                command latency (command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs)); a play's start after its command: p50 \(ms(playLeadP50Ms)), max \(ms(playLeadMaxMs))
+                command latency (command to the page's new timeline, \(commands ?? 0) commands): p50 \(ms(commandP50Ms)), max \(ms(commandMaxMs)); a play's start after its command: p50 \(ms(playLeadP50Ms)), max \(ms(playLeadMaxMs)); a page's first frames after it (median of 6): p50 \(ms(playStartP50Ms)), max \(ms(playStartMaxMs))
                 the page's own estimate of its offset, against this: off by p50 \(ms(ownEstimateP50Ms)), p99 \(ms(ownEstimateP99Ms))
                 """
         }
