@@ -251,6 +251,7 @@ struct AuthorityTimelineTests {
         // Bob heard of the change late (after alice was prepared, so the waiting list has a newer generation) and
         // had shown 80 ms more: both prepare again there, then start.
         #expect(h.authority.timeline.generation == waiting.generation + 1)
+        h.advance(ms: 150)
         let past = waiting.anchorItemTime + .milliseconds(80)
         let actions = h.send(.renderedPast(generation: waiting.generation, itemTime: past), from: b)
         #expect(actions.notices(.waiting, to: a).isEmpty)
@@ -265,6 +266,44 @@ struct AuthorityTimelineTests {
         h.send(.prepared(generation: moved.generation), from: a)
         h.send(.prepared(generation: moved.generation), from: b)
         #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == past)
+    }
+
+    @Test func aReportOfFramesPastASeeksTargetLeavesTheSeekWhereItWent() {
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        h.request(.play, from: a)
+        h.advance(ms: 20_000)
+        // Alice jumps back to 0:04; bob, still playing the old line when it reaches him, is past 0:04 by 16 s.
+        h.request(.seek(itemTime: .seconds(4), play: true), from: a)
+        let waiting = h.authority.timeline
+        #expect(waiting.anchorItemTime == .seconds(4))
+        h.advance(ms: 100)
+        h.send(.renderedPast(generation: waiting.generation, itemTime: .milliseconds(20_050)), from: b)
+        #expect(h.authority.timeline == waiting)
+        h.send(.prepared(generation: waiting.generation), from: a)
+        h.send(.prepared(generation: waiting.generation), from: b)
+        #expect(h.authority.timeline.isPlaying && h.authority.timeline.anchorItemTime == .seconds(4))
+    }
+
+    @Test func aReportOfFramesPastAStopIsBoundByWhereTheLineIsByNow() {
+        var h = AuthorityHarness(configuration: .withPrepareRounds)
+        let a = h.joinReady("alice", host: true)
+        let b = h.joinReady("bob")
+        h.request(.play, from: a)
+        h.advance(ms: 20_000)
+        let line = h.authority.timeline
+        h.request(.rate(1.5), from: a)
+        let waiting = h.authority.timeline
+        h.advance(ms: 200)
+        // Ten seconds past the stop, 200 ms after it was published: no peer can have shown that; the group stays.
+        let reachable = line.expectedItemTime(atSessionTime: h.now + LineStop.allowance)
+        h.send(.renderedPast(generation: waiting.generation, itemTime: waiting.anchorItemTime + .seconds(10)), from: b)
+        h.send(.renderedPast(generation: waiting.generation, itemTime: reachable + .milliseconds(1)), from: b)
+        #expect(h.authority.timeline == waiting)
+        // As far as the line has gone (with the allowance): taken.
+        h.send(.renderedPast(generation: waiting.generation, itemTime: reachable), from: b)
+        #expect(h.authority.timeline.anchorItemTime == reachable && h.authority.timeline.rate == 1.5)
     }
 
     @Test func rateWhilePausedIsKeptForTheNextPlay() {

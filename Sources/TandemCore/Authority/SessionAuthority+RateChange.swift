@@ -45,11 +45,13 @@ extension SessionAuthority {
             // (`renderedPast`) and the group resumes from there.
             let (stopAt, itemTime) = stopPoint(now: now)
             stopWaiting()
+            let stopped = timeline
             waitingRequiresPreparation = true
             let blocking = blockers(at: ItemPosition(itemID: timeline.itemID, itemTime: itemTime),
                                     requiringPreparation: true)
             actions = publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
                               rate: rate, originator: id)
+            lineStop = LineStop(line: stopped, stopAt: stopAt)
             beginWaiting(blocking, now: now)
             actions += broadcast(notice(.rateChanged, id, "\(who) set the speed to \(AuthorityText.rate(rate))", now))
             return actions + reconcile(now: now)

@@ -69,6 +69,12 @@ extension SessionAuthority {
               generationPositions[generation] == ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime),
               itemTime > max(timeline.anchorItemTime, proposedResumeItemTime ?? .zero), seekProblem(itemTime) == nil
         else { return [] }
+        // Only past a stop on the line the group was playing (not a seek's target, which a peer still on the old
+        // line is "past" whenever the seek goes back), and no farther than that line has gone by now: a report
+        // cannot move the group anywhere else.
+        guard let stop = lineStop, stop.stopAt == timeline.anchorSessionTime,
+              itemTime <= stop.line.expectedItemTime(atSessionTime: now + LineStop.allowance)
+        else { return [] }
         proposedResumeItemTime = itemTime
         // Everyone prepares again at the new point; that is no news to show as "waiting for …".
         return reconcile(now: now).filter { action in
@@ -228,6 +234,7 @@ extension SessionAuthority {
         waitingSince = [:]
         waitingRequiresPreparation = false
         proposedResumeItemTime = nil
+        lineStop = nil
     }
 
     /// Brings the timeline in line with who holds what: pauses a playing group for a new stall, updates the list
@@ -273,6 +280,7 @@ extension SessionAuthority {
             // A stall: stop everyone at a common item time, a little ahead so every peer stops short of it.
             var (stopAt, itemTime) = stopPoint(now: now)
             stopWaiting()
+            let stopped = timeline
             if stopAt <= timeline.anchorSessionTime {
                 // The stop reaches everyone before the group's start (a peer that cannot make it, or loads again):
                 // the group stays at the start's item time and waits for everyone's "prepared" there, as a start
@@ -283,6 +291,7 @@ extension SessionAuthority {
             }
             actions += publish(status: .waiting(for: blocking), anchorSessionTime: stopAt, anchorItemTime: itemTime,
                                originator: nil)
+            lineStop = LineStop(line: stopped, stopAt: stopAt)
             beginWaiting(blocking, now: now)
             actions += broadcast(notice(.waiting, blocking.keys.sorted().first,
                                         "paused at \(AuthorityText.itemTime(itemTime)); \(waitingText(blocking))", now))
@@ -410,4 +419,14 @@ extension SessionAuthority {
         }
         return actions
     }
+}
+
+/// A stop the authority published on the line the group was playing: the playing timeline and the stop's session
+/// time (`SessionAuthority.lineStop`).
+struct LineStop: Sendable, Equatable {
+    /// How far past where the line is by the authority's clock a peer may say it got: its own stop allowance and
+    /// the error of its clock estimate.
+    static let allowance = TimeSpan.milliseconds(50)
+    var line: Timeline
+    var stopAt: SessionInstant
 }

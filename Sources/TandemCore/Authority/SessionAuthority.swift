@@ -75,6 +75,10 @@ public struct SessionAuthority: Sendable {
     var waitingSince: [ParticipantID: SessionInstant] = [:]
     /// A resume time proposed by a participant ending its suspension while the group waits.
     var proposedResumeItemTime: ItemTime?
+    /// While the group waits at a stop on the line it was playing (a stall, a rate change): that stop. Only such a
+    /// stop can have been played past (`renderedPast`); a seek names an item time of its own. Not kept across a
+    /// relay restart: a report after one is ignored, and the group resumes at the stop.
+    var lineStop: LineStop?
     /// Reasons currently held by more participants than their limit.
     var reasonsOverLimit: Set<SuspensionReason> = []
     /// The media every participant's item is compared against (the host's, else the first to load).

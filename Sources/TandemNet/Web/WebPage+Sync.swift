@@ -58,6 +58,9 @@ extension WebPage {
         // The same generation again (a welcome after a reconnect): already followed, nothing to redo.
         if (this.applied && this.timeline && timeline.generation === this.timeline.generation) return;
         const stopping = this.timeline && statusOf(this.timeline) === "playing" && !this.video.paused;
+        // A stop on the line the page was playing (a stall, a rate change), not a seek, which names an item time
+        // of its own: only such a stop can have been played past.
+        const onLine = stopping && Math.abs(this.expected(timeline.anchorSessionTime) - timeline.anchorItemTime) <= 1e6;
         this.timeline = timeline;
         if (!this.loaded || !this.wire.synchronised) { this.applied = false; return; }
         this.applied = true;
@@ -65,7 +68,7 @@ extension WebPage {
         const kind = statusOf(timeline);
         if (kind === "playing") return this.schedule(timeline);
         // Paused or waiting: stop, say how far we got past a waiting stop, preroll at the anchor, say so.
-        if (kind === "waiting" && stopping && this.position() > timeline.anchorItemTime + 1e6) {
+        if (kind === "waiting" && onLine && this.position() > timeline.anchorItemTime + 1e6) {
           this.wire.sendMessage({ renderedPast: { generation: timeline.generation, itemTime: this.position() } });
         }
         this.video.pause();
