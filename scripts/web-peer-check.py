@@ -148,6 +148,7 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
     from playwright.sync_api import sync_playwright
     host = Host(tandem, media)
     seen, latencies, refresh, seeks, raws, play_leads = [], [], [], [], [], []
+    off_target = 0
     plays, after_commands, play_starts = [], [], []
     bob = None
     try:
@@ -207,6 +208,8 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
                 # plays it from a scheduled time: that timeline is the line to follow.
                 wait_for_generation(opened, generation, "statusOf(tandem.timeline) === 'playing'")
                 seeks.append((sent, [page.evaluate(LINE_SCRIPT) for page in opened]))
+                # The group restarted where it was asked to (a seek moved elsewhere is no seek to measure).
+                off_target += sum(1 for line in seeks[-1][1] if abs(line[0] - target * 1e9) > 1e6)
                 time.sleep(2.5)
             # Ground truth: each frame's display time on the system clock (the page's time origin on the wall
             # clock, moved to CLOCK_MONOTONIC, which is the embedded server's session clock) against the group's
@@ -349,7 +352,7 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
         # rAF times are coarsened to 0.1 ms: the spread of the intervals says how regular the refresh is.
         "refreshSpreadMs": round((intervals[int(0.99 * len(intervals))] - intervals[int(0.01 * len(intervals))]) / 1e6, 2)
         if intervals else None,
-        "seeks": len(leads), "seeksMissed": missed,
+        "seeks": len(leads), "seeksMissed": missed, "seeksOffTarget": off_target,
         "seekSettleP50S": round(sorted(settles)[len(settles) // 2], 3) if settles else None,
         "seekSettleMaxS": round(max(settles), 3) if settles else None,
         # From the restart to the page being within a frame and staying there until the next seek (None: a seek
