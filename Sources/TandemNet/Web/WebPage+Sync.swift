@@ -7,6 +7,10 @@ extension WebPage {
     "use strict";
     // Nudges take the rate at most 25 % off and aim to close the error within half a second.
     const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.25, NUDGE_SECONDS = 0.5;
+    // A video's start is steered onto the line (`steer`): 4 % off the group's rate, from a start aimed 8 ms late,
+    // ending early by how far the media clock runs on after a change (100 ms at that rate); a start more than 45 ms
+    // off is left to the nudges and seeks, and a steer ends after 1.5 s whatever it reached.
+    const STEER = 0.04, STEER_AIM = 8e6, STEER_RUNON = 100e6, STEER_MAX = 45e6, STEER_LONGEST = 1.5e9;
     // Common frame rates, to which a measured frame length is taken.
     const FRAME_RATES = [24000 / 1001, 24, 25, 30000 / 1001, 30, 48, 50, 60000 / 1001, 60, 100, 120];
 
@@ -15,7 +19,7 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
-        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null;
+        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null;
         // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`).
         this.seekTimes = [];
         // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
@@ -91,15 +95,22 @@ extension WebPage {
         const token = this.token;
         this.video.pause();
         this.video.playbackRate = timeline.rate;
-        this.grid.reset(); this.clockOffsets = []; this.rephasing = null; this.rephaseCheck = null;
+        this.grid.reset(); this.clockOffsets = []; this.rephasing = null; this.rephaseCheck = null; this.steering = null;
         this.seek(itemTime, () => {
           if (token !== this.token) return;
-          // play() takes a moment to present its first frame: start that much early (learned from past starts).
-          const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency) / 1e6;
+          // play() takes a moment to present its first frame: start that much early (learned from past starts);
+          // a video a little late, to be steered onto the line.
+          const aim = this.video.videoWidth ? STEER_AIM : 0;
+          const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency + aim) / 1e6;
           this.measuringStart = true;
           const go = () => {
             if (token !== this.token) return;
             this.errors = [];
+            // A video starts off the group's rate, so that Chromium takes up no cadence yet (see `steer`).
+            if (this.video.videoWidth) {
+              this.steering = { token, dir: 1, since: localNanos(), began: localNanos(), decided: false };
+              this.video.playbackRate = timeline.rate * (1 + STEER);
+            }
             this.video.play().catch((e) => this.events.problem("the browser would not play: " + e.message
               + " (press Play once to allow it)"));
           };
@@ -166,6 +177,8 @@ extension WebPage {
           this.errors.push(error); if (this.errors.length > 6) this.errors.shift();
           // Changing the phase of the refreshes: the rate is the swing's until it is done.
           if (this.rephasing) { this.rephaseStep(t, displayedAtLocal); return; }
+          // Steering a start onto the line: the rate is the steer's until it is done.
+          if (this.steering && this.steer(t)) return;
           if (this.measuringStart && this.errors.length >= 6) this.learnStartLatency();
           const nudged = frame === null ? null : this.grid.frame(error, displayedAtLocal, t.rate, frame / t.rate);
           const target = frame === null ? null : this.grid.rephaseTarget(displayedAtLocal);
@@ -194,13 +207,47 @@ extension WebPage {
         setInterval(() => { if (!this.video.videoWidth) measure(localNanos(), this.video.currentTime); }, 100);
       }
 
+      /** A frame while a video's start is steered onto the line; true while it goes on. The start is aimed a
+       *  little late and made 4 % fast (4 % slow where the media clock's first readings are ahead): off the
+       *  group's rate Chromium keeps no cadence of refreshes, so each frame shows on the refresh nearest where
+       *  the media clock puts it, and the frames follow the clock a refresh at a time. At the group's rate again
+       *  once the clock is on the line, Chromium takes up its cadence on the refreshes the frames then fall on:
+       *  the right ones, without the change of phase that a start Chromium's audio clock put a refresh off would
+       *  otherwise take (its clock starts on the audio output's next period, up to ±25 ms from where the page
+       *  aimed). The first readings also teach the start latency. */
+      steer(t) {
+        const st = this.steering, at = localNanos();
+        if (st.token !== this.token) { this.steering = null; return false; }
+        const done = () => {
+          this.steering = null; this.video.playbackRate = t.rate * (1 + this.grid.holding());
+          this.errors = []; this.clockOffsets = [];
+        };
+        if (at - st.began > STEER_LONGEST) { done(); return false; }
+        if (this.clockOffsets.length < 3) return true;
+        const where = this.clockOffsets.slice(-3).sort((a, b) => a - b)[1];
+        if (!st.decided) {
+          st.decided = true; st.dir = where < 0 ? 1 : -1;
+          if (this.measuringStart) this.learnStartLatency(where + STEER_AIM);
+          // Too far for a steer: the nudges and seeks take it from here.
+          if (Math.abs(where) > STEER_MAX) { done(); return false; }
+          if (st.dir < 0) { this.video.playbackRate = t.rate * (1 - STEER); st.since = at; }
+        }
+        if (where * st.dir + STEER * STEER_RUNON < 0) return true;
+        // On the line: the grid follower starts afresh, leaving the frames alone while Chromium takes up its cadence.
+        done();
+        this.grid.reset(); this.grid.settling = GridFollower.SETTLE_FRAMES;
+        return true;
+      }
+
       /** The first frames after a start: behind by e means play() needed e longer than assumed. Where the frames
        *  come with media clock readings, those say it: the frames' own errors also carry where the browser's
        *  phase of the refreshes put them, up to half a frame either way. */
-      learnStartLatency() {
+      learnStartLatency(given = null) {
         this.measuringStart = false;
         const offsets = this.clockOffsets.slice(-4);
-        const late = offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3];
+        // `given`: how late the media clock started against where the start was aimed (a steered start's).
+        const late = given !== null ? given
+          : offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3];
         if (Math.abs(late) < SEEK_THRESHOLD) {
           this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - late * 0.7));
         }
