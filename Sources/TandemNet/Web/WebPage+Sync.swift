@@ -19,7 +19,7 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
-        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null;
+        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
         // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`).
         this.seekTimes = [];
         // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
@@ -51,7 +51,7 @@ extension WebPage {
       expected(session) { const t = this.timeline; return t.anchorItemTime + (session - t.anchorSessionTime) * t.rate; }
       position() { return Math.round(this.video.currentTime * 1e9); }
 
-      setLoaded(loaded) { this.loaded = loaded; this.frameGrid = null; if (loaded) this.apply(this.timeline); }
+      setLoaded(loaded) { this.loaded = loaded; this.frameGrid = null; this.starts = 0; if (loaded) this.apply(this.timeline); }
       /** Stops following at once (the media cannot play): nothing scheduled, nothing reported, the video paused. */
       halt() { this.loaded = false; this.applied = false; this.token += 1; clearTimeout(this.timer); this.video.pause(); }
       clockReady() { if (this.loaded && !this.applied) this.apply(this.timeline); }
@@ -100,14 +100,17 @@ extension WebPage {
           if (token !== this.token) return;
           // play() takes a moment to present its first frame: start that much early (learned from past starts);
           // a video a little late, to be steered onto the line.
-          const aim = this.video.videoWidth ? STEER_AIM : 0;
+          const steered = this.video.videoWidth > 0 && this.starts > 0;
+          const aim = steered ? STEER_AIM : 0;
           const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency + aim) / 1e6;
           this.measuringStart = true;
           const go = () => {
             if (token !== this.token) return;
             this.errors = [];
-            // A video starts off the group's rate, so that Chromium takes up no cadence yet (see `steer`).
-            if (this.video.videoWidth) {
+            // A video starts off the group's rate, so that Chromium takes up no cadence yet (see `steer`); not the
+            // first start of a file, whose latency is not known yet (a join is in sync sooner at the group's rate).
+            this.starts += 1;
+            if (steered) {
               this.steering = { token, dir: 1, since: localNanos(), began: localNanos(), decided: false };
               this.video.playbackRate = timeline.rate * (1 + STEER);
             }
@@ -232,7 +235,21 @@ extension WebPage {
           if (Math.abs(where) > STEER_MAX) { done(); return false; }
           if (st.dir < 0) { this.video.playbackRate = t.rate * (1 - STEER); st.since = at; }
         }
-        if (where * st.dir + STEER * STEER_RUNON < 0) return true;
+        // Where the clock is on the line, Chromium shows the frames on the refresh nearest it, which can be just
+        // past half a refresh from the line (±2 ms of the clock, where the refreshes fall half a refresh from the
+        // line): then back, until the frames come onto the refresh on the other side.
+        const window = this.grid.refresh / 2 + GridFollower.HYSTERESIS;
+        const frames = this.errors.length >= 3 ? this.errors.slice(-3).sort((a, b) => a - b)[1] : null;
+        if (!st.back) {
+          if (where * st.dir + STEER * STEER_RUNON < 0) return true;
+          if (frames !== null && Math.abs(frames) > window && Math.abs(frames) < 1.5 * this.grid.refresh) {
+            st.back = true; st.dir = frames > 0 ? -1 : 1;
+            this.video.playbackRate = t.rate * (1 + st.dir * STEER);
+            return true;
+          }
+        } else if (frames === null || Math.abs(frames) > window) {
+          return true;
+        }
         // On the line: the grid follower starts afresh, leaving the frames alone while Chromium takes up its cadence.
         done();
         this.grid.reset(); this.grid.settling = GridFollower.SETTLE_FRAMES;
