@@ -111,7 +111,7 @@ extension WebPage {
             // first start of a file, whose latency is not known yet (a join is in sync sooner at the group's rate).
             this.starts += 1;
             if (steered) {
-              this.steering = { token, dir: 1, since: localNanos(), began: localNanos(), decided: false };
+              this.steering = { token, dir: 1, began: localNanos(), decided: false, back: false };
               this.video.playbackRate = timeline.rate * (1 + STEER);
             }
             this.video.play().catch((e) => this.events.problem("the browser would not play: " + e.message
@@ -233,21 +233,21 @@ extension WebPage {
           if (this.measuringStart) this.learnStartLatency(where + STEER_AIM);
           // Too far for a steer: the nudges and seeks take it from here.
           if (Math.abs(where) > STEER_MAX) { done(); return false; }
-          if (st.dir < 0) { this.video.playbackRate = t.rate * (1 - STEER); st.since = at; }
+          if (st.dir < 0) this.video.playbackRate = t.rate * (1 - STEER);
         }
         // Where the clock is on the line, Chromium shows the frames on the refresh nearest it, which can be just
         // past half a refresh from the line (±2 ms of the clock, where the refreshes fall half a refresh from the
         // line): then back, until the frames come onto the refresh on the other side.
-        const window = this.grid.refresh / 2 + GridFollower.HYSTERESIS;
+        const edge = this.grid.refresh / 2 + GridFollower.HYSTERESIS;
         const frames = this.errors.length >= 3 ? this.errors.slice(-3).sort((a, b) => a - b)[1] : null;
         if (!st.back) {
           if (where * st.dir + STEER * STEER_RUNON < 0) return true;
-          if (frames !== null && Math.abs(frames) > window && Math.abs(frames) < 1.5 * this.grid.refresh) {
+          if (frames !== null && Math.abs(frames) > edge && Math.abs(frames) < 1.5 * this.grid.refresh) {
             st.back = true; st.dir = frames > 0 ? -1 : 1;
             this.video.playbackRate = t.rate * (1 + st.dir * STEER);
             return true;
           }
-        } else if (frames === null || Math.abs(frames) > window) {
+        } else if (frames === null || Math.abs(frames) > edge) {
           return true;
         }
         // On the line: the grid follower starts afresh, leaving the frames alone while Chromium takes up its cadence.
