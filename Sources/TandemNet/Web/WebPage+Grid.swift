@@ -39,6 +39,10 @@ extension WebPage {
         this.settling = GridFollower.SETTLE_FRAMES;
       }
 
+      /** After a start steered onto the line (the page's `steer`): measure afresh, as after a start, and leave the
+       *  frames alone while Chromium takes up its cadence. */
+      steered() { this.reset(); this.settling = GridFollower.SETTLE_FRAMES; }
+
       /** Within 3 s of a start, where the browser shows the frames on every second refresh, once the frames have
        *  come for a fifth of a second (the start itself settles first), the three latest agreeing on their phase,
        *  and the value of that phase nearest the line is more than half a refresh from it: the value of the other

@@ -227,7 +227,7 @@ extension WebPage {
         };
         if (at - st.began > STEER_LONGEST) { done(); return false; }
         if (this.clockOffsets.length < 3) return true;
-        const where = this.clockOffsets.slice(-3).sort((a, b) => a - b)[1];
+        const where = median(this.clockOffsets.slice(-3));
         if (!st.decided) {
           st.decided = true; st.dir = where < 0 ? 1 : -1;
           if (this.measuringStart) this.learnStartLatency(where + STEER_AIM);
@@ -239,7 +239,7 @@ extension WebPage {
         // past half a refresh from the line (±2 ms of the clock, where the refreshes fall half a refresh from the
         // line): then back, until the frames come onto the refresh on the other side.
         const edge = this.grid.refresh / 2 + GridFollower.HYSTERESIS;
-        const frames = this.errors.length >= 3 ? this.errors.slice(-3).sort((a, b) => a - b)[1] : null;
+        const frames = this.errors.length >= 3 ? median(this.errors.slice(-3)) : null;
         if (!st.back) {
           if (where * st.dir + STEER * STEER_RUNON < 0) return true;
           if (frames !== null && Math.abs(frames) > edge && Math.abs(frames) < 1.5 * this.grid.refresh) {
@@ -250,9 +250,8 @@ extension WebPage {
         } else if (frames === null || Math.abs(frames) > edge) {
           return true;
         }
-        // On the line: the grid follower starts afresh, leaving the frames alone while Chromium takes up its cadence.
         done();
-        this.grid.reset(); this.grid.settling = GridFollower.SETTLE_FRAMES;
+        this.grid.steered();
         return true;
       }
 
