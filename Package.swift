@@ -20,7 +20,6 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // GStreamer (and Xlib, for the video window the player owns) found through pkg-config.
@@ -73,13 +72,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // What a relay keeps across a restart (`tandem serve --state-dir`): sessions' snapshots in SQLite, through
-        // GRDB (Debian's libsqlite3), behind TandemNet's `SessionStateStore`.
+        // What a relay keeps across a restart (`tandem serve --state-dir`): sessions' snapshots in SQLite (Debian's
+        // libsqlite3, through its C API), behind TandemNet's `SessionStateStore`.
+        .systemLibrary(name: "CTandemSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "TandemRelayState",
             dependencies: [
-                "TandemCore", "TandemNet",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "TandemCore", "TandemNet", "CTandemSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

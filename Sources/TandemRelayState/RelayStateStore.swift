@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Logging
 import Synchronization
 import TandemCore
@@ -23,10 +22,10 @@ public final class RelayStateStore: SessionStateStore {
     public let directory: String
     public var path: String { directory + "/" + Self.fileName }
     static let fileName = "relay.sqlite"
-    private let database: DatabasePool
+    /// The connection, used by one thread at a time, and each session's record as last written: an input that
+    /// changed nothing (a refused request) writes nothing.
+    private let state: Mutex<(database: SQLiteDatabase, written: [String: Data])>
     private let logger: Logger
-    /// Each session's record as last written: an input that changed nothing (a refused request) writes nothing.
-    private let written = Mutex<[String: Data]>([:])
 
     /// Opens (or creates) the state in `directory`, which must be private: created 0700 if missing, refused when it
     /// belongs to another user or others may write to it.
@@ -41,26 +40,20 @@ public final class RelayStateStore: SessionStateStore {
         fchmod(fd, 0o600)
         close(fd)
         do {
-            var configuration = Configuration()
-            configuration.label = "tandem relay state"
-            configuration.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            }
-            database = try DatabasePool(path: path, configuration: configuration)
-            try database.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
-                    CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL);
-                    """)
-                let version = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'schema'")
+            let database = try SQLiteDatabase(path: path)
+            try database.transaction {
+                try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+                try database.execute("CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL)")
+                let version = try database.rows("SELECT value FROM meta WHERE key = 'schema'").first?.first?.text
                 if let version, version != String(Self.schemaVersion) {
                     throw SessionStateError("\(path) has state of another layout (\(version)); "
                         + "a different version of tandem wrote it. Start that version, or move the file away "
                         + "(mv \(path) \(path).old) to start with no sessions")
                 }
-                try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
-                               arguments: [String(Self.schemaVersion)])
+                try database.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)",
+                                     [.text(String(Self.schemaVersion))])
             }
+            state = Mutex((database: database, written: [:]))
         } catch let error as SessionStateError {
             throw error
         } catch {
@@ -71,33 +64,36 @@ public final class RelayStateStore: SessionStateStore {
     public func storedSessions() throws(SessionStateError) -> [StoredSession] {
         let boot = Self.bootID
         do {
-            return try database.write { db -> [StoredSession] in
-                let keptBoot = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'boot'")
-                try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('boot', ?)", arguments: [boot])
-                if let keptBoot, keptBoot != boot {
-                    let dropped = try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0
-                    try db.execute(sql: "DELETE FROM sessions")
-                    if dropped > 0 {
-                        logger.warning("the machine restarted since these sessions were kept; their times no longer hold, so they are dropped",
-                                       metadata: ["sessions": "\(dropped)"])
+            return try state.withLock { state in
+                let database = state.database
+                return try database.transaction { () throws -> [StoredSession] in
+                    let keptBoot = try database.rows("SELECT value FROM meta WHERE key = 'boot'").first?.first?.text
+                    try database.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot', ?)", [.text(boot)])
+                    if let keptBoot, keptBoot != boot {
+                        let dropped = try database.rows("SELECT count(*) FROM sessions").first?.first?.integer ?? 0
+                        try database.execute("DELETE FROM sessions")
+                        if dropped > 0 {
+                            logger.warning("the machine restarted since these sessions were kept; their times no longer hold, so they are dropped",
+                                           metadata: ["sessions": "\(dropped)"])
+                        }
+                        return []
                     }
-                    return []
-                }
-                var sessions: [StoredSession] = []
-                let decoder = JSONDecoder()
-                for row in try Row.fetchAll(db, sql: "SELECT id, record FROM sessions ORDER BY id") {
-                    let id: String = row["id"]
-                    let record: Data = row["record"]
-                    do {
-                        sessions.append(try decoder.decode(StoredSession.self, from: record))
-                    } catch {
-                        // A row another version wrote: that session cannot continue here.
-                        logger.error("a kept session cannot be read; it is dropped",
-                                     metadata: ["session": "\(id)", "error": "\(error)"])
-                        try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id])
+                    var sessions: [StoredSession] = []
+                    let decoder = JSONDecoder()
+                    for row in try database.rows("SELECT id, record FROM sessions ORDER BY id") {
+                        let id = row[0].text ?? ""
+                        do {
+                            guard let record = row[1].data else { throw SessionStateError("the record is not a blob") }
+                            sessions.append(try decoder.decode(StoredSession.self, from: record))
+                        } catch {
+                            // A row another version wrote: that session cannot continue here.
+                            logger.error("a kept session cannot be read; it is dropped",
+                                         metadata: ["session": "\(id)", "error": "\(error)"])
+                            try database.execute("DELETE FROM sessions WHERE id = ?", [.text(id)])
+                        }
                     }
+                    return sessions
                 }
-                return sessions
             }
         } catch {
             throw Self.unreadable(path, "\(error)")
@@ -109,14 +105,14 @@ public final class RelayStateStore: SessionStateStore {
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
             let record = try encoder.encode(session)
-            if written.withLock({ $0[session.id] == record }) { return }
-            try database.write { db in
-                try db.execute(sql: """
+            try state.withLock { state in
+                if state.written[session.id] == record { return }
+                try state.database.execute("""
                     INSERT INTO sessions (id, record) VALUES (?, ?)
                     ON CONFLICT(id) DO UPDATE SET record = excluded.record
-                    """, arguments: [session.id, record])
+                    """, [.text(session.id), .blob(record)])
+                state.written[session.id] = record
             }
-            written.withLock { $0[session.id] = record }
         } catch {
             throw SessionStateError("cannot write \(path): \(error)")
         }
@@ -124,8 +120,10 @@ public final class RelayStateStore: SessionStateStore {
 
     public func forget(session id: String) throws(SessionStateError) {
         do {
-            try database.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id]) }
-            written.withLock { _ = $0.removeValue(forKey: id) }
+            try state.withLock { state in
+                try state.database.execute("DELETE FROM sessions WHERE id = ?", [.text(id)])
+                state.written[id] = nil
+            }
         } catch {
             throw SessionStateError("cannot write \(path): \(error)")
         }
@@ -133,7 +131,9 @@ public final class RelayStateStore: SessionStateStore {
 
     /// Sessions kept now (for tests and the operator).
     public var sessionCount: Int {
-        (try? database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sessions") ?? 0 }) ?? 0
+        state.withLock { state in
+            (try? state.database.rows("SELECT count(*) FROM sessions").first?.first?.integer).flatMap { $0 }.map(Int.init) ?? 0
+        }
     }
 
     /// This boot of the machine (`CLOCK_MONOTONIC` restarts with it).

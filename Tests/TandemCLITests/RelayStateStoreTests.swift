@@ -1,7 +1,7 @@
 import Foundation
 import TandemCore
 import TandemNet
-import TandemRelayState
+@testable import TandemRelayState
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -94,5 +94,45 @@ struct RelayStateStoreTests {
         let store = try RelayStateStore(directory: directory)
         #expect(try store.storedSessions().isEmpty)
         #expect(store.sessionCount == 0)
+    }
+
+    @Test("the SQLite connection: WAL mode, values read back as bound (an empty blob too), a transaction that throws leaves nothing, and errors name SQLite's code and the statement")
+    func connection() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = try SQLiteDatabase(path: directory + "/test.sqlite")
+        #expect(try database.rows("PRAGMA journal_mode").first?.first?.text == "wal")
+        #expect(try database.rows("PRAGMA synchronous").first?.first?.integer == 1, "NORMAL")
+        try database.execute("CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL)")
+        let bytes = Data([0, 1, 0, 255])
+        try database.execute("INSERT INTO t (id, record) VALUES (?, ?)", [.text("a"), .blob(bytes)])
+        try database.execute("INSERT INTO t (id, record) VALUES (?, ?)", [.text("b"), .blob(Data())])
+        #expect(try database.rows("SELECT id, record FROM t ORDER BY id")
+            == [[.text("a"), .blob(bytes)], [.text("b"), .blob(Data())]])
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try database.transaction {
+                try database.execute("DELETE FROM t")
+                throw Refused()
+            }
+        }
+        #expect(try database.rows("SELECT count(*) FROM t").first?.first?.integer == 2, "rolled back")
+        do {
+            try database.execute("INSERT INTO t (id, record) VALUES (?, ?)", [.text("a"), .blob(bytes)])
+            Issue.record("a duplicate key was taken")
+        } catch {
+            #expect("\(error)".hasPrefix("SQLite error 1555: UNIQUE constraint failed: t.id"), "\(error)")
+            #expect("\(error)".contains("while executing `INSERT INTO t"), "\(error)")
+        }
+        #expect(throws: SQLiteDatabase.Failure.self) { try database.execute("SELECT ?", []) }
+        // A file that is not a database is refused when it is first read, with SQLite's words for it.
+        let junk = directory + "/junk.sqlite"
+        FileManager.default.createFile(atPath: junk, contents: Data(repeating: 0x41, count: 4096))
+        do {
+            _ = try SQLiteDatabase(path: junk)
+            Issue.record("a file of junk opened as a database")
+        } catch {
+            #expect(error.description.contains("file is not a database"), "\(error)")
+        }
     }
 }

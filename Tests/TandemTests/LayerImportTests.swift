@@ -22,7 +22,7 @@ struct LayerImportTests {
                        "ServiceLifecycle"],
         "TandemPortMapping": ["TandemCore", "CTandemPortMapping"],
         "TandemOps": ["TandemCore", "TandemNet", "NIOCore", "NIOPosix", "NIOHTTP1", "CoreMetrics", "Prometheus"],
-        "TandemRelayState": ["TandemCore", "TandemNet", "GRDB", "Logging"],
+        "TandemRelayState": ["TandemCore", "TandemNet", "CTandemSQLite", "Logging"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
         "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
