@@ -3,7 +3,7 @@ SHELL := /bin/bash
 DEB_PACKAGES := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base \
                 gstreamer1.0-plugins-good gstreamer1.0-tools gstreamer1.0-x pkg-config syncplay-server syncplay mpv libx11-dev \
                 xvfb chromium python3-venv python3-openssl openssl valgrind \
-                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2 libsqlite3-dev \
+                nftables miniupnpd-nftables libminiupnpc-dev libnatpmp-dev iproute2 libsqlite3-dev libssl-dev \
                 gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debug builds without debug info: on two cores a clean build is about a fifth shorter (the whole of `make test`
@@ -18,7 +18,8 @@ UNIT_BINDIR ?= $(PREFIX)/bin
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Tandem/Version.swift)
 ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
-# The installed binary carries the Swift runtime (GStreamer and glibc stay shared), so it runs without a toolchain.
+# The installed binary carries the Swift runtime (Debian's libraries stay shared: GStreamer, OpenSSL's libcrypto, SQLite,
+# libnatpmp, libminiupnpc and glibc), so it runs without a toolchain.
 # Run-time exclusivity checks are left out of it (debug builds, and so every test, keep them): they were 13 % of the
 # relay's instructions per delivered message (`tandem bench relay --instructions`, docs/BENCHMARKS.md "The relay").
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked

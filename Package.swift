@@ -13,7 +13,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -39,10 +38,14 @@ let package = Package(
         .target(name: "TandemPortMapping", dependencies: ["TandemCore", "CTandemPortMapping"]),
         // Pure Swift model: no GStreamer, no sockets, no wall clock.
         .target(name: "TandemCore"),
+        // SHA-256, MD5, HMAC-SHA256, HKDF and AES-GCM from Debian's OpenSSL libcrypto (libssl-dev), behind the names
+        // Tandem's code uses for them; OpenSSL's own headers stay in the C file.
+        .target(name: "CTandemCrypto", linkerSettings: [.linkedLibrary("crypto")]),
+        .target(name: "TandemCrypto", dependencies: ["CTandemCrypto"]),
         .target(
             name: "TandemMedia",
             dependencies: ["TandemCore", "CTandemGStreamerShim", "CTandemGStreamer",
-                           .product(name: "Crypto", package: "swift-crypto"),
+                           "TandemCrypto",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .target(
@@ -55,7 +58,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "TandemCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -104,7 +107,7 @@ let package = Package(
         ]),
         // Syncplay interop: its wire protocol, its client rules as a state machine, and a connection over SwiftNIO.
         .target(name: "TandemSyncplay", dependencies: [
-            "TandemCore", .product(name: "Crypto", package: "swift-crypto"),
+            "TandemCore", "TandemCrypto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,4 +1,4 @@
-import Crypto
+import TandemCrypto
 import Foundation
 
 /// The password Syncplay clients give to join a Tandem session: derived from the session's handshake key

@@ -14,9 +14,10 @@ struct LayerImportTests {
 
     static let allowed: [String: Set<String>] = [
         "TandemCore": [],
-        "TandemMedia": ["TandemCore", "CTandemGStreamer", "CTandemGStreamerShim", "Crypto", "Logging"],
+        "TandemCrypto": ["CTandemCrypto"],
+        "TandemMedia": ["TandemCore", "CTandemGStreamer", "CTandemGStreamerShim", "TandemCrypto", "Logging"],
         "TandemNet": ["TandemCore", "NIOCore", "NIOPosix", "NIOFoundationCompat", "NIOHTTP1", "NIOWebSocket",
-                      "NIOSSL", "Crypto", "Logging", "CTandemBareSockets"],
+                      "NIOSSL", "TandemCrypto", "Logging", "CTandemBareSockets"],
         "Tandem": ["TandemCore", "TandemMedia", "TandemNet"],
         "TandemPeer": ["Tandem", "TandemCore", "TandemMedia", "TandemNet", "TandemSyncplay", "TandemPortMapping", "Logging",
                        "ServiceLifecycle"],
@@ -24,7 +25,7 @@ struct LayerImportTests {
         "TandemOps": ["TandemCore", "TandemNet", "NIOCore", "NIOPosix", "NIOHTTP1", "CoreMetrics", "Prometheus"],
         "TandemRelayState": ["TandemCore", "TandemNet", "CTandemSQLite", "Logging"],
         "TandemTesting": ["TandemCore", "TandemNet", "NIOCore"],
-        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "Crypto"],
+        "TandemSyncplay": ["TandemCore", "NIOCore", "NIOPosix", "NIOSSL", "NIOTLS", "TandemCrypto"],
         "TandemBench": ["TandemPeer", "Tandem", "TandemSyncplay", "TandemCore", "TandemMedia", "TandemNet", "TandemTesting", "NIOCore",
                         "NIOPosix", "Logging", "Histogram", "CTandemBareSockets"],
         "tandem": ["Tandem", "TandemPeer", "TandemBench", "TandemSyncplay", "TandemOps", "TandemRelayState", "ArgumentParser", "Logging",

@@ -1,4 +1,4 @@
-import Crypto
+import TandemCrypto
 import Foundation
 import Logging
 import NIOCore

@@ -1,4 +1,4 @@
-import Crypto
+import TandemCrypto
 import Foundation
 
 /// Seals the host's shared media end to end as it passes a relay, chunk by chunk, each chunk bound to its place in

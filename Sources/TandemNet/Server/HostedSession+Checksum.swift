@@ -1,4 +1,4 @@
-import Crypto
+import TandemCrypto
 import TandemCore
 
 /// Checksums of attachments as they are uploaded through the session.
