@@ -105,16 +105,24 @@ install-smoke:
 	bash scripts/check-install.sh $(SMOKE_PREFIX) $(VERSION)
 	rm -rf $(SMOKE_PREFIX)
 
-## The whole test suite, in two halves side by side, each one test at a time (scripts/run-tests.sh says why): on two
-## cores, CPU-bound simulations beside several tests that time real sockets and players would starve them (Swift's
-## cooperative pool has one thread per core). The files tests and the programs they start make (media, certificates,
-## browser profiles, players' sockets) go to a directory of this run's own, removed when it ends, pass or fail.
+## The whole test suite: after the build, the API check, the reference documentation and the install smoke side by
+## side (none of them builds the tests again), then the suites in three lanes side by side, each one test at a time,
+## the suites that keep a core busy all in one lane (scripts/run-tests.sh says why). The files tests and the programs
+## they start make (media, certificates, browser profiles, players' sockets) go to a directory of this run's own,
+## removed when it ends, pass or fail.
 test: deps $(MP4_SAMPLE)
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	bash scripts/api-check.sh
-	bash scripts/docs.sh
+	@logs=$$(mktemp -d); \
+	bash scripts/api-check.sh > $$logs/api 2>&1 & api=$$!; \
+	bash scripts/docs.sh > $$logs/docs 2>&1 & docs=$$!; \
+	$(MAKE) --no-print-directory install-smoke > $$logs/install 2>&1; install=$$?; \
+	wait $$api; api=$$?; wait $$docs; docs=$$?; \
+	cat $$logs/api $$logs/docs $$logs/install; rm -rf $$logs; \
+	[ $$api = 0 ] || echo "make test: the API check failed (above)"; \
+	[ $$docs = 0 ] || echo "make test: the reference documentation failed (above)"; \
+	[ $$install = 0 ] || echo "make test: the install smoke failed (above)"; \
+	[ $$api = 0 ] && [ $$docs = 0 ] && [ $$install = 0 ]
 	bash scripts/run-tests.sh $(SWIFT_BUILD_FLAGS)
-	@$(MAKE) --no-print-directory install-smoke
 
 ## The library's public API (Tandem and the modules it re-exports) against the baseline in api/: a breaking
 ## change fails, naming it (a few seconds after a build; part of `make test`). docs/DEVELOPMENT.md says more.
