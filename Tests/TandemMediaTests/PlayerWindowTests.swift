@@ -198,11 +198,16 @@ struct PlayerWindowTests {
         let position = try #require(player.currentItemTime())
         let groupPosition = SystemMonotonicClock().now.nanoseconds - s
         _ = try await player.pause()
-        // The engine clock reads 150 ms behind the session, so this player renders 150 ms after the group.
+        // The engine clock reads 150 ms behind the session, so this player renders 150 ms after the group. The
+        // median frame: on a busy machine the first frame can come late (a preroll that ended after the start) while
+        // the clock puts every later one where it belongs.
         let video = player.renderProbe.drain().filter { $0.kind == .video }
-        let first = try #require(video.first)
-        let lateness = Double(first.monotonicTime - (s + TimeSpan.milliseconds(150).nanoseconds + first.itemTime)) / 1e6
-        #expect(abs(lateness) < 15, "rendered \(lateness) ms away from 150 ms behind the group")
+        let latenesses = video.map {
+            Double($0.monotonicTime - (s + TimeSpan.milliseconds(150).nanoseconds + $0.itemTime)) / 1e6
+        }.sorted()
+        try #require(latenesses.count >= 3, "\(latenesses.count) video frames rendered")
+        let lateness = latenesses[latenesses.count / 2]
+        #expect(abs(lateness) < 15, "rendered \(lateness) ms (the median of \(latenesses.count) frames) away from 150 ms behind the group")
         #expect(abs(Double(position.nanoseconds - groupPosition) / 1e6) < 40,
                 "reported \(position.nanoseconds) ns, the group is at \(groupPosition) ns")
         await player.close()
