@@ -6,18 +6,10 @@ import Testing
 /// against the published known answers of their standards.
 @Suite("Cryptographic primitives: known answers")
 struct CryptoKnownAnswerTests {
-    static func bytes(_ hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            out.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        return out
-    }
+    // The hex helpers of the app-data cipher's known-answer tests.
+    static func bytes(_ hex: String) -> [UInt8] { Array(AppDataCipherTests.bytes(hex: hex)) }
 
-    static func hex<S: Sequence<UInt8>>(_ bytes: S) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex<S: Sequence<UInt8>>(_ bytes: S) -> String { AppDataCipherTests.hex(bytes) }
 
     @Test("SHA-256 (FIPS 180-4 examples) in one call and over updates; a copy of a running hash goes on on its own; MD5 (RFC 1321)")
     func digests() {
