@@ -6,7 +6,8 @@
                                                            the display's refresh, the step the video's frames were
                                                            shown in and the floor it allows, seeks while playing,
                                                            command latency; TANDEM_TRACE_FILE writes every frame,
-                                                           TANDEM_SEEK_DEBUG prints each seek's first frames; with
+                                                           TANDEM_SEEK_DEBUG prints each seek's first frames and
+                                                           each page's start latency and seek times before it; with
                                                            LINK a native joiner behind that simulated link gives the
                                                            seeks and the commands)
     web-peer-check.py --resumes COUNT TANDEM MEDIA          (one page; the host pauses and resumes COUNT times: each
@@ -202,6 +203,12 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
             time.sleep(2)
             for target in SEEK_TARGETS:
                 generation = opened[0].evaluate("tandem.timeline.generation")
+                if os.environ.get("TANDEM_SEEK_DEBUG"):
+                    for index, page in enumerate(opened):
+                        print("before seek %d page %d: start latency, seek times, short seeks ahead, preroll (ns): %s"
+                              % (len(seeks), index, page.evaluate("JSON.stringify([tandem.follower.startLatency,"
+                                 " tandem.follower.seekTimes, tandem.follower.hopTimes, tandem.follower.prerollEstimate()])")),
+                              file=sys.stderr)
                 sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 commander.send("seek %d" % target)
                 # A seek while playing stops the group at the new place until everyone has prerolled there, then

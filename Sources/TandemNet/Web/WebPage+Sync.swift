@@ -7,10 +7,18 @@ extension WebPage {
     "use strict";
     // Nudges take the rate at most 25 % off and aim to close the error within half a second.
     const SEEK_THRESHOLD = 250e6, DEADBAND = 4e6, MAX_NUDGE = 0.25, NUDGE_SECONDS = 0.5;
-    // A video's start is steered onto the line (`steer`): 4 % off the group's rate, from a start aimed 8 ms late,
-    // ending early by how far the media clock runs on after a change (100 ms at that rate); a start more than 45 ms
-    // off is left to the nudges and seeks, and a steer ends after 1.5 s whatever it reached.
+    // A video's start is steered onto the line (`steer`): 4 % off the group's rate, from a start aimed 8 ms late (a
+    // slow steer ending early by how far the media clock runs on after a change, 100 ms at that rate); a start more
+    // than 45 ms off is left to the nudges and seeks, and a steer ends 1.5 s after its first frame whatever it reached.
     const STEER = 0.04, STEER_AIM = 8e6, STEER_RUNON = 100e6, STEER_MAX = 45e6, STEER_LONGEST = 1.5e9;
+    // At 4 % fast Chromium's media clock reads in a sawtooth: a tooth every 0.13–0.2 s, each reading falling behind
+    // until one jumps 6–10 ms ahead (SAWTOOTH_JUMP: more than this is a jump). A steer that ends on the frame after
+    // a jump (within TOOTH_END of it) leaves the clock 2.7 ms below that frame's reading (STEER_DROP); one that ends
+    // later in the tooth leaves it 9–10 ms further on. So a fast steer ends only there, on the first tooth that puts
+    // the clock within STEER_WINDOW (half a tooth's climb) short of where it aims, or past it.
+    // The clock comes to rest so after most such ends and 8–10 ms further on after a few (6 of 82 traced): a steer
+    // aims STEER_BELOW under the middle of the span, which the first keep and more of the second.
+    const SAWTOOTH_JUMP = 4e6, TOOTH_END = 40e6, STEER_DROP = 2.7e6, STEER_WINDOW = 3.4e6, STEER_BELOW = 2e6;
     // Common frame rates, to which a measured frame length is taken.
     const FRAME_RATES = [24000 / 1001, 24, 25, 30000 / 1001, 30, 48, 50, 60000 / 1001, 60, 100, 120];
 
@@ -20,8 +28,9 @@ extension WebPage {
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
         this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
-        // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`).
-        this.seekTimes = [];
+        // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`); and the last short
+        // seeks ahead from a prerolled anchor (`hopEstimate`).
+        this.seekTimes = []; this.hopTimes = [];
         // How early a swing's last part ends (ns of media clock): learned from where the clock came to rest.
         this.rephaseLead = GridFollower.REPHASE_SWING * GridFollower.REPHASE_LATENCY; this.rephaseCheck = null;
         // The display's refresh (60 Hz until measured) and the refresh grid follower for video frames.
@@ -78,7 +87,7 @@ extension WebPage {
         this.video.pause();
         this.video.playbackRate = timeline.rate;
         const token = this.token;
-        this.seek(timeline.anchorItemTime, () => {
+        this.seek(timeline.anchorItemTime, false, () => {
           if (token === this.token) this.wire.sendMessage({ prepared: { generation: timeline.generation } });
         });
       }
@@ -89,14 +98,19 @@ extension WebPage {
         // Prerolled at the anchor (the usual start): only play() itself takes time. Elsewhere a seek comes first,
         // so the page joins the line a little further on.
         const atAnchor = Math.abs(this.position() - timeline.anchorItemTime) < 2e6 && this.video.readyState >= 2;
-        const startAt = Math.max(timeline.anchorSessionTime, now + (atAnchor ? this.startLatency + 10e6
+        let startAt = Math.max(timeline.anchorSessionTime, now + (atAnchor ? this.startLatency + 10e6
           : (this.prerollEstimate() ?? 350e6)));
+        // Prerolled at the anchor, but the group starts too soon for play() to make it (a seek while playing restarts
+        // the group as soon as everyone has prerolled): a short seek ahead comes first, and it takes time too;
+        // without that time the start would come as much late.
+        const hop = atAnchor && startAt > timeline.anchorSessionTime;
+        if (hop) startAt += this.hopEstimate();
         const itemTime = this.expected(startAt);
         const token = this.token;
         this.video.pause();
         this.video.playbackRate = timeline.rate;
         this.grid.reset(); this.clockOffsets = []; this.rephasing = null; this.rephaseCheck = null; this.steering = null;
-        this.seek(itemTime, () => {
+        this.seek(itemTime, hop, () => {
           if (token !== this.token) return;
           // play() takes a moment to present its first frame: start that much early (learned from past starts);
           // a video a little late, to be steered onto the line.
@@ -111,7 +125,8 @@ extension WebPage {
             // first start of a file, whose latency is not known yet (a join is in sync sooner at the group's rate).
             this.starts += 1;
             if (steered) {
-              this.steering = { token, dir: 1, began: localNanos(), decided: false, back: false };
+              this.steering = { token, dir: 1, firstAt: null, decided: false, back: false, target: 0,
+                                topAt: null, lastAt: null, lastReading: null };
               this.video.playbackRate = timeline.rate * (1 + STEER);
             }
             this.video.play().catch((e) => this.events.problem("the browser would not play: " + e.message
@@ -121,13 +136,17 @@ extension WebPage {
         });
       }
 
-      seek(itemTime, then) {
+      /** Seeks to `itemTime` (ns), then calls `then`; the time it took is kept (a short seek ahead from a prerolled
+       *  anchor, `hop`, apart as well). */
+      seek(itemTime, hop, then) {
         const target = Math.max(0, itemTime) / 1e9;
         if (Math.abs(this.video.currentTime - target) < 0.001 && this.video.readyState >= 2) { then(); return; }
         const began = localNanos();
         const done = () => {
           this.video.removeEventListener("seeked", done);
-          this.seekTimes.push(localNanos() - began); if (this.seekTimes.length > 6) this.seekTimes.shift();
+          const took = localNanos() - began;
+          this.seekTimes.push(took); if (this.seekTimes.length > 6) this.seekTimes.shift();
+          if (hop) { this.hopTimes.push(took); if (this.hopTimes.length > 4) this.hopTimes.shift(); }
           then();
         };
         this.video.addEventListener("seeked", done);
@@ -214,10 +233,13 @@ extension WebPage {
        *  little late and made 4 % fast (4 % slow where the media clock's first readings are ahead): off the
        *  group's rate Chromium keeps no cadence of refreshes, so each frame shows on the refresh nearest where
        *  the media clock puts it, and the frames follow the clock a refresh at a time. At the group's rate again
-       *  once the clock is on the line, Chromium takes up its cadence on the refreshes the frames then fall on:
+       *  once the clock is where it aims, Chromium takes up its cadence on the refreshes the frames then fall on:
        *  the right ones, without the change of phase that a start Chromium's audio clock put a refresh off would
        *  otherwise take (its clock starts on the audio output's next period, up to ±25 ms from where the page
-       *  aimed). The first readings also teach the start latency. */
+       *  aimed). It aims at the middle of the span in which the frames show on the refresh nearest the line (that
+       *  refresh's own error, which the frames' errors give: they come in whole refreshes from it), and a fast
+       *  steer ends where the clock's sawtooth lets it say where the clock will come to rest (SAWTOOTH_JUMP). The
+       *  first readings also teach the start latency. */
       steer(t) {
         const st = this.steering, at = localNanos();
         if (st.token !== this.token) { this.steering = null; return false; }
@@ -225,23 +247,44 @@ extension WebPage {
           this.steering = null; this.video.playbackRate = t.rate * (1 + this.grid.holding());
           this.errors = []; this.clockOffsets = [];
         };
-        if (at - st.began > STEER_LONGEST) { done(); return false; }
+        if (st.firstAt === null) st.firstAt = at;
+        if (at - st.firstAt > STEER_LONGEST) { done(); return false; }
+        // The clock's teeth: a reading that jumps ahead starts one, and so does the first frame of a run (the
+        // start; a frame shown before play() began comes alone, a gap before the next).
+        const reading = this.clockOffsets.length ? this.clockOffsets[this.clockOffsets.length - 1] : null;
+        if (st.lastAt === null || at - st.lastAt > 45e6) st.topAt = at;
+        else if (reading !== null && st.lastReading !== null && reading - st.lastReading > SAWTOOTH_JUMP) st.topAt = at;
+        st.lastAt = at; st.lastReading = reading;
         if (this.clockOffsets.length < 3) return true;
         const where = median(this.clockOffsets.slice(-3));
         if (!st.decided) {
-          st.decided = true; st.dir = where < 0 ? 1 : -1;
+          st.decided = true;
           if (this.measuringStart) this.learnStartLatency(where + STEER_AIM);
           // Too far for a steer: the nudges and seeks take it from here.
           if (Math.abs(where) > STEER_MAX) { done(); return false; }
+          // Where the clock is to come to rest: on the refresh nearest the line, whose error the frames' own give
+          // (each a whole number of refreshes from it).
+          const refresh = this.grid.refresh, wrap = (v) => v - refresh * Math.round(v / refresh);
+          st.target = (this.errors.length >= 3 ? wrap(median(this.errors.slice(-3))) : 0) - STEER_BELOW;
+          st.dir = where <= st.target + 1e6 ? 1 : -1;
           if (st.dir < 0) this.video.playbackRate = t.rate * (1 - STEER);
         }
-        // Where the clock is on the line, Chromium shows the frames on the refresh nearest it, which can be just
-        // past half a refresh from the line (±2 ms of the clock, where the refreshes fall half a refresh from the
-        // line): then back, until the frames come onto the refresh on the other side.
+        if (st.dir > 0) {
+          const sinceTop = at - st.topAt;
+          const short = reading === null || reading - STEER_DROP < st.target - STEER_WINDOW;
+          if (short || sinceTop <= 0 || sinceTop > TOOTH_END) return true;
+          done();
+          this.grid.steered();
+          return true;
+        }
+        // Slow (where the rest after a tooth is not measured): ended by the median of the last three readings, early
+        // by how far the clock runs on. Where the clock is on the line, Chromium shows the frames on the refresh
+        // nearest it, which can be just past half a refresh from the line (±2 ms of the clock, where the refreshes
+        // fall half a refresh from the line): then back, until the frames come onto the refresh on the other side.
         const edge = this.grid.refresh / 2 + GridFollower.HYSTERESIS;
         const frames = this.errors.length >= 3 ? median(this.errors.slice(-3)) : null;
         if (!st.back) {
-          if (where * st.dir + STEER * STEER_RUNON < 0) return true;
+          if ((where - st.target) * st.dir + STEER * STEER_RUNON < 0) return true;
           if (frames !== null && Math.abs(frames) > edge && Math.abs(frames) < 1.5 * this.grid.refresh) {
             st.back = true; st.dir = frames > 0 ? -1 : 1;
             this.video.playbackRate = t.rate * (1 + st.dir * STEER);
@@ -377,6 +420,12 @@ extension WebPage {
         if (this.seekTimes.length < 3) return null;
         const needs = Math.max(...this.seekTimes) + this.startLatency + 10e6;
         return Math.round(Math.min(1e9, Math.max(30e6, needs)));
+      }
+
+      /** How long a short seek ahead from a prerolled anchor takes (ns): the slowest of the last four, 60 ms until
+       *  one was timed, within 20–200 ms. */
+      hopEstimate() {
+        return this.hopTimes.length ? Math.min(200e6, Math.max(20e6, ...this.hopTimes)) : 60e6;
       }
 
       /** Where the display refreshes and the media's frames fall (`linkReport.display`): the refresh interval, the
