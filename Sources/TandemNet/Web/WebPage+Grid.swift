@@ -11,7 +11,8 @@ extension WebPage {
     /// nearer the line, it asks for that phase (`rephaseTarget`): Chromium gives up its cadence when the video
     /// plays 25 % fast for a third of a second, and takes it up again on the refreshes nearest where the media
     /// clock then puts the frames. A video's start is steered onto the line first (`steer` in the sync script),
-    /// which lands most starts on the right phase; this is for the rest. Pure (no clocks, no page): the checks
+    /// which lands most starts on the right phase, and steered again where it lands a refresh ahead; this is for the
+    /// rest. Pure (no clocks, no page): the checks
     /// drive it with made-up frames.
     static let gridScript = #"""
     "use strict";

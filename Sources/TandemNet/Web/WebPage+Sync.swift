@@ -19,6 +19,9 @@ extension WebPage {
     // The clock comes to rest so after most such ends and 8–10 ms further on after a few (6 of 82 traced): a steer
     // aims STEER_BELOW under the middle of the span, which the first keep and more of the second.
     const SAWTOOTH_JUMP = 4e6, TOOTH_END = 40e6, STEER_DROP = 2.7e6, STEER_WINDOW = 3.4e6, STEER_BELOW = 2e6;
+    // Leaving the group's rate while playing throws Chromium's media clock back about 17.5 ms (CLOCK_THROW), two or
+    // three frames later (seen within THROW_WAIT), and the frames with it: a steer from there waits for that first.
+    const CLOCK_THROW = 17.5e6, THROW_WAIT = 200e6;
     // Common frame rates, to which a measured frame length is taken.
     const FRAME_RATES = [24000 / 1001, 24, 25, 30000 / 1001, 30, 48, 50, 60000 / 1001, 60, 100, 120];
 
@@ -27,7 +30,7 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
-        this.startLatency = 60e6; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
+        this.startLatency = 60e6; this.startLate = 0; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
         // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`); and the last short
         // seeks ahead from a prerolled anchor (`hopEstimate`).
         this.seekTimes = []; this.hopTimes = [];
@@ -110,6 +113,7 @@ extension WebPage {
         this.video.pause();
         this.video.playbackRate = timeline.rate;
         this.grid.reset(); this.clockOffsets = []; this.rephasing = null; this.rephaseCheck = null; this.steering = null;
+        this.steeredStart = false; this.steeredAgain = false;
         this.seek(itemTime, hop, () => {
           if (token !== this.token) return;
           // play() takes a moment to present its first frame: start that much early (learned from past starts);
@@ -117,6 +121,8 @@ extension WebPage {
           const steered = this.video.videoWidth > 0 && this.starts > 0;
           const aim = steered ? STEER_AIM : 0;
           const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency + aim) / 1e6;
+          // A seek that took longer than planned makes the start late by as much: not play()'s latency.
+          this.startLate = Math.max(0, -wait * 1e6);
           this.measuringStart = true;
           const go = () => {
             if (token !== this.token) return;
@@ -125,8 +131,7 @@ extension WebPage {
             // first start of a file, whose latency is not known yet (a join is in sync sooner at the group's rate).
             this.starts += 1;
             if (steered) {
-              this.steering = { token, dir: 1, firstAt: null, decided: false, back: false, target: 0,
-                                topAt: null, lastAt: null, lastReading: null };
+              this.steering = this.newSteer(token, null);
               this.video.playbackRate = timeline.rate * (1 + STEER);
             }
             this.video.play().catch((e) => this.events.problem("the browser would not play: " + e.message
@@ -255,6 +260,17 @@ extension WebPage {
         if (st.lastAt === null || at - st.lastAt > 45e6) st.topAt = at;
         else if (reading !== null && st.lastReading !== null && reading - st.lastReading > SAWTOOTH_JUMP) st.topAt = at;
         st.lastAt = at; st.lastReading = reading;
+        // Steered again while playing (`rephase`): the clock's readings count from where it was thrown back (which
+        // starts a tooth), or from THROW_WAIT on where it was not.
+        if (st.from !== null && !st.thrown) {
+          if (reading !== null && reading < st.from - CLOCK_THROW / 2) {
+            st.thrown = true; st.topAt = at; this.clockOffsets = [reading];
+          } else if (at - st.firstAt < THROW_WAIT) {
+            return true;
+          } else {
+            st.thrown = true;
+          }
+        }
         if (this.clockOffsets.length < 3) return true;
         const where = median(this.clockOffsets.slice(-3));
         if (!st.decided) {
@@ -273,8 +289,7 @@ extension WebPage {
           const sinceTop = at - st.topAt;
           const short = reading === null || reading - STEER_DROP < st.target - STEER_WINDOW;
           if (short || sinceTop <= 0 || sinceTop > TOOTH_END) return true;
-          done();
-          this.grid.steered();
+          done(); this.steered(st);
           return true;
         }
         // Slow (where the rest after a tooth is not measured): ended by the median of the last three readings, early
@@ -293,20 +308,32 @@ extension WebPage {
         } else if (frames === null || Math.abs(frames) > edge) {
           return true;
         }
-        done();
-        this.grid.steered();
+        done(); this.steered(st);
         return true;
+      }
+
+      /** A steer's state: from the start (`from` null), or from where the clock was when steered again. */
+      newSteer(token, from) {
+        return { token, dir: 1, firstAt: null, decided: false, back: false, target: 0, topAt: null, lastAt: null,
+                 lastReading: null, from, thrown: false };
+      }
+
+      /** A steer reached where it aimed: the grid follower measures afresh (after a steer again, as part of the same
+       *  start, so that its one change of phase left stays). */
+      steered(st) {
+        if (st.from === null) { this.grid.steered(); this.steeredStart = true; } else this.grid.rephased();
       }
 
       /** The first frames after a start: behind by e means play() needed e longer than assumed. Where the frames
        *  come with media clock readings, those say it: the frames' own errors also carry where the browser's
-       *  phase of the refreshes put them, up to half a frame either way. */
+       *  phase of the refreshes put them, up to half a frame either way. Less what a seek that took longer than
+       *  planned made it late (`startLate`). */
       learnStartLatency(given = null) {
         this.measuringStart = false;
         const offsets = this.clockOffsets.slice(-4);
         // `given`: how late the media clock started against where the start was aimed (a steered start's).
-        const late = given !== null ? given
-          : offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3];
+        const late = (given !== null ? given
+          : offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3]) + this.startLate;
         if (Math.abs(late) < SEEK_THRESHOLD) {
           this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - late * 0.7));
         }
@@ -346,6 +373,16 @@ extension WebPage {
         if (this.clockOffsets.length < 3 || Math.abs(target - median(this.clockOffsets)) > 2 * this.grid.step) {
           this.grid.rephases -= 1;
           return false;
+        }
+        // Just after a steered start, the frames a refresh ahead (the clock ran on past where the steer ended):
+        // steered again, once, instead of the swing, which takes them 65–90 ms off the line. Leaving the group's rate
+        // throws the clock back about a refresh, and the steer brings it on to where it aims.
+        const clock = median(this.clockOffsets.slice(-3));
+        if (this.steeredStart && !this.steeredAgain && target < clock) {
+          this.steeredAgain = true; this.corrections.rephases += 1;
+          this.steering = this.newSteer(this.token, clock);
+          this.video.playbackRate = timeline.rate * (1 + STEER);
+          return true;
         }
         const at = localNanos();
         this.rephasing = { target, stage: 1, since: at, began: at, readings: [], ending: false };
@@ -422,10 +459,10 @@ extension WebPage {
         return Math.round(Math.min(1e9, Math.max(30e6, needs)));
       }
 
-      /** How long a short seek ahead from a prerolled anchor takes (ns): the slowest of the last four, 60 ms until
-       *  one was timed, within 20–200 ms. */
+      /** How long a short seek ahead from a prerolled anchor takes (ns): the slowest of the last four and 20 ms
+       *  (they took 11–63 ms in one run), 80 ms until one was timed, within 30–250 ms. */
       hopEstimate() {
-        return this.hopTimes.length ? Math.min(200e6, Math.max(20e6, ...this.hopTimes)) : 60e6;
+        return this.hopTimes.length ? Math.min(250e6, Math.max(30e6, Math.max(...this.hopTimes) + 20e6)) : 80e6;
       }
 
       /** Where the display refreshes and the media's frames fall (`linkReport.display`): the refresh interval, the
