@@ -17,6 +17,11 @@ public enum AES {
                 guard tdm_random(&bytes, bytes.count) == 1 else { fatalError("OpenSSL's random number generator failed") }
                 self.bytes = bytes
             }
+            /// These bytes (12 or more), without the generic path (datagrams).
+            package init(bytes: [UInt8]) throws {
+                guard bytes.count >= GCM.standardNonceByteCount else { throw CryptoKitError.incorrectParameterSize }
+                self.bytes = bytes
+            }
             /// These bytes (12 or more).
             public init<D: DataProtocol>(data: D) throws {
                 guard data.count >= GCM.standardNonceByteCount else { throw CryptoKitError.incorrectParameterSize }
@@ -87,6 +92,49 @@ public enum AES {
             }
             guard ok == 1 else { throw CryptoKitError.underlyingCoreCryptoError(error: ok) }
             return try SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+        }
+
+        /// Seals `plaintext` under `key` and `nonce`, authenticating `aad`, and writes the ciphertext and then the
+        /// tag into `out`, which must be `plaintext.count + 16` bytes: no generic path and no copies (datagrams).
+        package static func seal(_ plaintext: UnsafeRawBufferPointer, using key: SymmetricKey, nonce: Nonce,
+                                 authenticating aad: UnsafeRawBufferPointer,
+                                 into out: UnsafeMutableRawBufferPointer) throws {
+            guard [16, 24, 32].contains(key.bitCount / 8) else { throw CryptoKitError.incorrectKeySize }
+            guard out.count == plaintext.count + tagByteCount else { throw CryptoKitError.incorrectParameterSize }
+            let bytes = out.bindMemory(to: UInt8.self)
+            guard let start = bytes.baseAddress else { throw CryptoKitError.incorrectParameterSize }
+            let ok = key.withUnsafeBytes { key in
+                nonce.bytes.withUnsafeBufferPointer { nonce in
+                    tdm_aes_gcm_seal(key.bindMemory(to: UInt8.self).baseAddress, key.count, nonce.baseAddress, nonce.count,
+                                     aad.baseAddress, aad.count, plaintext.baseAddress, plaintext.count,
+                                     start, start + plaintext.count)
+                }
+            }
+            guard ok == 1 else { throw CryptoKitError.underlyingCoreCryptoError(error: ok) }
+        }
+
+        /// Opens `ciphertext` with its 16-byte `tag` under `key` and `nonce`, authenticating `aad`, into `out`
+        /// (`ciphertext.count` bytes); throws `CryptoKitError.authenticationFailure` where the tag does not
+        /// authenticate them (`out` is then zeroed). No generic path and no copies (datagrams).
+        package static func open(_ ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, using key: SymmetricKey,
+                                 nonce: Nonce, authenticating aad: UnsafeRawBufferPointer,
+                                 into out: UnsafeMutableRawBufferPointer) throws {
+            guard [16, 24, 32].contains(key.bitCount / 8) else { throw CryptoKitError.incorrectKeySize }
+            guard tag.count == tagByteCount, out.count == ciphertext.count else {
+                throw CryptoKitError.incorrectParameterSize
+            }
+            let result = key.withUnsafeBytes { key in
+                nonce.bytes.withUnsafeBufferPointer { nonce in
+                    tdm_aes_gcm_open(key.bindMemory(to: UInt8.self).baseAddress, key.count, nonce.baseAddress, nonce.count,
+                                     aad.baseAddress, aad.count, ciphertext.baseAddress, ciphertext.count,
+                                     tag.bindMemory(to: UInt8.self).baseAddress, out.bindMemory(to: UInt8.self).baseAddress)
+                }
+            }
+            switch result {
+            case 1: return
+            case 0: throw CryptoKitError.authenticationFailure
+            default: throw CryptoKitError.underlyingCoreCryptoError(error: result)
+            }
         }
 
         public static func open(_ box: SealedBox, using key: SymmetricKey) throws -> Data {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TandemCrypto
 import Testing
 
@@ -108,5 +109,77 @@ struct CryptoKnownAnswerTests {
         }
         #expect(Set((0..<64).map { _ in Array(AES.GCM.Nonce()) }).count == 64, "random nonces")
         #expect(SymmetricKey(size: .bits128).bitCount == 128)
+    }
+
+    @Test("each thread's AES-GCM contexts are set up once and reused: seals and opens in place and boxed, across key sizes, a 16-byte nonce and a refused open, on four threads at once, each the known answer")
+    func aesGCMContextsReused() throws {
+        let zeroKey = SymmetricKey(data: [UInt8](repeating: 0, count: 16))
+        let zeroNonce = try AES.GCM.Nonce(bytes: [UInt8](repeating: 0, count: 12))
+        let key = SymmetricKey(data: Self.bytes("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"))
+        let nonce = try AES.GCM.Nonce(bytes: Self.bytes("cafebabefacedbaddecaf888"))
+        let plaintext = Self.bytes("d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39")
+        let aad = Self.bytes("feedfacedeadbeeffeedfacedeadbeefabaddad2")
+        let sixteen = Self.bytes("000102030405060708090a0b0c0d0e0f")
+        let caseSixteen = "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662"
+            + "76fc6ece0f4e1768cddf8853bb2d551b"
+
+        /// One round: case 2 boxed, case 16 in place, a 16-byte nonce's round trip, a refused open, case 2 again.
+        @Sendable func round() throws -> [String] {
+            var answers: [String] = []
+            let two = try AES.GCM.seal([UInt8](repeating: 0, count: 16), using: zeroKey, nonce: zeroNonce)
+            answers.append(Self.hex(two.ciphertext) + Self.hex(two.tag))
+            var sealed = [UInt8](repeating: 0, count: plaintext.count + 16)
+            try plaintext.withUnsafeBytes { plain in
+                try aad.withUnsafeBytes { aad in
+                    try sealed.withUnsafeMutableBytes { out in
+                        try AES.GCM.seal(plain, using: key, nonce: nonce, authenticating: aad, into: out)
+                    }
+                }
+            }
+            answers.append(Self.hex(sealed))
+            var opened = [UInt8](repeating: 0xff, count: plaintext.count)
+            try sealed.withUnsafeBytes { box in
+                try aad.withUnsafeBytes { aad in
+                    try opened.withUnsafeMutableBytes { out in
+                        try AES.GCM.open(UnsafeRawBufferPointer(rebasing: box[..<plaintext.count]),
+                                         tag: UnsafeRawBufferPointer(rebasing: box[plaintext.count...]),
+                                         using: key, nonce: nonce, authenticating: aad, into: out)
+                    }
+                }
+            }
+            answers.append(opened == plaintext ? "opened" : "wrong plaintext")
+            let long = try AES.GCM.Nonce(bytes: sixteen)
+            let other = try AES.GCM.seal(plaintext, using: key, nonce: long, authenticating: aad)
+            answers.append(try AES.GCM.open(other, using: key, authenticating: aad) == Data(plaintext) ? "long nonce" : "wrong")
+            var changed = sealed
+            changed[3] ^= 0x01
+            let refused = (try? changed.withUnsafeBytes { box in
+                try aad.withUnsafeBytes { aad in
+                    try opened.withUnsafeMutableBytes { out in
+                        try AES.GCM.open(UnsafeRawBufferPointer(rebasing: box[..<plaintext.count]),
+                                         tag: UnsafeRawBufferPointer(rebasing: box[plaintext.count...]),
+                                         using: key, nonce: nonce, authenticating: aad, into: out)
+                    }
+                }
+            }) == nil
+            answers.append(refused && opened.allSatisfy { $0 == 0 } ? "refused, zeroed" : "not refused")
+            let again = try AES.GCM.open(AES.GCM.SealedBox(nonce: zeroNonce, ciphertext: two.ciphertext, tag: two.tag),
+                                         using: zeroKey)
+            answers.append(again == Data(count: 16) ? "case 2 opened" : "wrong")
+            return answers
+        }
+        let expected = ["0388dace60b6a392f328c2b971b2fe78ab6e47d42cec13bdf53a67b21257bddf", caseSixteen, "opened", "long nonce",
+                        "refused, zeroed", "case 2 opened"]
+        #expect(try round() == expected)
+        let results = Mutex<[[String]]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<50 {
+                let answers = (try? round()) ?? ["threw"]
+                results.withLock { $0.append(answers) }
+            }
+        }
+        let all = results.withLock { $0 }
+        #expect(all.count == 200)
+        #expect(all.allSatisfy { $0 == expected })
     }
 }
