@@ -110,8 +110,8 @@ private let s: Int64 = 1_000_000_000
         _ = m.engineCompleted(prepare.0, .prepared(itemTime: it(50 * s)), now: lt(7_140 * ms))
         let report = m.tick(now: lt(8_100 * ms), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)),
                             engineItemTime: nil)
-        // The slowest recent one, a quarter more, and the engine's hand-over (5 ms).
-        #expect(Self.reportedPreroll(report) == .some(sp(55 * ms)))
+        // The slowest recent one, a tenth more, and the engine's hand-over (5 ms).
+        #expect(Self.reportedPreroll(report) == .some(sp(49 * ms)))
         let again = m.tick(now: lt(9_200 * ms), mapping: T.mapping, clockQuality: (sp(500_000), sp(1 * ms)),
                            engineItemTime: nil)
         #expect(Self.reportedPreroll(again) == .some(nil), "unchanged: not sent again")
