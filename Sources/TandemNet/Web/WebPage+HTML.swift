@@ -52,6 +52,7 @@ extension WebPage {
     <script src="/wire.js"></script>
     <script src="/grid.js"></script>
     <script src="/sync.js"></script>
+    <script src="/steer.js"></script>
     <script src="/app.js"></script>
     </body>
     </html>

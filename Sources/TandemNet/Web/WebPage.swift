@@ -20,6 +20,7 @@ public enum WebPage {
         "/wire.js": Asset(contentType: "text/javascript; charset=utf-8", body: wireScript),
         "/grid.js": Asset(contentType: "text/javascript; charset=utf-8", body: gridScript),
         "/sync.js": Asset(contentType: "text/javascript; charset=utf-8", body: syncScript),
+        "/steer.js": Asset(contentType: "text/javascript; charset=utf-8", body: steerScript),
         "/app.js": Asset(contentType: "text/javascript; charset=utf-8", body: appScript),
     ]
 
