@@ -262,6 +262,25 @@ static void apply_visibility(GstElement *overlay, subtitle_watch *watch) {
     g_object_set(overlay, "silent", g_atomic_int_get(&watch->visible) ? FALSE : TRUE, NULL);
 }
 
+// subtitleoverlay can lose a race while it sets itself up (the subtitle caps arriving while the video pad builds the
+// renderer): the first subtitle buffer then fails, and the overlay passes the video through without its renderer
+// for the rest of the stream, whatever "silent" says (about one load in a hundred on a loaded machine). The flush
+// playsink sends when the text stream changes clears that: the overlay builds its renderer again when data next
+// flows (a preroll, or the next frame when playing). Sent only when subtitles are shown and the overlay is in that
+// passthrough, so a working overlay keeps the cue it holds.
+static void recover_passthrough(GstElement *overlay) {
+    GstElement *identity = gst_bin_get_by_name(GST_BIN(overlay), "passthrough-identity");
+    if (!identity) return;
+    gst_object_unref(identity);
+    GstPad *pad = gst_element_get_static_pad(overlay, "subtitle_sink");
+    if (!pad) return;
+    if (gst_pad_is_linked(pad)) {
+        gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM_OOB,
+                                                     gst_structure_new_empty("playsink-custom-subtitle-flush")));
+    }
+    gst_object_unref(pad);
+}
+
 // playsink sets a new overlay's "silent" to FALSE right after adding it: the watch's choice is applied when the
 // first frame reaches the overlay, before it draws anything.
 static GstPadProbeReturn on_first_overlay_frame(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
@@ -300,7 +319,10 @@ void tdm_gst_subtitles_set_visible(void *handle, GstElement *playbin, int visibl
     for (gboolean done = FALSE; !done;) {
         switch (gst_iterator_next(it, &item)) {
         case GST_ITERATOR_OK:
-            if (is_subtitle_overlay(g_value_get_object(&item))) apply_visibility(g_value_get_object(&item), watch);
+            if (is_subtitle_overlay(g_value_get_object(&item))) {
+                apply_visibility(g_value_get_object(&item), watch);
+                if (visible) recover_passthrough(g_value_get_object(&item));
+            }
             g_value_reset(&item);
             break;
         case GST_ITERATOR_RESYNC:   // the bin changed: start over (applying twice does no harm)
