@@ -23,12 +23,20 @@ struct PeerIntentKeysTests {
         let ann = try #require(try await ensemble.add(.init(name: "ann")).peer as? LocalPeer)
         let bob = try #require(try await ensemble.add(.init(name: "bob")).peer as? LocalPeer)
         #expect(await ann.coordinator.limits == PlaybackLimits(), "the server announces its (default) limits")
+        // Joining does not wait for a peer's player to load (on a busy machine ann's had not, 0.2 s in); the steps
+        // below are judged against the item's end, so they start once it has.
+        var duration = ann.player.mediaInfo?.duration
+        for _ in 0..<100 where duration == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            duration = ann.player.mediaInfo?.duration
+        }
+        #expect(duration != nil, "ann's player did not load the item within 10 s")
 
         #expect(await ann.perform(.seekStep(.forward)) == nil)
         #expect(try await Self.bobSees(bob) { $0.anchorItemTime == .seconds(10) && !$0.isPlaying })
         // 10 s + 60 s is past the end of the 40 s item: 1 s before it.
         #expect(await ann.perform(.seekStep(.farForward)) == nil)
-        let end = try #require(ann.player.mediaInfo?.duration)
+        let end = try #require(duration)
         #expect(try await Self.bobSees(bob) { $0.anchorItemTime == .zero + end - .seconds(1) })
         #expect(await ann.perform(.seekStep(.farBack)) == nil)
         #expect(try await Self.bobSees(bob) { $0.anchorItemTime == .zero })
