@@ -51,8 +51,9 @@ struct AuthorityTimelineTests {
         #expect(small.authority.timeline.anchorSessionTime == small.now + .milliseconds(6))
     }
 
-    /// Over long links the margin is the widest delay spread everyone reported plus the short-link margin, at most
-    /// `startMargin`; while anyone's spread is unknown it is `startMargin`. Stops keep `startMargin` there.
+    /// Over long links the margin is the widest delay spread everyone reported combined in quadrature with the
+    /// short-link margin, at most `startMargin`; while anyone's spread is unknown it is `startMargin`. Stops keep
+    /// `startMargin` there.
     @Test func longLinksStartWithTheReportedSpread() {
         var h = AuthorityHarness()
         let a = h.joinReady("alice", preroll: .zero, host: true)
@@ -68,14 +69,16 @@ struct AuthorityTimelineTests {
         h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0), from: b)
         h.advance(ms: 1_000)
         h.request(.play, from: a)
-        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 3 + 8))
+        // √(3² + 8²) = 8.544 ms: the spread's and the hand-over's tails are independent.
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50) + .nanoseconds(8_544_004))
         #expect(h.authority.stopPoint(now: h.now).sessionTime == h.now + .milliseconds(50 + 40))
         h.request(.pause(itemTime: .zero), from: a)
         // The widest spread counts, and the margin never passes `startMargin` (a hostile report is bounded too).
         h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0, returnDelaySpread: .milliseconds(20)), from: a)
         h.advance(ms: 1_000)
         h.request(.play, from: a)
-        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50 + 20 + 8))
+        // √(20² + 8²) = 21.541 ms (added, they were 28).
+        #expect(h.authority.timeline.anchorSessionTime == h.now + .milliseconds(50) + .nanoseconds(21_540_660))
         h.request(.pause(itemTime: .zero), from: a)
         h.send(.linkReport(oneWayDelay: .milliseconds(2), errorBound: 0, returnDelaySpread: .seconds(-5)), from: a)
         h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .seconds(3_600)), from: b)

@@ -25,9 +25,10 @@ public struct AuthorityConfiguration: Sendable, Hashable {
     /// Whether starts over longer links (a largest one-way delay of `optimisticStartsFromOneWayDelay` or more) take
     /// as their margin, instead of `startMargin`, the widest spread of the way from the authority to a participant
     /// (about the 99th percentile of its clock probes' answers' delay beyond the least, which every peer reports:
-    /// `linkReport.returnDelaySpread`) plus `shortLinkStartMargin`, up to `startMargin`. `startMargin` stays while
-    /// anyone's spread is unknown (a browser page, an older peer). A link with little jitter then starts as soon as
-    /// the command can have reached everyone: measured (`tandem bench sync --peers 4 --link wired|wan`), about 12 ms
+    /// `linkReport.returnDelaySpread`) combined in quadrature with `shortLinkStartMargin` (the root of the sum of
+    /// their squares: the two are independent), up to `startMargin`. `startMargin` stays while anyone's spread is
+    /// unknown (a browser page, an older peer). A link with little jitter then starts as soon as the command can have
+    /// reached everyone: measured (`tandem bench sync --peers 4 --link wired|wan`), about 12 ms
     /// on `wired` (50 ms, an exponential jitter of 1 ms mean: play 114–116 ms from a joiner instead of 142–143, a seek
     /// 155–163 instead of 184–196) and 34–38 ms on `wan` (5 ms mean). Default true.
     public var marginFromDelaySpread = true

@@ -46,8 +46,11 @@ extension SessionAuthority {
     }
 
     /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of
-    /// the way to a participant that they all reported, plus `shortLinkStartMargin` (`marginFromDelaySpread`);
-    /// never more than `startMargin`, which is the margin while someone's spread is unknown.
+    /// the way to a participant that they all reported, combined with `shortLinkStartMargin` (`marginFromDelaySpread`);
+    /// never more than `startMargin`, which is the margin while someone's spread is unknown. The two are combined in
+    /// quadrature (the root of the sum of their squares), not added: the spread is about the 99th percentile of the
+    /// way's delay beyond its least, the short-link margin the hand-over to the players, and the two are independent,
+    /// so a start needs both at their worst at once only far less often than either alone.
     var startMargin: TimeSpan {
         let short = min(configuration.startMargin, configuration.shortLinkStartMargin)
         if maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay { return short }
@@ -58,7 +61,13 @@ extension SessionAuthority {
             guard let spread = member.returnDelaySpread else { return configuration.startMargin }
             widest = max(widest, spread)
         }
-        return min(configuration.startMargin, widest + short)
+        return min(configuration.startMargin, Self.inQuadrature(widest, short))
+    }
+
+    /// The root of the sum of the squares of `a` and `b` (both taken as at least zero), rounded up to the nanosecond.
+    static func inQuadrature(_ a: TimeSpan, _ b: TimeSpan) -> TimeSpan {
+        let x = Double(max(0, a.nanoseconds)), y = Double(max(0, b.nanoseconds))
+        return TimeSpan(nanoseconds: Int64((x * x + y * y).squareRoot().rounded(.up)))
     }
 
     /// A start at `start` from `itemTime` at `rate`, moved later by less than a refresh so that the line's frames
