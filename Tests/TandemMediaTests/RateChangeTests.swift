@@ -54,7 +54,11 @@ struct RateChangeTests {
         let newLine = after.map { off($0) { anchor + Int64(Double($0 - anchorItem) / 1.5) } }
         #expect(median(oldLine.map(abs)) < 8, "before: median \(median(oldLine.map(abs))) ms off the 1× line")
         #expect(median(newLine.map(abs)) < 8, "after: median \(median(newLine.map(abs))) ms off the 1.5× line")
-        #expect((newLine.map(abs).max() ?? .infinity) < 25, "after: up to \(newLine.map(abs).max() ?? .infinity) ms off")
+        // Frames after the anchor stay near the new line: all but one in twenty within 25 ms (a frame whose thread a
+        // busy core woke late lands 25-65 ms off on its own, seen beside the heavy suites; a switch off the line
+        // moves every frame after it).
+        let far = newLine.filter { abs($0) >= 25 }
+        #expect(far.count <= max(1, newLine.count / 20), "after: \(far.count) of \(newLine.count) frames 25 ms or more off: \(far)")
         // The rate itself, over the second after the change: item time per clock time.
         let first = try #require(after.first), last = try #require(after.last)
         let rate = Double(last.itemTime - first.itemTime) / Double(last.monotonicTime - first.monotonicTime)
