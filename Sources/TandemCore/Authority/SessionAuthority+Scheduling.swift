@@ -46,11 +46,11 @@ extension SessionAuthority {
     }
 
     /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of
-    /// the way to a participant that they all reported, combined with `shortLinkStartMargin` (`marginFromDelaySpread`);
-    /// never more than `startMargin`, which is the margin while someone's spread is unknown. The two are combined in
-    /// quadrature (the root of the sum of their squares), not added: the spread is about the 99th percentile of the
-    /// way's delay beyond its least, the short-link margin the hand-over to the players, and the two are independent,
-    /// so a start needs both at their worst at once only far less often than either alone.
+    /// the way to a participant that they all reported, combined in quadrature (the root of the sum of the squares)
+    /// with `shortLinkStartMargin` (`marginFromDelaySpread`); never more than `startMargin`, which is the margin while
+    /// someone's spread is unknown. Not added: the spread is about the 99th percentile of the way's delay beyond its
+    /// least, the short-link margin the hand-over to the players, and the two are independent, so both are at their
+    /// worst at once far less often than either is.
     var startMargin: TimeSpan {
         let short = min(configuration.startMargin, configuration.shortLinkStartMargin)
         if maxOneWayDelay < configuration.optimisticStartsFromOneWayDelay { return short }
