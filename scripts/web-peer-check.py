@@ -301,6 +301,9 @@ def bench(tandem, media, seconds, pages, joiner_link=None):
                     held.append((after[outside[-1] + 1 if outside else 0][0] - restart) / 1e9)
                 else:
                     held.append(None)
+                if os.environ.get("TANDEM_SEEK_DEBUG"):
+                    print("seek %d page %d: within a frame to stay from %s s" % (number, index, "never" if held[-1] is None
+                          else "%.3f" % held[-1]), file=sys.stderr)
     if os.environ.get("TANDEM_TRACE_FILE"):
         # Per page: when the file was chosen (local ns), and every measured frame of the steady part as [display
         # time (local ns), signed error from the group's line on the system clock (ns, positive: ahead), the
@@ -608,6 +611,15 @@ GRID_SCRIPT = """() => {
       late: rephase(-15e6, 30, F, -9e6, 100), // more than 3 s after the start: too late
       everyRefresh: rephase(-15e6, 90, R),  // 60 fps on 60 Hz: no phases to choose from
     },
+    // During a swing toward +1.7 ms, 30 fps on 60 Hz: what frames on the old phase, on the target, a frame past it
+    // and two frames past it say (and a follower that has seen no frame yet, without a step: nothing)
+    swing: (() => {
+      const grid = new GridFollower(R);
+      for (let i = 0; i < 3; i++) grid.frame(-15e6, i * F, 1, F);
+      const fine = new GridFollower(R);
+      return [-15e6, 18.3e6, 1.2e6, 2.9e6, 35.4e6, 68.4e6].map((e) => grid.swingBroken(e, 1.7e6))
+        .concat([fine.swingBroken(1.7e6, 1.7e6)]);
+    })(),
     // 60 fps on 60 Hz, every refresh a frame: from +13 ms to -3.7 ms
     fine: run(R, 13e6, 600, 0, R),
     // 30 fps on 60 Hz, every second refresh (Chromium): from -20.4 to +12.9 ms
@@ -626,6 +638,9 @@ def grid_check(page, check):
     """The page's refresh grid follower (grid.js) against simulated browsers: deterministic, not by luck."""
     got = page.evaluate(GRID_SCRIPT)
     fine, coarse, hold, edge, drift = (got[k] for k in ["fine", "coarse", "hold", "edge", "drift"])
+    check("during a change of phase, a frame on the target hands over to the steer, one a frame past it turns the "
+          "swing back at once, and frames on the old phase or two frames past leave the swing as it is",
+          got["swing"] == [None, None, "steer", "steer", "back", None, None], json.dumps(got["swing"]))
     rephase = got["rephase"]
     check("frames held a refresh from the best value just after a start ask for the other phase, twice at most, "
           "once the start has settled", [target for _, target in rephase["wrong"]] == [1.67, 1.67]

@@ -68,6 +68,17 @@ extension WebPage {
         return value - Math.sign(value) * this.refresh;
       }
 
+      /** During the fast part of a change of phase toward `target` (ns from the line), what a frame with `error`
+       *  says: "steer" where it shows on the target (within half a refresh; Chromium gave up its cadence, and the
+       *  frames now follow the media clock), "back" where it shows a frame past the target on its phase (it gave
+       *  it up with the clock further on, or the page was a refresh ahead), else null (still on the old phase, or
+       *  further on: the swing goes on as it was). */
+      swingBroken(error, target) {
+        if (this.step === null) return null;
+        const off = error - target, near = this.refresh / 2;
+        return Math.abs(off) < near ? "steer" : Math.abs(off - this.step) < near ? "back" : null;
+      }
+
       /** Whether the change of phase after this start is still to be decided: a cadence of two refreshes, no
        *  change made yet, fewer than REPHASE_FRAMES frames in, within its window. */
       phasePending(at) {

@@ -34,6 +34,7 @@ extension WebPage {
         const done = () => {
           this.steering = null; this.video.playbackRate = t.rate * (1 + this.grid.holding());
           this.errors = []; this.clockOffsets = [];
+          if (st.swung) this.grid.rephased();
         };
         if (st.firstAt === null) st.firstAt = at;
         if (at - st.firstAt > STEER_LONGEST) { done(); return false; }
@@ -95,16 +96,17 @@ extension WebPage {
         return true;
       },
 
-      /** A steer's state: from the start (`from` null), or from where the clock was when steered again. */
-      newSteer(token, from) {
+      /** A steer's state: from the start (`from` null), from where the clock was when steered again, or from a
+       *  swing that made Chromium give up its cadence (`swung`, `rephaseBroken`). */
+      newSteer(token, from, swung = false) {
         return { token, dir: 1, firstAt: null, decided: false, back: false, target: 0, topAt: null, lastAt: null,
-                 lastReading: null, from, thrown: false };
+                 lastReading: null, from, thrown: false, swung };
       },
 
-      /** A steer reached where it aimed: the grid follower measures afresh (after a steer again, as part of the same
-       *  start, so that its one change of phase left stays). */
+      /** A steer reached where it aimed: the grid follower measures afresh (after a steer again or a swing, as part
+       *  of the same start, so that the changes of phase left stay). */
       steered(st) {
-        if (st.from === null) { this.grid.steered(); this.steeredStart = true; } else this.grid.rephased();
+        if (st.from === null && !st.swung) { this.grid.steered(); this.steeredStart = true; } else this.grid.rephased();
       },
 
       /** How long a short seek ahead from a prerolled anchor takes (ns): the slowest of the last four and 20 ms

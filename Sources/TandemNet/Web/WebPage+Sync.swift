@@ -300,6 +300,7 @@ extension WebPage {
         const lead = r.stage === 1 ? swing * GridFollower.REPHASE_LATENCY : this.rephaseLead;
         const readings = r.readings.filter(([t]) => t >= r.since + GridFollower.REPHASE_LATENCY);
         if (r.ending || at - r.began > 3 * leg + 1e9) { if (!r.ending) this.rephaseDone(timeline); return; }
+        if (r.stage === 1 && this.rephaseBroken(timeline, r)) return;
         if (at - r.since < (r.stage === 1 ? leg : leg / 2) || readings.length < 4) return;
         const now = localNanos(), slope = (r.stage === 1 ? 1 : -1) * swing;
         const where = median(readings.slice(-5).map(([t, y]) => y + slope * (now - t)));
@@ -319,6 +320,27 @@ extension WebPage {
           }
         };
         if (wait <= 0) next(); else { if (stage === 2) r.ending = true; setTimeout(next, wait / 1e6); }
+      }
+
+      /** In the fast part of a swing, a frame on the target (the other phase's value): Chromium gave up its cadence
+       *  (seen 0.12–0.22 s into it in most swings). So the swing need not go on to the end of its leg, which takes
+       *  the frames 65–90 ms off the line: the page steers from here as after a start (`steer`), a few per cent
+       *  off the group's rate, where Chromium takes up no cadence and the frames follow the media clock a refresh
+       *  at a time. Where they first show on that phase a frame past the target (a page a refresh ahead, or
+       *  Chromium held its cadence longer), the swing's way back begins at once; further past, the swing goes on.
+       *  True when the swing was so cut short. */
+      rephaseBroken(timeline, r) {
+        const broken = this.errors.length ? this.grid.swingBroken(this.errors[this.errors.length - 1], r.target) : null;
+        if (broken === null) return false;
+        if (broken === "back") {
+          r.stage = 2; r.since = localNanos();
+          this.video.playbackRate = timeline.rate * (1 - GridFollower.REPHASE_SWING);
+          return true;
+        }
+        this.rephasing = null; this.clockOffsets = []; this.errors = [];
+        this.steering = this.newSteer(this.token, null, true);
+        this.video.playbackRate = timeline.rate * (1 + STEER);
+        return true;
       }
 
       rephaseDone(timeline) {
