@@ -5,15 +5,15 @@ extension WebPage {
     /// phase that it keeps through pauses and nudges of up to 15 %, so its values are 33.3 ms apart; 60 fps media
     /// on the same display can use every refresh, 16.7 ms). The best value is within half a step. The page holds
     /// any error within half a step; past that it nudges the rate (2 % at least) until the frames land within half
-    /// a step, goes on for half a step more, which puts its media clock in the middle of that value's span so that
-    /// the browser keeps it, and plays at the group's rate again, trimmed by the drift it has seen of the media
-    /// clock. Just after a start, where the frames land on every second refresh and the other phase has a value
-    /// nearer the line, it asks for that phase (`rephaseTarget`): Chromium gives up its cadence when the video
-    /// plays 25 % fast for a third of a second, and takes it up again on the refreshes nearest where the media
-    /// clock then puts the frames. A video's start is steered onto the line first (`steer` in the sync script),
-    /// which lands most starts on the right phase, and steered again where it lands a refresh ahead; this is for the
-    /// rest. Pure (no clocks, no page): the checks
-    /// drive it with made-up frames.
+    /// a step, goes on for half a refresh more (nudged, the browser shows each frame on the refresh nearest its
+    /// media clock), which puts its media clock in the middle of that value's span so that the browser keeps it,
+    /// and plays at the group's rate again, trimmed by the drift it has seen of the media clock. Just after a start,
+    /// where the frames land on every second refresh and the other phase has a value nearer the line, it asks for
+    /// that phase (`rephaseTarget`), and so it does whenever frames held on the grid slip a refresh: Chromium gives
+    /// up its cadence when the video plays 25 % fast (0.12–0.35 s), and takes it up again on the refreshes nearest
+    /// where the media clock then puts the frames. A video's start is steered onto the line first (`steer` in the
+    /// sync script), which lands most starts on the right phase, and steered again where it lands a refresh ahead;
+    /// this is for the rest. Pure (no clocks, no page): the checks drive it with made-up frames.
     static let gridScript = #"""
     "use strict";
 
@@ -29,7 +29,7 @@ extension WebPage {
       reset() {
         this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0; this.until = 0;
         this.moves = []; this.previous = null; this.heldSince = null; this.held = null;
-        this.startedAt = null; this.rephases = 0; this.count = 0; this.settling = 0;
+        this.startedAt = null; this.rephases = 0; this.count = 0; this.settling = 0; this.slip = null;
       }
 
       /** After a change of phase (`rephaseTarget`): measure afresh, as part of the same start, and leave the
@@ -54,6 +54,11 @@ extension WebPage {
        *  of coming to the grid first and leaving it again for the swing. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
+        // A slip (`frame`), whenever it comes: back to the value held before it.
+        if (this.slip !== null && this.settling === 0) {
+          const target = this.slip; this.slip = null; this.rephases += 1; this.lastSlipAt = at;
+          return target;
+        }
         if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;
         if (this.settling > 0 || this.count < GridFollower.REPHASE_FRAMES) return null;
         if (this.recent.length < 3) return null;
@@ -68,15 +73,14 @@ extension WebPage {
         return value - Math.sign(value) * this.refresh;
       }
 
-      /** During the fast part of a change of phase toward `target` (ns from the line), what a frame with `error`
-       *  says: "steer" where it shows on the target (within half a refresh; Chromium gave up its cadence, and the
-       *  frames now follow the media clock), "back" where it shows a frame past the target on its phase (it gave
-       *  it up with the clock further on, or the page was a refresh ahead), else null (still on the old phase, or
-       *  further on: the swing goes on as it was). */
+      /** During the fast part of a change of phase toward `target` (ns from the line), whether a frame with `error`
+       *  shows that Chromium gave up its cadence: it is on the target's phase, on the target (within half a
+       *  refresh) or a frame past it (the clock further on, or a page a refresh ahead). Not where it is still on
+       *  the old phase, or further on (the swing goes on as it was). */
       swingBroken(error, target) {
-        if (this.step === null) return null;
+        if (this.step === null) return false;
         const off = error - target, near = this.refresh / 2;
-        return Math.abs(off) < near ? "steer" : Math.abs(off - this.step) < near ? "back" : null;
+        return Math.abs(off) < near || Math.abs(off - this.step) < near;
       }
 
       /** Whether the change of phase after this start is still to be decided: a cadence of two refreshes, no
@@ -119,6 +123,17 @@ extension WebPage {
           // A page that keeps having to move (a jittery display) settles for half a frame.
           this.moves = this.moves.filter((t) => at - t < GridFollower.CALM_SPAN);
           const calm = this.moves.length >= GridFollower.MOVES_BEFORE_CALM ? Math.max(half, frame / 2) : half;
+          // Slipped a refresh at the group's rate from a value on the grid held for a second (Chromium keeps its
+          // cadence on the refresh a missed one moved it to: seen on both pages at once, in steady play and after
+          // seeks), off the grid now: that value is asked for again (`rephaseTarget`), at most every SLIP_GAP.
+          const grid = this.refresh / 2 + GridFollower.HYSTERESIS;
+          if (this.held !== null && Math.round(step / this.refresh) === 2 && at - this.heldSince > 1e9
+              && Math.abs(this.held) <= grid && Math.abs(m3) > grid
+              && Math.abs(Math.abs(m3 - this.held) - this.refresh) < 2 * GridFollower.HYSTERESIS
+              && !(at - (this.lastSlipAt ?? -Infinity) < GridFollower.SLIP_GAP)) {
+            this.slip = this.held; this.heldSince = null; this.held = null;
+            return this.trim;
+          }
           if (Math.abs(m3) <= calm + GridFollower.HYSTERESIS) {
             if (this.heldSince === null) { this.heldSince = at; this.held = m3; }
             return this.trim;
@@ -140,10 +155,13 @@ extension WebPage {
         }
         if (this.mode === "move") {
           if (Math.abs(m3) <= near) {
-            // On the nearest value, at the edge of its span: on at the least nudge for half a step of media.
+            // On the nearest value, at the edge of its span: on at the least nudge for half a refresh of media. Off
+            // its cadence (as at the least nudge) Chromium shows each frame on the refresh nearest the media clock,
+            // so the span is a refresh wide; on for half a step (a refresh, at 30 fps on 60 Hz) took the frames on
+            // to the next refresh, a frame off the line when the line falls between two (traced after seeks).
             this.mode = "center";
             this.nudge = this.direction * GridFollower.MIN_NUDGE;
-            this.until = at + half / (GridFollower.MIN_NUDGE * rate);
+            this.until = at + Math.min(half, this.refresh / 2) / (GridFollower.MIN_NUDGE * rate);
             return this.nudge;
           }
           this.direction = m3 > 0 ? -1 : 1;
@@ -173,6 +191,7 @@ extension WebPage {
     // way at the least (Chromium keeps its cadence through 15 %, and gave it up in every try with 25 % fast for
     // 300 ms and more, then as long slow), and how long its media clock goes on at the old rate after a change.
     GridFollower.REPHASE_WINDOW = 3e9;
+    GridFollower.SLIP_GAP = 5e9;
     GridFollower.REPHASE_FRAMES = 6;
     GridFollower.SETTLE_FRAMES = 15;
     GridFollower.MAX_REPHASES = 2;

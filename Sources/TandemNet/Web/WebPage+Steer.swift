@@ -63,9 +63,12 @@ extension WebPage {
           // Too far for a steer: the nudges and seeks take it from here.
           if (Math.abs(where) > STEER_MAX) { done(); return false; }
           // Where the clock is to come to rest: on the refresh nearest the line, whose error the frames' own give
-          // (each a whole number of refreshes from it).
+          // (each a whole number of refreshes from it). Where the line falls about halfway between two, the one
+          // below it (within half a refresh and the 1 ms of timestamp rounding): the clock's run-on is upward, and
+          // from the one above it took the frames a refresh on, a frame off the line after the nudges (traced).
           const refresh = this.grid.refresh, wrap = (v) => v - refresh * Math.round(v / refresh);
-          st.target = (this.errors.length >= 3 ? wrap(median(this.errors.slice(-3))) : 0) - STEER_BELOW;
+          const nearest = this.errors.length >= 3 ? wrap(median(this.errors.slice(-3))) : 0;
+          st.target = (nearest > refresh / 2 - GridFollower.HYSTERESIS ? nearest - refresh : nearest) - STEER_BELOW;
           st.dir = where <= st.target + 1e6 ? 1 : -1;
           if (st.dir < 0) this.video.playbackRate = t.rate * (1 - STEER);
         }

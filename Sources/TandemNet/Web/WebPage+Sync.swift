@@ -11,6 +11,8 @@ extension WebPage {
     // slow steer ending early by how far the media clock runs on after a change, 100 ms at that rate); a start more
     // than 45 ms off is left to the nudges and seeks, and a steer ends 1.5 s after its first frame whatever it reached.
     const STEER = 0.04, STEER_AIM = 8e6, STEER_RUNON = 100e6, STEER_MAX = 45e6, STEER_LONGEST = 1.5e9;
+    // How much longer play() is taken to need just after a short seek ahead, until such a start was measured.
+    const HOP_PLAY = 15e6;
     // Common frame rates, to which a measured frame length is taken.
     const FRAME_RATES = [24000 / 1001, 24, 25, 30000 / 1001, 30, 48, 50, 60000 / 1001, 60, 100, 120];
 
@@ -19,7 +21,7 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
-        this.startLatency = 60e6; this.startLate = 0; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
+        this.startLatency = 60e6; this.hopLatency = null; this.startAfterHop = false; this.startLate = 0; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
         // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`); and the last short
         // seeks ahead from a prerolled anchor (`hopEstimate`).
         this.seekTimes = []; this.hopTimes = [];
@@ -96,7 +98,8 @@ extension WebPage {
         // the group as soon as everyone has prerolled): a short seek ahead comes first, and it takes time too;
         // without that time the start would come as much late.
         const hop = atAnchor && startAt > timeline.anchorSessionTime;
-        if (hop) startAt += this.hopEstimate();
+        const latency = this.latencyOf(hop);
+        if (hop) startAt += this.hopEstimate() + latency - this.startLatency;
         const itemTime = this.expected(startAt);
         const token = this.token;
         this.video.pause();
@@ -109,10 +112,10 @@ extension WebPage {
           // a video a little late, to be steered onto the line.
           const steered = this.video.videoWidth > 0 && this.starts > 0;
           const aim = steered ? STEER_AIM : 0;
-          const wait = (this.wire.localTime(startAt) - localNanos() - this.startLatency + aim) / 1e6;
+          const wait = (this.wire.localTime(startAt) - localNanos() - latency + aim) / 1e6;
           // A seek that took longer than planned makes the start late by as much: not play()'s latency.
           this.startLate = Math.max(0, -wait * 1e6);
-          this.measuringStart = true;
+          this.measuringStart = true; this.startAfterHop = hop;
           const go = () => {
             if (token !== this.token) return;
             this.errors = [];
@@ -128,6 +131,13 @@ extension WebPage {
           };
           if (wait <= 0) go(); else this.timer = setTimeout(go, wait);
         });
+      }
+
+      /** play()'s latency (ns): from a prerolled anchor, or just after a short seek ahead (`hop`), where it took
+       *  12–20 ms longer in traced runs (80–85 ms against 92–100 ms): the first such start, planned with the other,
+       *  came 35 ms behind in 6 runs of 23. Learned apart, HOP_PLAY more than the other until one is measured. */
+      latencyOf(hop) {
+        return hop ? this.hopLatency ?? this.startLatency + HOP_PLAY : this.startLatency;
       }
 
       /** Seeks to `itemTime` (ns), then calls `then`; the time it took is kept (a short seek ahead from a prerolled
@@ -233,8 +243,12 @@ extension WebPage {
         // `given`: how late the media clock started against where the start was aimed (a steered start's).
         const late = (given !== null ? given
           : offsets.length >= 3 ? median(offsets) : this.errors.slice().sort((a, b) => a - b)[3]) + this.startLate;
+        // 70 % of it; all of it from the first start after a short seek ahead, where play() takes longer (its own
+        // figure, `latencyOf`).
         if (Math.abs(late) < SEEK_THRESHOLD) {
-          this.startLatency = Math.max(0, Math.min(150e6, this.startLatency - late * 0.7));
+          const learned = (was, first) => Math.max(0, Math.min(150e6, was - late * (first ? 1 : 0.7)));
+          if (this.startAfterHop) this.hopLatency = learned(this.latencyOf(true), this.hopLatency === null);
+          else this.startLatency = learned(this.startLatency, false);
         }
       }
 
@@ -264,8 +278,8 @@ extension WebPage {
        *  slow until the clock is there; then the group's rate, where Chromium takes up its cadence again on the
        *  refreshes the frames then fall on. Fast first, whichever way the target is: Chromium gives up its cadence
        *  for a video played faster than its refreshes can show at that cadence, and kept it through 330 ms at 75 %.
-       *  Steered by the media clock's readings, frame by frame (it follows a new rate late and unevenly). True when
-       *  under way. */
+       *  Steered by the media clock's readings, frame by frame (it follows a new rate late and unevenly). Cut short
+       *  once Chromium gives up its cadence (`rephaseBroken`). True when under way. */
       rephase(timeline, target) {
         // Without enough readings of the media clock, or too far to swing to yet (a start whose latency was
         // misjudged): asked again on the next frame, as the nudges bring the clock nearer; the try is not used up.
@@ -322,23 +336,19 @@ extension WebPage {
         if (wait <= 0) next(); else { if (stage === 2) r.ending = true; setTimeout(next, wait / 1e6); }
       }
 
-      /** In the fast part of a swing, a frame on the target (the other phase's value): Chromium gave up its cadence
-       *  (seen 0.12–0.22 s into it in most swings). So the swing need not go on to the end of its leg, which takes
-       *  the frames 65–90 ms off the line: the page steers from here as after a start (`steer`), a few per cent
-       *  off the group's rate, where Chromium takes up no cadence and the frames follow the media clock a refresh
-       *  at a time. Where they first show on that phase a frame past the target (a page a refresh ahead, or
-       *  Chromium held its cadence longer), the swing's way back begins at once; further past, the swing goes on.
-       *  True when the swing was so cut short. */
+      /** In the fast part of a swing, a frame on the target's phase (`GridFollower.swingBroken`): Chromium gave up
+       *  its cadence, seen 0.12–0.22 s into it in most swings. So the swing need not go on to the end of its leg,
+       *  which takes the frames 65–90 ms off the line: the page steers from here as after a start (`steer`), a few
+       *  per cent off the group's rate, where Chromium takes up no cadence and the frames follow the media clock a
+       *  refresh at a time. (Turning the swing back at once, 25 % slow, from a frame past the target took the
+       *  clock 35 ms under it in a trace: the way back is timed for the whole leg.) True once handed over. */
       rephaseBroken(timeline, r) {
-        const broken = this.errors.length ? this.grid.swingBroken(this.errors[this.errors.length - 1], r.target) : null;
-        if (broken === null) return false;
-        if (broken === "back") {
-          r.stage = 2; r.since = localNanos();
-          this.video.playbackRate = timeline.rate * (1 - GridFollower.REPHASE_SWING);
-          return true;
-        }
+        if (!this.errors.length || !this.grid.swingBroken(this.errors[this.errors.length - 1], r.target)) return false;
+        // Its readings count from where the clock was thrown back, or from 0.2 s on (as when steered again): just
+        // after the swing they lag, and a steer that judged by them ended at once, a refresh ahead (traced).
+        const clock = median(this.clockOffsets.slice(-3));
         this.rephasing = null; this.clockOffsets = []; this.errors = [];
-        this.steering = this.newSteer(this.token, null, true);
+        this.steering = this.newSteer(this.token, clock, true);
         this.video.playbackRate = timeline.rate * (1 + STEER);
         return true;
       }
