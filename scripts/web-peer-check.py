@@ -612,8 +612,9 @@ GRID_SCRIPT = """() => {
       far: rephase(-49e6, 90),              // past half a frame, on the other phase from the best (+1.0 ms)
       farSame: rephase(-23.2e6, 90),        // past half a frame, its own phase's nearest value (+10.1 ms)
                                             // a refresh from the best (-6.53 ms): asks at once, not after nudges
-      late: rephase(-15e6, 130, F, -9e6, 100), // more than 3 s after the start: too late
+      late: rephase(-15e6, 130, F, -9e6, 100), // more than 3 s after the start: once, later
       slip: rephase(-16.4e6, 140, F, 0.3e6, 100), // on the grid for 3.3 s, then a refresh late: back, once
+      wrongLong: rephase(-15e6, 400),       // on the other phase for 13 s: twice at once, then every 5 s
       everyRefresh: rephase(-15e6, 90, R),  // 60 fps on 60 Hz: no phases to choose from
     },
     // During a swing toward +1.7 ms, 30 fps on 60 Hz: what frames on the old phase, on the target, a frame past it
@@ -655,12 +656,15 @@ def grid_check(page, check):
           [target for _, target in rephase["far"]] == [1.0, 1.0] and 5 <= rephase["far"][0][0] <= 8
           and [target for _, target in rephase["farSame"]] == [-6.53, -6.53] and 5 <= rephase["farSame"][0][0] <= 8,
           json.dumps([rephase["far"], rephase["farSame"]]))
-    check("frames held on the grid that slip a refresh off ask for the value they held, once, whenever it comes",
-          [target for _, target in rephase["slip"]] == [0.3] and 100 <= rephase["slip"][0][0] <= 103,
-          json.dumps(rephase["slip"]))
+    late_asks = [rephase[k] for k in ["slip", "late"]] + [rephase["wrongLong"][2:]]
+    check("frames found on the other phase more than 3 s after a start (a slip of the browser's cadence) ask for it, "
+          "5 s after the last ask at the soonest",
+          [[t for _, t in asks] for asks in late_asks] == [[0.27], [1.67], [1.67, 1.67]]
+          and all(100 <= asks[0][0] <= 103 for asks in late_asks[:2])
+          and [i for i, _ in rephase["wrongLong"]][1:] == [20, 171, 321], json.dumps(rephase))
     check("no change of phase within half a refresh, on a phase with a value that near, "
-          "more than 3 s after a start, or where every refresh shows a frame",
-          not any(rephase[k] for k in ["near", "samePhase", "late", "everyRefresh"]),
+          "or where every refresh shows a frame",
+          not any(rephase[k] for k in ["near", "samePhase", "everyRefresh"]),
           json.dumps(rephase))
     check("with a frame on every refresh, the page moves its frames to the refresh nearest the line and stays",
           abs(fine["final"] + 3.67) < 0.5 and fine["settledFrom"] < 90 and fine["nudge"] == 0 and fine["moves"] <= 2,

@@ -9,7 +9,7 @@ extension WebPage {
     /// media clock), which puts its media clock in the middle of that value's span so that the browser keeps it,
     /// and plays at the group's rate again, trimmed by the drift it has seen of the media clock. Just after a start,
     /// where the frames land on every second refresh and the other phase has a value nearer the line, it asks for
-    /// that phase (`rephaseTarget`), and so it does whenever frames held on the grid slip a refresh: Chromium gives
+    /// that phase (`rephaseTarget`), and later whenever the frames are found there (at most every 5 s): Chromium gives
     /// up its cadence when the video plays 25 % fast (0.12–0.35 s), and takes it up again on the refreshes nearest
     /// where the media clock then puts the frames. A video's start is steered onto the line first (`steer` in the
     /// sync script), which lands most starts on the right phase, and steered again where it lands a refresh ahead;
@@ -21,7 +21,7 @@ extension WebPage {
     class GridFollower {
       /** `refresh`: the display's refresh interval (ns). */
       constructor(refresh) {
-        this.refresh = refresh; this.step = null; this.trim = 0;
+        this.refresh = refresh; this.step = null; this.trim = 0; this.lastAskAt = null;
         this.reset();
       }
 
@@ -29,7 +29,7 @@ extension WebPage {
       reset() {
         this.mode = "hold"; this.recent = []; this.direction = 0; this.nudge = 0; this.until = 0;
         this.moves = []; this.previous = null; this.heldSince = null; this.held = null;
-        this.startedAt = null; this.rephases = 0; this.count = 0; this.settling = 0; this.slip = null;
+        this.startedAt = null; this.rephases = 0; this.count = 0; this.settling = 0;
       }
 
       /** After a change of phase (`rephaseTarget`): measure afresh, as part of the same start, and leave the
@@ -44,22 +44,21 @@ extension WebPage {
        *  frames alone while Chromium takes up its cadence. */
       steered() { this.reset(); this.settling = GridFollower.SETTLE_FRAMES; }
 
-      /** Within 3 s of a start, where the browser shows the frames on every second refresh, once the frames have
-       *  come for a fifth of a second (the start itself settles first), the three latest agreeing on their phase,
-       *  and the value of that phase nearest the line is more than half a refresh from it: the value of the other
-       *  phase nearest the line (ns, within half a refresh), at most twice per start; else null. The page then
+      /** Where the browser shows the frames on every second refresh, once the frames have come for a fifth of a
+       *  second (the start itself settles first), the three latest agreeing on their phase, and the value of that
+       *  phase nearest the line is more than half a refresh from it: the value of the other phase nearest the line
+       *  (ns, within half a refresh), twice at most within 3 s of a start and then at most every 5 s; else null. The page then
        *  makes the browser give up its cadence and take it up again with its media clock that far from the line.
        *  The frames' errors on one phase differ by whole steps, so the phase is known before nudges have brought
        *  them to its nearest value: a page that starts more than half a frame off changes phase at once, instead
        *  of coming to the grid first and leaving it again for the swing. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
-        // A slip (`frame`), whenever it comes: back to the value held before it.
-        if (this.slip !== null && this.settling === 0) {
-          const target = this.slip; this.slip = null; this.rephases += 1; this.lastSlipAt = at;
-          return target;
-        }
-        if (at - this.startedAt > GridFollower.REPHASE_WINDOW || this.rephases >= GridFollower.MAX_REPHASES) return null;
+        // Later (or after those two), whenever the frames are found on the other phase, SLIP_GAP after the last: a
+        // slip of Chromium's cadence (a missed refresh makes it show the frames a refresh late and keep them there,
+        // the media clock where it was: seen on both pages at once, in steady play and after seeks).
+        const early = at - this.startedAt <= GridFollower.REPHASE_WINDOW && this.rephases < GridFollower.MAX_REPHASES;
+        if (!early && this.lastAskAt !== null && at - this.lastAskAt < GridFollower.SLIP_GAP) return null;
         if (this.settling > 0 || this.count < GridFollower.REPHASE_FRAMES) return null;
         if (this.recent.length < 3) return null;
         // Each error as the value of its phase nearest the latest one's (a whole number of steps away).
@@ -70,6 +69,7 @@ extension WebPage {
         const value = wrap(median(latest));
         if (Math.abs(value) <= this.refresh / 2 + GridFollower.HYSTERESIS) return null;
         this.rephases += 1;
+        this.lastAskAt = at;
         return value - Math.sign(value) * this.refresh;
       }
 
@@ -123,17 +123,6 @@ extension WebPage {
           // A page that keeps having to move (a jittery display) settles for half a frame.
           this.moves = this.moves.filter((t) => at - t < GridFollower.CALM_SPAN);
           const calm = this.moves.length >= GridFollower.MOVES_BEFORE_CALM ? Math.max(half, frame / 2) : half;
-          // Slipped a refresh at the group's rate from a value on the grid held for a second (Chromium keeps its
-          // cadence on the refresh a missed one moved it to: seen on both pages at once, in steady play and after
-          // seeks), off the grid now: that value is asked for again (`rephaseTarget`), at most every SLIP_GAP.
-          const grid = this.refresh / 2 + GridFollower.HYSTERESIS;
-          if (this.held !== null && Math.round(step / this.refresh) === 2 && at - this.heldSince > 1e9
-              && Math.abs(this.held) <= grid && Math.abs(m3) > grid
-              && Math.abs(Math.abs(m3 - this.held) - this.refresh) < 2 * GridFollower.HYSTERESIS
-              && !(at - (this.lastSlipAt ?? -Infinity) < GridFollower.SLIP_GAP)) {
-            this.slip = this.held; this.heldSince = null; this.held = null;
-            return this.trim;
-          }
           if (Math.abs(m3) <= calm + GridFollower.HYSTERESIS) {
             if (this.heldSince === null) { this.heldSince = at; this.held = m3; }
             return this.trim;

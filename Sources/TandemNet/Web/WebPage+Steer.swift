@@ -70,7 +70,7 @@ extension WebPage {
           const nearest = this.errors.length >= 3 ? wrap(median(this.errors.slice(-3))) : 0;
           st.target = (nearest > refresh / 2 - GridFollower.HYSTERESIS ? nearest - refresh : nearest) - STEER_BELOW;
           st.dir = where <= st.target + 1e6 ? 1 : -1;
-          if (st.dir < 0) this.video.playbackRate = t.rate * (1 - STEER);
+          this.video.playbackRate = t.rate * (1 + st.dir * STEER);
         }
         if (st.dir > 0) {
           const sinceTop = at - st.topAt;

@@ -349,7 +349,9 @@ extension WebPage {
         const clock = median(this.clockOffsets.slice(-3));
         this.rephasing = null; this.clockOffsets = []; this.errors = [];
         this.steering = this.newSteer(this.token, clock, true);
-        this.video.playbackRate = timeline.rate * (1 + STEER);
+        // Slow until it decides: the clock runs on at the swing's rate for a while (fast on, the frames went a
+        // refresh past the target while the steer waited, in most traced swings).
+        this.video.playbackRate = timeline.rate * (1 - STEER);
         return true;
       }
 

@@ -77,7 +77,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("joiner-commands"), help: "With --processes: the first joiner gives the commands instead of the host (its requests cross its link; it proposes their starts).")
     var joinerCommands = false
 
-    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report plus 8, at most 40.", valueName: "ms"))
+    @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report and 8 combined in quadrature (the root of the sum of their squares), at most 40.", valueName: "ms"))
     var startMargin: Double?
 
     @Option(help: ArgumentHelp("Write the figures as JSON here.", valueName: "FILE"))
