@@ -47,11 +47,11 @@ extension WebPage {
       /** Where the browser shows the frames on every second refresh, once the frames have come for a fifth of a
        *  second (the start itself settles first), the three latest agreeing on their phase, and the value of that
        *  phase nearest the line is more than half a refresh from it: the value of the other phase nearest the line
-       *  (ns, within half a refresh), twice at most within 3 s of a start and then at most every 5 s; else null. The page then
-       *  makes the browser give up its cadence and take it up again with its media clock that far from the line.
-       *  The frames' errors on one phase differ by whole steps, so the phase is known before nudges have brought
-       *  them to its nearest value: a page that starts more than half a frame off changes phase at once, instead
-       *  of coming to the grid first and leaving it again for the swing. */
+       *  (ns, within half a refresh), twice at most within 3 s of a start and then at most every 5 s; else null.
+       *  The page then makes the browser give up its cadence and take it up again with its media clock that far
+       *  from the line. The frames' errors on one phase differ by whole steps, so the phase is known before nudges
+       *  have brought them to its nearest value: a page that starts more than half a frame off changes phase at
+       *  once, instead of coming to the grid first and leaving it again for the swing. */
       rephaseTarget(at) {
         if (this.step === null || Math.round(this.step / this.refresh) !== 2 || this.startedAt === null) return null;
         // Later (or after those two), whenever the frames are found on the other phase, SLIP_GAP after the last: a

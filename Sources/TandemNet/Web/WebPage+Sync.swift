@@ -21,7 +21,9 @@ extension WebPage {
         this.video = video; this.wire = wire; this.events = events;
         this.timeline = null; this.loaded = false; this.errors = []; this.recent = []; this.trace = [];
         this.timer = null; this.token = 0; this.frames = 0; this.corrections = { nudges: 0, seeks: 0, rephases: 0 };
-        this.startLatency = 60e6; this.hopLatency = null; this.startAfterHop = false; this.startLate = 0; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
+        this.startLatency = 60e6; this.startLate = 0; this.measuringStart = false; this.clockOffsets = []; this.rephasing = null; this.steering = null; this.starts = 0;
+        // play()'s latency just after a short seek ahead (`latencyOf`), and whether the last start came so.
+        this.hopLatency = null; this.startAfterHop = false;
         // How long the last seeks took (ns), for the preroll the page needs (`prerollEstimate`); and the last short
         // seeks ahead from a prerolled anchor (`hopEstimate`).
         this.seekTimes = []; this.hopTimes = [];
@@ -134,8 +136,8 @@ extension WebPage {
       }
 
       /** play()'s latency (ns): from a prerolled anchor, or just after a short seek ahead (`hop`), where it took
-       *  12–20 ms longer in traced runs (80–85 ms against 92–100 ms): the first such start, planned with the other,
-       *  came 35 ms behind in 6 runs of 23. Learned apart, HOP_PLAY more than the other until one is measured. */
+       *  12–20 ms longer in traced runs (80–85 ms against 92–100 ms): the first such start, planned with the
+       *  other, came 35 ms behind in 6 runs of 23. Learned apart, HOP_PLAY more than the other until measured. */
       latencyOf(hop) {
         return hop ? this.hopLatency ?? this.startLatency + HOP_PLAY : this.startLatency;
       }
