@@ -12,7 +12,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -42,6 +41,12 @@ let package = Package(
         // Tandem's code uses for them; OpenSSL's own headers stay in the C file.
         .target(name: "CTandemCrypto", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "TandemCrypto", dependencies: ["CTandemCrypto"]),
+        // TLS from Debian's OpenSSL libssl over memory buffers, and the SwiftNIO handler that puts it in a pipeline
+        // (the relay's TLS, invites' pinned certificates, Syncplay's STARTTLS).
+        .target(name: "CTandemTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .target(name: "TandemTLS", dependencies: [
+            "CTandemTLS", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOTLS", package: "swift-nio"),
+        ]),
         .target(
             name: "TandemMedia",
             dependencies: ["TandemCore", "CTandemGStreamerShim", "CTandemGStreamer",
@@ -57,7 +62,7 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "TandemTLS",
                 "TandemCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -110,7 +115,7 @@ let package = Package(
             "TandemCore", "TandemCrypto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            "TandemTLS",
             .product(name: "NIOTLS", package: "swift-nio"),
         ]),
         // The command line: argument parsing, the terminal, wiring.
@@ -140,8 +145,9 @@ let package = Package(
         .testTarget(name: "TandemCoreTests", dependencies: ["TandemCore", "TandemTesting"]),
         .testTarget(name: "TandemMediaTests", dependencies: ["TandemMedia", "TandemCore", "TandemPeer", "TandemTestDisplay"]),
         .testTarget(name: "TandemNetTests", dependencies: [
-            "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing",
+            "TandemNet", "TandemCore", "TandemTesting", "TandemWireFuzzing", "TandemTLS",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOTLS", package: "swift-nio"),
         ]),
         // Test support: a plain HTTP/1 client over real sockets, for the operator's listener.
         .target(name: "TandemTestHTTP", dependencies: [

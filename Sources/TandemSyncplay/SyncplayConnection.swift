@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import NIOSSL
+import TandemTLS
 import NIOTLS
 import Synchronization
 import TandemCore
@@ -78,7 +78,7 @@ public final class SyncplayConnection: Sendable {
     private let upgrade = Mutex<TLSUpgrade?>(nil)
 
     private struct TLSUpgrade {
-        let context: NIOSSLContext
+        let context: TLSContext
         let serverHostname: String?
         let finished: EventLoopPromise<Void>
         var handshaking = false
@@ -256,18 +256,15 @@ public final class SyncplayConnection: Sendable {
 
     /// Asks the server to switch to TLS and waits (at most 10 s) until the handshake is done.
     private func startTLS(_ tls: SyncplayTLS, host: String) async throws(SyncplayConnectionError) {
-        let context: NIOSSLContext
+        let context: TLSContext
         do {
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            if let roots = tls.trustRootsPath { configuration.trustRoots = .file(roots) }
-            context = try NIOSSLContext(configuration: configuration)
+            context = try TLSContext.client(trustRootsPath: tls.trustRootsPath)
         } catch {
             throw .tls("cannot use the trust roots \(tls.trustRootsPath ?? "of the system"): \(error)")
         }
-        // A literal address is not a server name: the certificate is then checked against the address.
-        let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+        // A host name, or a literal address (the certificate is then checked against the address).
         let finished = channel.eventLoop.makePromise(of: Void.self)
-        upgrade.withLock { $0 = TLSUpgrade(context: context, serverHostname: isAddress ? nil : host, finished: finished) }
+        upgrade.withLock { $0 = TLSUpgrade(context: context, serverHostname: host, finished: finished) }
         send(.tls("send"))
         let timeout = channel.eventLoop.scheduleTask(in: .seconds(10)) { [weak self] in
             self?.finishUpgrade(.tls("no TLS within 10 s of asking"))
@@ -288,7 +285,7 @@ public final class SyncplayConnection: Sendable {
         // Marked first and added outside the lock: the handshake starts as the handler is added.
         guard let pending = upgrade.withLock({ value in value?.handshaking = true; return value }) else { return }
         do {
-            let handler = try NIOSSLClientHandler(context: pending.context, serverHostname: pending.serverHostname)
+            let handler = try TLSHandler.client(context: pending.context, serverName: pending.serverHostname)
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         } catch {
             finishUpgrade(.tls("cannot start TLS: \(error)"))

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import NIOSSL
+import TandemTLS
 import NIOTLS
 import Synchronization
 import TandemCore
@@ -51,7 +51,7 @@ public final class SyncplayListener: Sendable {
         public var features: [String: SyncplayValue] = [:]
         /// The server's certificate and key (`SessionServer.tlsContext`): STARTTLS is answered "true" with it,
         /// "false" without.
-        public var tls: NIOSSLContext?
+        public var tls: TLSContext?
         public init() {}
     }
 
@@ -126,14 +126,14 @@ public final class SyncplayGuest: Sendable {
     private let clock: any MonotonicClock
     private let motd: String?
     private let features: [String: SyncplayValue]
-    private let tls: NIOSSLContext?
+    private let tls: TLSContext?
     private let gate: SyncplayListener.Gate
     private let welcomed: @Sendable (SyncplayGuest) -> Void
     private let roomNow = Mutex<@Sendable () -> SyncplayRoomPlaystate>({ SyncplayRoomPlaystate(position: 0, paused: true) })
     private let ended = Mutex<String?>(nil)
 
     init(channel: any Channel, address: String, limits: SyncplayServerState.Limits, motd: String?,
-         features: [String: SyncplayValue], tls: NIOSSLContext?, clock: any MonotonicClock,
+         features: [String: SyncplayValue], tls: TLSContext?, clock: any MonotonicClock,
          gate: @escaping SyncplayListener.Gate, welcomed: @escaping @Sendable (SyncplayGuest) -> Void) {
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
         self.channel = channel
@@ -185,11 +185,11 @@ public final class SyncplayGuest: Sendable {
     func failed(_ error: any Error) {
         if error is SyncplayProtocolError {
             perform(state.withLock { $0.oversized() })
-        } else if case .uncleanShutdown? = error as? NIOSSLError {
+        } else if case .uncleanShutdown? = error as? TandemTLSError {
             // The client closed without TLS's goodbye (Syncplay's often do): closed, as a plain connection would be.
             ended.withLock { $0 = $0 ?? "closed by the client" }
             channel.close(promise: nil)
-        } else if error is NIOSSLError || error is BoringSSLError {
+        } else if error is TandemTLSError {
             perform(state.withLock { $0.tlsFailed("\(error)") })
         } else {
             ended.withLock { $0 = $0 ?? "\(error)" }
@@ -258,7 +258,7 @@ extension SyncplayGuest {
         let channel = channel
         let insert = { [weak self] in
             do {
-                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls), position: .first)
+                try channel.pipeline.syncOperations.addHandler(TLSHandler.server(context: tls), position: .first)
             } catch {
                 self?.perform(self?.state.withLock { $0.tlsFailed("\(error)") } ?? [])
             }

@@ -1,7 +1,7 @@
 import TandemCrypto
 import Foundation
 import NIOCore
-import NIOSSL
+import TandemTLS
 import TandemCore
 
 /// Runs the client side of one connection on its event loop: handshake, join, heartbeats, clock sync,
@@ -411,7 +411,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if case .closed = state { return }
-        let tlsFailure = error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError
+        let tlsFailure = error is TandemTLSError
         let clientError: TandemClientError = tlsFailure ? .tls("\(error)") : .unreachable("\(error)")
         fail(clientError, reason: InvalidationReason(code: .connectionLost, message: "connection failed: \(error)"),
              sendCode: .malformedFrame, final: false)

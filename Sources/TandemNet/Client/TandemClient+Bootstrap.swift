@@ -2,7 +2,7 @@ import TandemCrypto
 import Foundation
 import NIOCore
 import NIOPosix
-import NIOSSL
+import TandemTLS
 import TandemCore
 
 extension TandemClientConnection {
@@ -10,21 +10,17 @@ extension TandemClientConnection {
     /// asks for it, the options' transport handlers, the frame codec and `handler`.
     static func makeBootstrap(invite: Invite, options: TandemClient.Options, handler: ClientConnectionHandler,
                               eventLoop: any EventLoop) throws -> ClientBootstrap {
-        var tlsContext: NIOSSLContext?
+        var tlsContext: TLSContext?
         if invite.tls {
-            var config = TLSConfiguration.makeClientConfiguration()
-            if invite.pinnedCertificateSHA256 != nil {
-                config.certificateVerification = .noHostnameVerification
-            } else if let roots = options.trustRootsPath {
-                config.trustRoots = .file(roots)
-            }
-            tlsContext = try NIOSSLContext(configuration: config)
+            tlsContext = invite.pinnedCertificateSHA256 != nil ? try TLSContext.pinningClient()
+                : try TLSContext.client(trustRootsPath: options.trustRootsPath)
         }
         let sslContext = tlsContext
         let transportHandlers = options.transportHandlers
         let pin = invite.pinnedCertificateSHA256
-        let serverHostname = invite.host.first(where: { $0 == ":" || $0.isLetter }) == nil
-            || invite.host.contains(":") ? nil : invite.host
+        // A host name or a literal address: the certificate is checked against it (unless pinned), and a name is
+        // sent to the server (SNI).
+        let serverName = invite.host
         return ClientBootstrap(group: eventLoop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
@@ -32,21 +28,8 @@ extension TandemClientConnection {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
-                        let tlsHandler: NIOSSLClientHandler
-                        if let pin {
-                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname) {
-                                certificates, promise in
-                                guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
-                                      Array(SHA256.hash(data: der)) == pin else {
-                                    promise.succeed(.failed)
-                                    return
-                                }
-                                promise.succeed(.certificateVerified)
-                            }
-                        } else {
-                            tlsHandler = try NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname)
-                        }
-                        try channel.pipeline.syncOperations.addHandler(tlsHandler)
+                        try channel.pipeline.syncOperations.addHandler(
+                            TLSHandler.client(context: sslContext, serverName: serverName, pinnedSHA256: pin))
                     }
                     if let transportHandlers {
                         try channel.pipeline.syncOperations.addHandlers(transportHandlers())

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
+import TandemTLS
 import Synchronization
 import TandemCore
 
@@ -117,9 +117,7 @@ public enum TandemClient {
             return try await TandemClientConnection.open(invite: invite, name: name, options: options)
         } catch let error as TandemClientError {
             throw error
-        } catch let error as NIOSSLError {
-            throw .tls("\(error)")
-        } catch let error as BoringSSLError {
+        } catch let error as TandemTLSError {
             throw .tls("\(error)")
         } catch {
             throw .unreachable("\(invite.host):\(invite.port): \(error)")

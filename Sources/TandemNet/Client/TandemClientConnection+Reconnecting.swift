@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 import TandemCore
 
 // Losing the link and coming back as the same participant (`TandemClient.Options.reconnectGracePeriod`).

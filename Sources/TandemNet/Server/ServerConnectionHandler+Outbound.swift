@@ -2,7 +2,6 @@ import TandemCrypto
 import Foundation
 import Logging
 import NIOCore
-import NIOSSL
 import TandemCore
 
 extension ServerConnectionHandler {

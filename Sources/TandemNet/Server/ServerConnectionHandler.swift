@@ -2,7 +2,7 @@ import TandemCrypto
 import Foundation
 import Logging
 import NIOCore
-import NIOSSL
+import TandemTLS
 import TandemCore
 
 /// The one answer to a proof that does not open a session: the same for an unknown session and a wrong secret,
@@ -401,7 +401,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
         let channel = context.channel
         let deadline = context.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
         channel.closeFuture.whenComplete { _ in deadline.cancel() }
-        let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) != nil
+        let viaTLS = (try? context.pipeline.syncOperations.context(handlerType: TLSHandler.self)) != nil
         context.writeAndFlush(frameBytes(frame)).whenComplete { _ in
             guard !viaTLS else {
                 channel.close(promise: nil)
@@ -418,7 +418,7 @@ final class ServerConnectionHandler: ChannelInboundHandler {
 
     /// Closes the socket without going through TLS's orderly shutdown (which would wait for the peer).
     func closeBelowTLS(_ context: ChannelHandlerContext) {
-        if let tls = try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self) {
+        if let tls = try? context.pipeline.syncOperations.context(handlerType: TLSHandler.self) {
             tls.close(promise: nil)
         } else {
             context.close(promise: nil)

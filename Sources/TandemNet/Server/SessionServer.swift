@@ -3,9 +3,9 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 import Synchronization
 import TandemCore
+import TandemTLS
 
 /// Hosts sessions over TCP (optionally TLS): embedded in a hosting peer, or standalone as a relay.
 ///
@@ -20,12 +20,12 @@ public final class SessionServer: Sendable {
     /// SHA-256 of the server certificate (DER) when TLS is on, for pinning in invites.
     public let certificateSHA256: [UInt8]?
     /// The TLS context built from `--tls-cert`/`--tls-key` (nil without).
-    public let tlsContext: NIOSSLContext?
+    public let tlsContext: TLSContext?
     /// Whether the certificate's issuer is its subject: Tandem's invites pin it, roots-checking clients refuse it.
     public let certificateIsSelfSigned: Bool
     /// What to offer clients that check certificates against their roots (Syncplay's STARTTLS): nil for a
     /// self-signed certificate, which they would refuse and then not join at all (they get plain TCP instead).
-    public var tlsContextForVerifyingClients: NIOSSLContext? { certificateIsSelfSigned ? nil : tlsContext }
+    public var tlsContextForVerifyingClients: TLSContext? { certificateIsSelfSigned ? nil : tlsContext }
 
     /// The address hosts give `tandem host --server`: tandem(s)://HOST:PORT, with the certificate's pin under TLS.
     public func address(advertising host: String) -> String {
@@ -76,18 +76,18 @@ public final class SessionServer: Sendable {
     public static func start(host: String = "0.0.0.0", port: Int = Invite.defaultPort, tls: ServerTLSFiles? = nil,
                              configuration: ServerConfiguration = ServerConfiguration(),
                              logger: Logger = Logger(label: "tandem.server")) async throws -> SessionServer {
-        var sslContext: NIOSSLContext?
+        var sslContext: TLSContext?
         var (fingerprint, selfSigned): ([UInt8]?, Bool) = (nil, false)
         if let tls {
             do {
-                let chain = try NIOSSLCertificate.fromPEMFile(tls.certificateChainPath)
-                guard let leaf = chain.first else { throw SessionServerError.tls("no certificate in \(tls.certificateChainPath)") }
-                let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
-                let config = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
-                                                                      privateKey: .privateKey(key))
-                sslContext = try NIOSSLContext(configuration: config)
-                fingerprint = Array(SHA256.hash(data: try leaf.toDERBytes()))
-                selfSigned = leaf.subjectName == leaf.issuerName
+                let context = try TLSContext.server(certificateChainPath: tls.certificateChainPath,
+                                                    privateKeyPath: tls.privateKeyPath)
+                guard let leaf = context.leafSHA256 else {
+                    throw SessionServerError.tls("no certificate in \(tls.certificateChainPath)")
+                }
+                sslContext = context
+                fingerprint = leaf
+                selfSigned = context.leafIsSelfSigned
             } catch let error as SessionServerError {
                 throw error
             } catch {
@@ -130,7 +130,7 @@ public final class SessionServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                        try channel.pipeline.syncOperations.addHandler(TLSHandler.server(context: sslContext))
                     }
                     if let web = configuration.web {
                         // The page and the session protocol share the port: the first byte tells them apart.
@@ -181,7 +181,7 @@ public final class SessionServer: Sendable {
         return server
     }
 
-    private init(host: String, port: Int, tlsContext: NIOSSLContext?, selfSigned: Bool, certificateSHA256: [UInt8]?,
+    private init(host: String, port: Int, tlsContext: TLSContext?, selfSigned: Bool, certificateSHA256: [UInt8]?,
                  configuration: ServerConfiguration, group: MultiThreadedEventLoopGroup, listener: any Channel, datagrams: DatagramRelay?,
                  spool: AttachmentSpool?, clock: any MonotonicClock, logger: Logger) {
         self.datagrams = datagrams
@@ -324,7 +324,7 @@ public final class SessionServer: Sendable {
                     // frame). A full close while frames it sent lie unread here would reset the connection, and a
                     // reset discards what the peer has not yet received — on a real path, the session's `ended`
                     // just before. The deadline closes it within 1 s regardless.
-                    let viaTLS = (try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)) != nil
+                    let viaTLS = (try? channel.pipeline.syncOperations.handler(type: TLSHandler.self)) != nil
                     switch result {
                     case .success where !viaTLS: channel.close(mode: .output, promise: nil)
                     case .success:
