@@ -8,7 +8,9 @@ import NIOTLS
 /// after STARTTLS); what is written before the handshake is done waits, and goes out encrypted after it. When the
 /// handshake is done (and a pinned certificate matched) the handler fires `TLSUserEvent.handshakeCompleted`. A
 /// failure is fired as `TandemTLSError` and closes the channel; so does a connection that ends without the peer's
-/// close_notify (`uncleanShutdown`). Closing sends close_notify and closes at once: it does not wait for the peer's.
+/// close_notify (`uncleanShutdown`). Closing sends close_notify and closes the socket when the peer's comes back
+/// (what arrives meanwhile is read and dropped, so nothing unread makes the close a reset that could lose what was
+/// just sent), or `shutdownTimeout` after; a second close, or one through the context below this handler, is at once.
 /// What it holds is bounded by what the peer sends in one read (at most one incomplete TLS record, 16 KiB, waits).
 public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
@@ -16,7 +18,7 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias OutboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer
 
-    private enum State { case idle, handshaking, open, closed }
+    private enum State { case idle, handshaking, open, closing, closed }
 
     private let context: TLSContext
     private let tls: OpaquePointer
@@ -26,6 +28,11 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes made before the handshake was done, in order.
     private var waiting: [(ByteBuffer, EventLoopPromise<Void>?)] = []
     private var flushWaiting = false
+    /// While closing: the close's promise, and when it goes ahead without the peer's close_notify.
+    private var closePromise: EventLoopPromise<Void>?
+    private var closeDeadline: Scheduled<Void>?
+    /// How long a close waits for the peer's close_notify.
+    public static let shutdownTimeout = TimeAmount.seconds(2)
 
     /// A server's end of a connection, with `context`'s certificate.
     public static func server(context: TLSContext) throws(TandemTLSError) -> TLSHandler {
@@ -75,7 +82,17 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             fail(context, .failed("out of memory for TLS input"))
             return
         }
-        advance(context)
+        if state == .closing { drainWhileClosing(context) } else { advance(context) }
+    }
+
+    /// What arrives after our close_notify is read and dropped, until the peer's (or a failure) ends the close.
+    private func drainWhileClosing(_ context: ChannelHandlerContext) {
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        while state == .closing {
+            let result = tdm_tls_read(tls, &scratch, scratch.count)
+            if result == 0 { return }
+            if result < 0 { finishClose(context) }
+        }
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
@@ -86,6 +103,8 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let ended = state
         state = .closed
         failWaiting(ChannelError.ioOnClosedChannel)
+        closeDeadline?.cancel()
+        closePromise.take()?.succeed()
         if ended == .handshaking || ended == .open {
             context.fireErrorCaught(TandemTLSError.uncleanShutdown)
         }
@@ -101,7 +120,7 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             waiting.append((bytes, promise))
         case .open:
             encrypt(context, bytes, promise: promise)
-        case .closed:
+        case .closing, .closed:
             promise?.fail(ChannelError.ioOnClosedChannel)
         }
     }
@@ -115,20 +134,44 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        if mode == .input {
+        switch (state, mode) {
+        case (_, .input):
             context.close(mode: mode, promise: promise)
-            return
-        }
-        if state == .open {
+        case (.open, .output):
             tdm_tls_shutdown(tls)
             sendPending(context, promise: nil)
             context.flush()
+            context.close(mode: mode, promise: promise)
+        case (.open, .all):
+            tdm_tls_shutdown(tls)
+            sendPending(context, promise: nil)
+            context.flush()
+            state = .closing
+            closePromise = promise
+            closeDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.shutdownTimeout) {
+                self.finishClose(context)
+            }
+        case (.closing, .all):
+            if let promise { closePromise?.futureResult.cascade(to: promise) }
+            finishClose(context)
+        case (.closing, .output):
+            promise?.succeed()
+        default:
+            if mode == .all {
+                state = .closed
+                failWaiting(ChannelError.ioOnClosedChannel)
+            }
+            context.close(mode: mode, promise: promise)
         }
-        if mode == .all {
-            state = .closed
-            failWaiting(ChannelError.ioOnClosedChannel)
-        }
-        context.close(mode: mode, promise: promise)
+    }
+
+    /// Closes the socket after close_notify went out (the peer's came back, or it was not waited for).
+    private func finishClose(_ context: ChannelHandlerContext) {
+        guard state == .closing else { return }
+        state = .closed
+        closeDeadline?.cancel()
+        closeDeadline = nil
+        context.close(promise: closePromise.take())
     }
 
     // MARK: Inside
@@ -233,10 +276,11 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard state != .closed else { return }
         state = .closed
         failWaiting(error)
+        closeDeadline?.cancel()
         sendPending(context, promise: nil)  // an alert OpenSSL wrote, if any
         context.flush()
         context.fireErrorCaught(error)
-        context.close(promise: nil)
+        context.close(promise: closePromise.take())
     }
 
     private func failWaiting(_ error: any Error) {

@@ -97,10 +97,43 @@ struct TLSHandlerTests {
         #expect(Array(pair.clientSide.received.prefix(big.count)) == big)
         #expect(String(decoding: pair.clientSide.received.suffix(8), as: UTF8.self) == "998,999,")
         #expect(pair.moved - before > big.count, "the bytes did not go through TLS")
-        // An orderly close: the peer sees its close_notify, closes too, and reports no error.
-        try pair.client.close().wait()
+        // An orderly close: the peer sees close_notify and answers with its own, which ends the close; what the peer
+        // sent meanwhile is read and dropped, and neither side reports an error.
+        pair.server.writeAndFlush(ByteBuffer(string: "sent as the client closes"), promise: nil)
+        let closed = pair.client.close()
+        #expect(pair.client.isActive, "closed before the peer's close_notify")
+        let received = pair.clientSide.received.count
         try pair.exchange()
+        try closed.wait()
+        #expect(!pair.client.isActive && pair.clientSide.received.count == received)
         #expect(pair.serverSide.inactive && pair.serverSide.errors.isEmpty && pair.clientSide.errors.isEmpty)
+    }
+
+    @Test("a close whose close_notify gets no answer closes the socket after the shutdown timeout, or at once on a second close")
+    func closeWithoutAnswer() throws {
+        guard let files = try Self.files() else {
+            Issue.record("openssl is not installed: TLS test skipped (make deps installs it)")
+            return
+        }
+        defer { TLSTests.removeCertificate(files) }
+        for second in [false, true] {
+            let (server, serverContext) = try Self.serverHandler(files)
+            let client = try TLSHandler.client(context: .pinningClient(), serverName: "localhost",
+                                               pinnedSHA256: serverContext.leafSHA256)
+            var pair = try Pair(client: client, server: server)
+            try pair.exchange()
+            let closed = pair.client.close()
+            _ = try pair.client.readOutbound(as: ByteBuffer.self)  // the close_notify, lost on the way
+            pair.client.embeddedEventLoop.advanceTime(by: .milliseconds(1900))
+            #expect(pair.client.isActive)
+            if second {
+                pair.client.close(promise: nil)
+            } else {
+                pair.client.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+            }
+            try closed.wait()
+            #expect(!pair.client.isActive && pair.clientSide.errors.isEmpty)
+        }
     }
 
     @Test("a pin that does not match fails the handshake on the client's side: nothing written reaches the server")
