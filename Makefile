@@ -18,8 +18,8 @@ UNIT_BINDIR ?= $(PREFIX)/bin
 VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Tandem/Version.swift)
 ARCH := $(shell uname -m)
 MAN_DATE := $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
-# The installed binary carries the Swift runtime (Debian's libraries stay shared: GStreamer, OpenSSL's libcrypto, SQLite,
-# libnatpmp, libminiupnpc and glibc), so it runs without a toolchain.
+# The installed binary carries the Swift runtime (Debian's libraries stay shared: GStreamer, OpenSSL's libssl and
+# libcrypto, SQLite, libnatpmp, libminiupnpc and glibc), so it runs without a toolchain.
 # Run-time exclusivity checks are left out of it (debug builds, and so every test, keep them): they were 13 % of the
 # relay's instructions per delivered message (`tandem bench relay --instructions`, docs/BENCHMARKS.md "The relay").
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -enforce-exclusivity=unchecked
