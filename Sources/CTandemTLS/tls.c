@@ -145,6 +145,9 @@ tdm_tls *tdm_tls_new(tdm_tls_context *context, int server, const char *peer_name
             int ok = 1;
             if (literal) {
                 ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls->ssl), peer_name) == 1;
+            } else if (strchr(peer_name, ':') != NULL) {
+                /* An address with a zone (fe80::1%eth0): no server name to send, and no name a certificate has. */
+                ok = SSL_set1_host(tls->ssl, peer_name) == 1;
             } else {
                 ok = SSL_set_tlsext_host_name(tls->ssl, peer_name) == 1 && SSL_set1_host(tls->ssl, peer_name) == 1;
             }
