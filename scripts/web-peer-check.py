@@ -965,10 +965,11 @@ def main():
             except Exception:
                 pass
             preroll = page.evaluate("tandem.wire.reportedPreroll ?? null")
-            # Measured, not assumed: between the floor it reports and the time a seek plus a start can take on a
-            # busy machine (seeks here took 0.2–0.3 s with the second half of `make test` beside them).
-            check("the page times its seeks and reports the preroll it needs (30–600 ms)",
-                  isinstance(preroll, (int, float)) and 30e6 <= preroll < 600e6, "prerollEstimate %s" % preroll)
+            # Measured, not assumed: between the floor it reports and the cap it never reaches unless seeks take a
+            # second (seeks here took 0.2–0.3 s with the second half of `make test` beside them; 674 ms was reported
+            # once with the whole suite beside it).
+            check("the page times its seeks and reports the preroll it needs (30 ms to under its 1 s cap)",
+                  isinstance(preroll, (int, float)) and 30e6 <= preroll < 1e9, "prerollEstimate %s" % preroll)
             page.keyboard.press("]")
             page.wait_for_function("tandem.timeline.rate === 1.25 && $('rate').value === '1.25'", timeout=5000)
             page.keyboard.press("[")
