@@ -965,11 +965,13 @@ def main():
             except Exception:
                 pass
             preroll = page.evaluate("tandem.wire.reportedPreroll ?? null")
-            # Measured, not assumed: between the floor it reports and the cap it never reaches unless seeks take a
-            # second (seeks here took 0.2–0.3 s with the second half of `make test` beside them; 674 ms was reported
-            # once with the whole suite beside it).
-            check("the page times its seeks and reports the preroll it needs (30 ms to under its 1 s cap)",
-                  isinstance(preroll, (int, float)) and 30e6 <= preroll < 1e9, "prerollEstimate %s" % preroll)
+            # Measured, not assumed: from the page's own timed seeks (its slowest, and play()'s latency), between
+            # the floor and the cap it reports. Not bounded by how fast seeks are here: they took 0.2–0.3 s with the
+            # second half of `make test` beside them, and up to a second with the whole suite beside it.
+            seeks = page.evaluate("tandem.follower.seekTimes")
+            check("the page times its seeks and reports the preroll it needs (from its own seeks, 30 ms to 1 s)",
+                  isinstance(preroll, (int, float)) and 30e6 <= preroll <= 1e9 and len(seeks) >= 3
+                  and preroll >= min(seeks), "prerollEstimate %s, seek times %s" % (preroll, seeks))
             page.keyboard.press("]")
             page.wait_for_function("tandem.timeline.rate === 1.25 && $('rate').value === '1.25'", timeout=5000)
             page.keyboard.press("[")
