@@ -640,6 +640,43 @@ GRID_SCRIPT = """() => {
 }"""
 
 
+# A video's start steered onto the line (steer.js) with made-up frames and clock readings, each `behind` of the line
+# and moving with the rate the page sets: the rates it sets, frame by frame (the page's own clock made up too).
+STEER_SCRIPT = """(behind) => {
+  const R = 1e9 / 60, F = 1e9 / 30, saved = window.localNanos;
+  let now = 0;
+  window.localNanos = () => now;
+  try {
+    const f = Object.create(Follower.prototype);
+    f.video = { playbackRate: 1.04 }; f.token = 1; f.errors = []; f.clockOffsets = []; f.measuringStart = false;
+    f.grid = { refresh: R, holding: () => 0, steered() { f.settled = true; }, rephased() {} };
+    f.steering = f.newSteer(1, null);
+    const rates = [];
+    let clock = -behind;
+    for (let i = 0; i < 30 && f.steering; i++) {
+      now = i * F;
+      const shown = clock - R * Math.round(clock / R);
+      f.errors.push(clock); f.clockOffsets.push(clock);
+      f.steer({ rate: 1 });
+      rates.push(Math.round(f.video.playbackRate * 100) / 100);
+      clock += (f.video.playbackRate - 1) * F;
+    }
+    return { rates, settled: !!f.settled };
+  } finally {
+    window.localNanos = saved;
+  }
+}"""
+
+
+def steer_check(page, check):
+    """Where a start lands far behind, the steer goes 25 % fast for a while, then on at 4 %; near, at 4 % only."""
+    far, near = page.evaluate(STEER_SCRIPT, 36e6), page.evaluate(STEER_SCRIPT, 8e6)
+    check("a start 36 ms behind rushes 25 % fast from its third frame for as long as brings it near, then steers "
+          "on at 4 %; one 8 ms behind steers at 4 % only",
+          far["rates"][:2] == [1.04, 1.04] and far["rates"][2] == 1.25 and 1.25 not in far["rates"][5:]
+          and 1.04 in far["rates"][3:] and 1.25 not in near["rates"], json.dumps([far, near]))
+
+
 def grid_check(page, check):
     """The page's refresh grid follower (grid.js) against simulated browsers: deterministic, not by luck."""
     got = page.evaluate(GRID_SCRIPT)
@@ -903,6 +940,7 @@ def main():
             page.wait_for_function("window.tandem && window.tandem.joined === true", timeout=10000)
             check("the page joins the session", True)
             grid_check(page, check)
+            steer_check(page, check)
             page.wait_for_function("(tandem.people || []).length === 2", timeout=5000)
             check("the page shows both participants", True, ", ".join(page.evaluate("tandem.people")))
             title = page.text_content("#title")

@@ -15,6 +15,9 @@ extension WebPage {
     // Leaving the group's rate while playing throws Chromium's media clock back about 17.5 ms (CLOCK_THROW), two or
     // three frames later (seen within THROW_WAIT), and the frames with it: a steer from there waits for that first.
     const CLOCK_THROW = 17.5e6, THROW_WAIT = 200e6;
+    // A start more than RUSH_FROM behind where it aims (play() took longer than planned) goes RUSH fast until the
+    // clock should be RUSH_NEAR short of it, then steers on as after a change of rate while playing.
+    const RUSH = 0.25, RUSH_FROM = 25e6, RUSH_NEAR = 10e6;
 
     Object.assign(Follower.prototype, {
       /** A frame while a video's start is steered onto the line; true while it goes on. The start is aimed a
@@ -44,6 +47,12 @@ extension WebPage {
         if (st.lastAt === null || at - st.lastAt > 45e6) st.topAt = at;
         else if (reading !== null && st.lastReading !== null && reading - st.lastReading > SAWTOOTH_JUMP) st.topAt = at;
         st.lastAt = at; st.lastReading = reading;
+        if (st.rushUntil !== null) {
+          if (at < st.rushUntil) return true;
+          st.rushUntil = null; st.from = reading ?? 0; st.thrown = false; st.firstAt = at;
+          this.video.playbackRate = t.rate * (1 + STEER);
+          return true;
+        }
         // Steered again while playing (`rephase`): the clock's readings count from where it was thrown back (which
         // starts a tooth), or from THROW_WAIT on where it was not.
         if (st.from !== null && !st.thrown) {
@@ -71,6 +80,11 @@ extension WebPage {
           st.target = (nearest > refresh / 2 - GridFollower.HYSTERESIS ? nearest - refresh : nearest) - STEER_BELOW;
           st.dir = where <= st.target + 1e6 ? 1 : -1;
           this.video.playbackRate = t.rate * (1 + st.dir * STEER);
+          if (st.start && st.target - where > RUSH_FROM) {
+            st.rushUntil = at + (st.target - where - RUSH_NEAR) / RUSH;
+            this.video.playbackRate = t.rate * (1 + RUSH);
+            return true;
+          }
         }
         if (st.dir > 0) {
           const sinceTop = at - st.topAt;
@@ -100,16 +114,18 @@ extension WebPage {
       },
 
       /** A steer's state: from the start (`from` null), from where the clock was when steered again, or from a
-       *  swing that made Chromium give up its cadence (`swung`, `rephaseBroken`). */
+       *  swing that made Chromium give up its cadence (`swung`, `rephaseBroken`). A start's own (`start`) may rush
+       *  first (`rushUntil`, RUSH), and stays a start's when it steers on from where the clock was then. */
       newSteer(token, from, swung = false) {
         return { token, dir: 1, firstAt: null, decided: false, back: false, target: 0, topAt: null, lastAt: null,
-                 lastReading: null, from, thrown: false, swung };
+                 lastReading: null, from, thrown: false, swung,
+                 rushUntil: null, start: from === null && !swung };
       },
 
       /** A steer reached where it aimed: the grid follower measures afresh (after a steer again or a swing, as part
        *  of the same start, so that the changes of phase left stay). */
       steered(st) {
-        if (st.from === null && !st.swung) { this.grid.steered(); this.steeredStart = true; } else this.grid.rephased();
+        if (st.start) { this.grid.steered(); this.steeredStart = true; } else this.grid.rephased();
       },
 
       /** How long a short seek ahead from a prerolled anchor takes (ns): the slowest of the last four and 20 ms
