@@ -64,6 +64,17 @@ extension WebPage {
             st.thrown = true;
           }
         }
+        // A start far behind rushes from its second reading where both say so (a first reading can be of a frame
+        // shown before play() began, or read high; neither reads low): a frame sooner than the steer's decision.
+        if (st.start && !st.rushed && this.clockOffsets.length === 2) {
+          const behind = Math.max(...this.clockOffsets);
+          if (-STEER_BELOW - behind > RUSH_FROM && behind >= -STEER_MAX) {
+            if (this.measuringStart) this.learnStartLatency(behind + STEER_AIM);
+            st.rushed = true; st.rushUntil = at + (-STEER_BELOW - behind - RUSH_NEAR) / RUSH;
+            this.video.playbackRate = t.rate * (1 + RUSH);
+            return true;
+          }
+        }
         if (this.clockOffsets.length < 3) return true;
         const where = median(this.clockOffsets.slice(-3));
         if (!st.decided) {
@@ -80,8 +91,8 @@ extension WebPage {
           st.target = (nearest > refresh / 2 - GridFollower.HYSTERESIS ? nearest - refresh : nearest) - STEER_BELOW;
           st.dir = where <= st.target + 1e6 ? 1 : -1;
           this.video.playbackRate = t.rate * (1 + st.dir * STEER);
-          if (st.start && st.target - where > RUSH_FROM) {
-            st.rushUntil = at + (st.target - where - RUSH_NEAR) / RUSH;
+          if (st.start && !st.rushed && st.target - where > RUSH_FROM) {
+            st.rushed = true; st.rushUntil = at + (st.target - where - RUSH_NEAR) / RUSH;
             this.video.playbackRate = t.rate * (1 + RUSH);
             return true;
           }
@@ -119,7 +130,7 @@ extension WebPage {
       newSteer(token, from, swung = false) {
         return { token, dir: 1, firstAt: null, decided: false, back: false, target: 0, topAt: null, lastAt: null,
                  lastReading: null, from, thrown: false, swung,
-                 rushUntil: null, start: from === null && !swung };
+                 rushUntil: null, rushed: false, start: from === null && !swung };
       },
 
       /** A steer reached where it aimed: the grid follower measures afresh (after a steer again or a swing, as part
