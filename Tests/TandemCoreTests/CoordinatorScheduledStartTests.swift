@@ -20,7 +20,7 @@ private let s: Int64 = 1_000_000_000
     }
 
     static func reportedPreroll(_ actions: [Machine.Action]) -> TimeSpan?? {
-        for case .linkReport(_, _, _, let preroll, _, _) in T.sent(actions) { return .some(preroll) }
+        for case .linkReport(_, _, _, let preroll, _, _, _) in T.sent(actions) { return .some(preroll) }
         return nil
     }
 
@@ -118,7 +118,7 @@ private let s: Int64 = 1_000_000_000
     }
 
     static func reportedSpread(_ actions: [Machine.Action]) -> TimeSpan?? {
-        for case .linkReport(_, _, _, _, let spread, _) in T.sent(actions) { return .some(spread) }
+        for case .linkReport(_, _, _, _, let spread, _, _) in T.sent(actions) { return .some(spread) }
         return nil
     }
 

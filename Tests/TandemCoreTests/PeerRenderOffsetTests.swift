@@ -53,7 +53,7 @@ struct PeerRenderOffsetTests {
         let actions = machine.tick(now: local + TimeSpan.seconds(10), mapping: nil, clockQuality: (.milliseconds(1), .milliseconds(2)),
                                    engineItemTime: nil, latestRender: render.map { RenderedMoment(itemTime: $0.itemTime + TimeSpan.seconds(10), at: $0.at + TimeSpan.seconds(10)) })
         let reported = actions.compactMap { action -> TimeSpan?? in
-            if case .send(.linkReport(_, _, let offset, _, _, _)) = action { return offset } else { return nil }
+            if case .send(.linkReport(_, _, let offset, _, _, _, _)) = action { return offset } else { return nil }
         }
         #expect(reported.count == 1)
         #expect(reported.first.flatMap { $0 }.map { abs($0.nanoseconds) < 3 * ms } == true, "\(reported)")

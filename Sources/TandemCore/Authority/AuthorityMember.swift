@@ -32,6 +32,8 @@ struct Member: Sendable, Codable {
     var returnDelaySpread: TimeSpan?
     /// Where its display refreshes and its media's frames fall, as it last reported (`linkReport.display`).
     var display: DisplayGrid?
+    /// How long before a start it needs its timeline even when prerolled there (`linkReport.startLatency`).
+    var startLatency: TimeSpan?
     /// The display grid the others last heard for news of it (`DisplayGrid.hasMoved(from:)`).
     var sharedDisplay: DisplayGrid?
     /// The last render offset it reported, and what the others were last told, when.
@@ -122,6 +124,7 @@ struct Member: Sendable, Codable {
         state.reportsDisplay = display != nil
         state.display = display
         state.returnDelaySpread = returnDelaySpread
+        state.startLatency = startLatency
         return state
     }
 }

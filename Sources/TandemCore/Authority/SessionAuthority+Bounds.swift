@@ -41,6 +41,10 @@ extension SessionAuthority {
     /// peer's absurd figure must not hold the group for minutes.
     static func boundedPreroll(_ estimate: TimeSpan) -> TimeSpan { min(max(.zero, estimate), .seconds(10)) }
 
+    /// A reported start latency, within 0…1 s (a browser's `play()` takes about a tenth of that): it delays every
+    /// start from a prepared position, so one peer's absurd figure must not.
+    static func boundedStartLatency(_ latency: TimeSpan) -> TimeSpan { min(max(.zero, latency), .seconds(1)) }
+
     /// A reported readiness with its text bounded (it is part of every participant list).
     static func bounded(_ readiness: Readiness) -> Readiness {
         switch readiness {

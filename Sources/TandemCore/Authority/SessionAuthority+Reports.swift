@@ -1,14 +1,15 @@
 // What participants report of themselves (their link, where they stand prepared), and when everyone hears of it.
 
 extension SessionAuthority {
-    /// A participant's link report: its one-way delay, clock error, render offset, preroll estimate, delay spread
-    /// and display. Everyone hears the participant list when the render offset moved (`noteRenderOffset`), or for
-    /// news that proposed starts are made with: a new preroll estimate (reports carry one only when it moved by a
-    /// millisecond or more), the first spread, a display come, gone or moved (`DisplayGrid.hasMoved(from:)`): at
-    /// most once a second (`shareListNews`).
+    /// A participant's link report: its one-way delay, clock error, render offset, preroll estimate, delay spread,
+    /// display and start latency. Everyone hears the participant list when the render offset moved
+    /// (`noteRenderOffset`), or for news that proposed starts are made with: a new preroll estimate or start latency
+    /// (reports carry one only when it moved by a millisecond or more), the first spread, a display come, gone or
+    /// moved (`DisplayGrid.hasMoved(from:)`): at most once a second (`shareListNews`).
     mutating func noteLinkReport(of id: ParticipantID, oneWayDelay: TimeSpan, errorBound: TimeSpan,
                                  renderOffset: TimeSpan?, prerollEstimate: TimeSpan?, spread: TimeSpan?,
-                                 display: DisplayGrid?, now: SessionInstant) -> [Action] {
+                                 display: DisplayGrid?, startLatency: TimeSpan? = nil,
+                                 now: SessionInstant) -> [Action] {
         guard var member = members[id] else { return [] }
         let hadSpread = member.returnDelaySpread != nil
         member.oneWayDelay = max(.zero, oneWayDelay)
@@ -16,8 +17,10 @@ extension SessionAuthority {
         if let prerollEstimate { member.prerollEstimate = Self.boundedPreroll(prerollEstimate) }
         if let spread { member.returnDelaySpread = Self.boundedPreroll(spread) }
         if let display { member.display = display.validated(now: now) }
+        if let startLatency { member.startLatency = Self.boundedStartLatency(startLatency) }
         let displayNews = member.display.map { $0.hasMoved(from: member.sharedDisplay) } ?? (member.sharedDisplay != nil)
-        let news = prerollEstimate != nil || displayNews || hadSpread != (member.returnDelaySpread != nil)
+        let news = prerollEstimate != nil || startLatency != nil || displayNews
+            || hadSpread != (member.returnDelaySpread != nil)
         let tell: Bool
         if member.noteRenderOffset(renderOffset, now: now) {
             member.listNews?.pending = false

@@ -21,15 +21,18 @@ extension SessionAuthority {
     }
 
     /// How far ahead a start must be scheduled so every participant can make it: the largest one-way delay plus
-    /// preroll (none for a participant prepared at `position`; everyone's when `position` is nil) plus the margin.
-    /// Excused participants catch up on their own and do not add their preroll.
+    /// preroll (for a participant prepared at `position` only its start latency, a browser page's `play()`;
+    /// everyone's preroll when `position` is nil) plus the margin. Excused participants catch up on their own and
+    /// do not add their preroll.
     func lead(at position: ItemPosition?, excluding excluded: ParticipantID? = nil) -> TimeSpan {
         var slowest = TimeSpan.zero
         for id in connectedIDs where id != excluded {
             guard let member = members[id] else { continue }
             var needed = member.oneWayDelay
             let prepared = position.map { member.isPrepared(at: $0) } ?? false
-            if !prepared && !member.isExcused && !member.hasFailed { needed += member.prerollEstimate }
+            if !member.isExcused && !member.hasFailed {
+                needed += prepared ? member.startLatency ?? .zero : member.prerollEstimate
+            }
             slowest = max(slowest, needed)
         }
         return slowest + startMargin

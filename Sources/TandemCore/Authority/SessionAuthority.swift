@@ -273,9 +273,11 @@ public struct SessionAuthority: Sendable {
             actions = handleQueue(request, from: id, now: now)
         case .reachedEnd(let generation):
             actions = reachedEnd(generation: generation, by: id, now: now)
-        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate, let spread, let display):
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, let prerollEstimate, let spread, let display,
+                         let startLatency):
             actions = noteLinkReport(of: id, oneWayDelay: oneWayDelay, errorBound: errorBound, renderOffset: renderOffset,
-                                     prerollEstimate: prerollEstimate, spread: spread, display: display, now: now)
+                                     prerollEstimate: prerollEstimate, spread: spread, display: display,
+                                     startLatency: startLatency, now: now)
         case .leave:
             actions = remove(id, leaving: true, now: now)
         case .end:

@@ -62,7 +62,7 @@ extension PlaybackCoordinatorStateMachine {
         for other in otherParticipants where other.hasJoined {
             guard case .ready = other.readiness, other.suspensions.isEmpty else { return nil }
             let prepared = !seeking && other.preparedGeneration == base.generation
-            slowest = max(slowest, other.oneWayDelay + (prepared ? .zero : other.prerollEstimate))
+            slowest = max(slowest, other.oneWayDelay + (prepared ? other.startLatency ?? .zero : other.prerollEstimate))
             if other.reportsDisplay {
                 // A grid the list does not carry (an older server), or one no display has: no proposal.
                 guard let listed = other.display?.validated(now: sessionNow, window: .seconds(86_400)) else { return nil }

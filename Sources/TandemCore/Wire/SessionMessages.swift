@@ -193,6 +193,10 @@ public struct ParticipantState: Hashable, Sendable, Codable {
     /// How much the way from the authority to it spreads, as it reported (`linkReport.returnDelaySpread`): the
     /// authority's start margin follows the widest, and so does a proposed start's. Absent on the wire when unknown.
     public var returnDelaySpread: TimeSpan?
+    /// How long before a start it must have its timeline even when prerolled there, as it reported
+    /// (`linkReport.startLatency`, a browser page's `play()`): the authority's starts from a prepared position
+    /// allow for it, and so does a proposed start. Absent on the wire when none was reported.
+    public var startLatency: TimeSpan?
 
     public init(participant: Participant, readiness: Readiness = .unknown, suspensions: [SuspensionReason] = [],
                 isHost: Bool = false, oneWayDelay: TimeSpan = .zero, prerollEstimate: TimeSpan = .zero,
@@ -201,6 +205,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         self.reportsDisplay = false
         self.display = nil
         self.returnDelaySpread = nil
+        self.startLatency = nil
         self.participant = participant
         self.hasJoined = hasJoined
         self.readiness = readiness
@@ -213,7 +218,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case participant, readiness, suspensions, isHost, hasJoined, oneWayDelay, prerollEstimate, preparedGeneration
-        case renderOffset, reportsDisplay, display, returnDelaySpread
+        case renderOffset, reportsDisplay, display, returnDelaySpread, startLatency
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -230,6 +235,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         if reportsDisplay { try c.encode(true, forKey: .reportsDisplay) }
         try c.encodeIfPresent(display, forKey: .display)
         try c.encodeIfPresent(returnDelaySpread, forKey: .returnDelaySpread)
+        try c.encodeIfPresent(startLatency, forKey: .startLatency)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -246,6 +252,7 @@ public struct ParticipantState: Hashable, Sendable, Codable {
         reportsDisplay = try c.decodeIfPresent(Bool.self, forKey: .reportsDisplay) ?? false
         display = try c.decodeIfPresent(DisplayGrid.self, forKey: .display)
         returnDelaySpread = try c.decodeIfPresent(TimeSpan.self, forKey: .returnDelaySpread)
+        startLatency = try c.decodeIfPresent(TimeSpan.self, forKey: .startLatency)
     }
 }
 
@@ -370,9 +377,13 @@ public enum ClientMessage: Hashable, Sendable, Codable {
     /// their jitter: the authority sizes the margin of starts over long links by it
     /// (`AuthorityConfiguration.marginFromDelaySpread`). `display` (optional) is where the peer's display refreshes
     /// and its media's frames fall: the authority puts the frames of new lines on those refreshes
-    /// (`AuthorityConfiguration.alignsStartsToDisplays`; browser pages send it).
+    /// (`AuthorityConfiguration.alignsStartsToDisplays`; browser pages send it). `startLatency` (optional, sent when
+    /// it changes) is how long before a start this peer must have its timeline even when prerolled where it starts
+    /// (a browser's `play()` takes 80–100 ms to show its first frame; a GStreamer pipeline starts on a clock time and
+    /// sends none): the authority schedules starts from a prepared position that much ahead for it.
     case linkReport(oneWayDelay: TimeSpan, errorBound: TimeSpan, renderOffset: TimeSpan? = nil,
-                    prerollEstimate: TimeSpan? = nil, returnDelaySpread: TimeSpan? = nil, display: DisplayGrid? = nil)
+                    prerollEstimate: TimeSpan? = nil, returnDelaySpread: TimeSpan? = nil, display: DisplayGrid? = nil,
+                    startLatency: TimeSpan? = nil)
     /// An app's notice for everyone (`GroupSession.showNotice`): one line, bounded and rate-limited like app
     /// messages; everyone receives it as a `notice` of kind `app`.
     case notice(text: String)

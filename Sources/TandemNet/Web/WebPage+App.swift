@@ -43,7 +43,7 @@ extension WebPage {
           status(again ? "Connected again; rejoining…" : "Authenticated; joining…");
           // 300 ms until the page has timed its own seeks (`Follower.prerollEstimate`); again after a reconnect.
           const measured = follower ? follower.prerollEstimate() : null;
-          wire.reportedPreroll = measured;
+          wire.reportedPreroll = measured; wire.reportedStartLatency = null;
           const join = { name: "browser", prerollEstimate: measured ?? 300000000, lazyJournal: true };
           // The same participant again: the id and the token of the latest welcome.
           if (again && me && reconnectToken) { join.reconnectAs = me.id; join.reconnectToken = reconnectToken; }
@@ -56,6 +56,7 @@ extension WebPage {
         renderOffset() { return follower ? follower.currentOffset() : null; },
         display() { return follower ? follower.displayGrid() : null; },
         preroll() { return follower ? follower.prerollEstimate() : null; },
+        startLatency() { return follower ? follower.startLead() : null; },
         message(m) { onMessage(m); },
         clock(offset, roundTrip) {
           show("sync", "clock: round trip " + (roundTrip / 1e6).toFixed(1) + " ms" + syncText());

@@ -394,6 +394,10 @@ extension WebPage {
         return Math.round(Math.min(1e9, Math.max(30e6, needs)));
       }
 
+      /** How long before a start from where it stands prerolled the page needs the timeline
+       *  (`linkReport.startLatency`): play()'s latency and the 10 ms `schedule` allows, else it seeks ahead. */
+      startLead() { return Math.round(this.startLatency + 10e6); }
+
       /** Where the display refreshes and the media's frames fall (`linkReport.display`): the refresh interval, the
        *  session time of the latest refresh and, once frames have been shown, their length and the media time of
        *  one. Null until the refresh is measured and the clock synchronised. */

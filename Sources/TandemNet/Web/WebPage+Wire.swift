@@ -196,6 +196,10 @@ extension WebPage {
         if (preroll !== null && (this.reportedPreroll == null || Math.abs(preroll - this.reportedPreroll) >= 5e6)) {
           report.prerollEstimate = preroll; this.reportedPreroll = preroll;
         }
+        const lead = this.handlers.startLatency ? this.handlers.startLatency() : null;
+        if (lead !== null && (this.reportedStartLatency == null || Math.abs(lead - this.reportedStartLatency) >= 5e6)) {
+          report.startLatency = lead; this.reportedStartLatency = lead;
+        }
         this.sendMessage({ linkReport: report });
       }
 

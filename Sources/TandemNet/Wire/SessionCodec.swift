@@ -16,7 +16,7 @@ package enum SessionCodec {
         switch message {
         // A report with a preroll estimate or a delay spread (each sent when it changes) goes as JSON, which servers
         // before the field read without it.
-        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, nil, nil, nil) where linkReportFrames:
+        case .linkReport(let oneWayDelay, let errorBound, let renderOffset, nil, nil, nil, nil) where linkReportFrames:
             var b = allocator.buffer(capacity: 24)
             b.writeInteger(oneWayDelay.nanoseconds)
             b.writeInteger(errorBound.nanoseconds)
