@@ -669,8 +669,13 @@ STEER_SCRIPT = """(behind) => {
 
 
 def steer_check(page, check):
-    """Where a start lands far behind, the steer goes 25 % fast for a while, then on at 4 %; near, at 4 % only."""
+    """Where a start lands far behind, the steer goes 25 % fast for a while, then on at 4 %; far ahead, 25 % slow,
+    then 4 %; near, at 4 % only."""
     far, near = page.evaluate(STEER_SCRIPT, 36e6), page.evaluate(STEER_SCRIPT, 8e6)
+    ahead = page.evaluate(STEER_SCRIPT, -60e6)
+    check("a start 60 ms ahead (a play() after a pause faster than planned) goes 25 % slow from its second frame, "
+          "then 4 % slow", ahead["rates"][:2] == [1.04, 0.75] and 0.75 not in ahead["rates"][9:]
+          and 0.96 in ahead["rates"][8:], json.dumps(ahead))
     check("a start 36 ms behind rushes 25 % fast from its second frame for as long as brings it near, then steers "
           "on at 4 %; one 8 ms behind steers at 4 % only",
           far["rates"][:1] == [1.04] and far["rates"][1] == 1.25 and 1.25 not in far["rates"][5:]

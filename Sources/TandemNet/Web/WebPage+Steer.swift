@@ -15,9 +15,10 @@ extension WebPage {
     // Leaving the group's rate while playing throws Chromium's media clock back about 17.5 ms (CLOCK_THROW), two or
     // three frames later (seen within THROW_WAIT), and the frames with it: a steer from there waits for that first.
     const CLOCK_THROW = 17.5e6, THROW_WAIT = 200e6;
-    // A start more than RUSH_FROM behind where it aims (play() took longer than planned) goes RUSH fast until the
-    // clock should be RUSH_NEAR short of it, then steers on as after a change of rate while playing.
-    const RUSH = 0.25, RUSH_FROM = 25e6, RUSH_NEAR = 10e6;
+    // A start more than RUSH_FROM off where it aims, and no more than RUSH_MAX (play() took longer or shorter than
+    // planned) goes RUSH fast or slow until the clock should be RUSH_NEAR short of it, then steers on as after a
+    // change of rate while playing.
+    const RUSH = 0.25, RUSH_FROM = 25e6, RUSH_NEAR = 10e6, RUSH_MAX = 100e6;
 
     Object.assign(Follower.prototype, {
       /** A frame while a video's start is steered onto the line; true while it goes on. The start is aimed a
@@ -50,7 +51,7 @@ extension WebPage {
         if (st.rushUntil !== null) {
           if (at < st.rushUntil) return true;
           st.rushUntil = null; st.from = reading ?? 0; st.thrown = false; st.firstAt = at;
-          this.video.playbackRate = t.rate * (1 + STEER);
+          this.video.playbackRate = t.rate * (1 + st.rushDir * STEER);
           return true;
         }
         // Steered again while playing (`rephase`): the clock's readings count from where it was thrown back (which
@@ -64,14 +65,16 @@ extension WebPage {
             st.thrown = true;
           }
         }
-        // A start far behind rushes from its second reading where both say so (a first reading can be of a frame
-        // shown before play() began, or read high; neither reads low): a frame sooner than the steer's decision.
+        // A start far off rushes from its second reading where both say so (a first reading can be of a frame shown
+        // before play() began, or read high, up to 38 ms; none of 340 traced read more than 3 ms low): a frame sooner
+        // than the steer's decision. Behind by the higher reading, ahead by the lower.
         if (st.start && !st.rushed && this.clockOffsets.length === 2) {
-          const behind = Math.max(...this.clockOffsets);
-          if (-STEER_BELOW - behind > RUSH_FROM && behind >= -STEER_MAX) {
-            if (this.measuringStart) this.learnStartLatency(behind + STEER_AIM);
-            st.rushed = true; st.rushUntil = at + (-STEER_BELOW - behind - RUSH_NEAR) / RUSH;
-            this.video.playbackRate = t.rate * (1 + RUSH);
+          const behind = Math.max(...this.clockOffsets), ahead = Math.min(...this.clockOffsets);
+          const off = -STEER_BELOW - behind > RUSH_FROM ? behind + STEER_BELOW
+            : ahead + STEER_BELOW > RUSH_FROM ? ahead + STEER_BELOW : 0;
+          if (off !== 0 && Math.abs(off) <= RUSH_MAX) {
+            if (this.measuringStart) this.learnStartLatency(off - STEER_BELOW + STEER_AIM);
+            this.rush(st, t, at, off);
             return true;
           }
         }
@@ -80,8 +83,8 @@ extension WebPage {
         if (!st.decided) {
           st.decided = true;
           if (this.measuringStart) this.learnStartLatency(where + STEER_AIM);
-          // Too far for a steer: the nudges and seeks take it from here.
-          if (Math.abs(where) > STEER_MAX) { done(); return false; }
+          // Too far for a steer or a rush: the nudges and seeks take it from here.
+          if (Math.abs(where) > (st.start && !st.rushed ? RUSH_MAX : STEER_MAX)) { done(); return false; }
           // Where the clock is to come to rest: on the refresh nearest the line, whose error the frames' own give
           // (each a whole number of refreshes from it). Where the line falls about halfway between two, the one
           // below it (within half a refresh and the 1 ms of timestamp rounding): the clock's run-on is upward, and
@@ -91,9 +94,8 @@ extension WebPage {
           st.target = (nearest > refresh / 2 - GridFollower.HYSTERESIS ? nearest - refresh : nearest) - STEER_BELOW;
           st.dir = where <= st.target + 1e6 ? 1 : -1;
           this.video.playbackRate = t.rate * (1 + st.dir * STEER);
-          if (st.start && !st.rushed && st.target - where > RUSH_FROM) {
-            st.rushed = true; st.rushUntil = at + (st.target - where - RUSH_NEAR) / RUSH;
-            this.video.playbackRate = t.rate * (1 + RUSH);
+          if (st.start && !st.rushed && Math.abs(where - st.target) > RUSH_FROM) {
+            this.rush(st, t, at, where - st.target);
             return true;
           }
         }
@@ -124,13 +126,21 @@ extension WebPage {
         return true;
       },
 
+      /** Rushes a start `off` (ns, positive: ahead) from where it aims: RUSH slow or fast until the clock should be
+       *  RUSH_NEAR short of it, then the steer goes on 4 % the same way (`steer`). Once per start. */
+      rush(st, t, at, off) {
+        st.rushed = true; st.rushDir = off > 0 ? -1 : 1;
+        st.rushUntil = at + (Math.abs(off) - RUSH_NEAR) / RUSH;
+        this.video.playbackRate = t.rate * (1 + st.rushDir * RUSH);
+      },
+
       /** A steer's state: from the start (`from` null), from where the clock was when steered again, or from a
        *  swing that made Chromium give up its cadence (`swung`, `rephaseBroken`). A start's own (`start`) may rush
        *  first (`rushUntil`, RUSH), and stays a start's when it steers on from where the clock was then. */
       newSteer(token, from, swung = false) {
         return { token, dir: 1, firstAt: null, decided: false, back: false, target: 0, topAt: null, lastAt: null,
                  lastReading: null, from, thrown: false, swung,
-                 rushUntil: null, rushed: false, start: from === null && !swung };
+                 rushUntil: null, rushed: false, rushDir: 1, start: from === null && !swung };
       },
 
       /** A steer reached where it aimed: the grid follower measures afresh (after a steer again or a swing, as part
