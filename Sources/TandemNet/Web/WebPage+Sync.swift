@@ -83,9 +83,11 @@ extension WebPage {
         this.video.pause();
         this.video.playbackRate = timeline.rate;
         const token = this.token;
+        // Stopped from playing, it seeks even where it already stands: the play() that follows then takes the
+        // latency the page learned, which is play()'s after a seek (without one it came 100-126 ms sooner).
         this.seek(timeline.anchorItemTime, false, () => {
           if (token === this.token) this.wire.sendMessage({ prepared: { generation: timeline.generation } });
-        });
+        }, stopping);
       }
 
       /** Plays the line from where it will be a little ahead, starting at that session time exactly. */
@@ -143,10 +145,12 @@ extension WebPage {
       }
 
       /** Seeks to `itemTime` (ns), then calls `then`; the time it took is kept (a short seek ahead from a prerolled
-       *  anchor, `hop`, apart as well). */
-      seek(itemTime, hop, then) {
+       *  anchor, `hop`, apart as well). Where the video already stands only when `always`. */
+      seek(itemTime, hop, then, always = false) {
         const target = Math.max(0, itemTime) / 1e9;
-        if (Math.abs(this.video.currentTime - target) < 0.001 && this.video.readyState >= 2) { then(); return; }
+        if (!always && Math.abs(this.video.currentTime - target) < 0.001 && this.video.readyState >= 2) {
+          then(); return;
+        }
         const began = localNanos();
         const done = () => {
           this.video.removeEventListener("seeked", done);
