@@ -51,6 +51,21 @@ private let s: Int64 = 1_000_000_000
         #expect(Self.proposedPlay(display: nil) == nil)
     }
 
+    @Test("a page's start latency in the list: the requester's proposal allows for its play(), and none is made where that leaves nothing to save")
+    func theProposalAllowsForThePagesStartLatency() throws {
+        func proposed(startLatency: TimeSpan) -> SessionInstant? {
+            guard case .participants(var list) = Self.participants(display: Self.grid) else { return nil }
+            list[list.count - 1].startLatency = startLatency
+            var m = ProposedStartTests.joiner(participants: .participants(list))
+            return ProposedStartTests.proposals(m.play(now: lt(10 * s))).first?.proposedStart
+        }
+        // Its 50 ms there, the page's 2 ms and 30 ms of play(), the 40 ms margin; moved later by under a refresh.
+        let start = try #require(proposed(startLatency: .milliseconds(30)))
+        #expect(start >= st(5 * s + 122 * ms) && start - st(5 * s + 122 * ms) < Self.refresh)
+        // 100 ms of play(): the authority's own start (its way back and the page's 102 ms) comes as soon.
+        #expect(proposed(startLatency: .milliseconds(100)) == nil)
+    }
+
     /// Alice (host, beside the authority), bob (50 ms away) and a page (2 ms away, showing `grid`), paused at 0 and
     /// all prepared there; the authority's clock at session 5.05 s, when bob's request arrives.
     static func authority(grid: DisplayGrid) -> (AuthorityHarness, ParticipantID) {
