@@ -655,7 +655,6 @@ STEER_SCRIPT = """(behind) => {
     let clock = -behind;
     for (let i = 0; i < 30 && f.steering; i++) {
       now = i * F;
-      const shown = clock - R * Math.round(clock / R);
       f.errors.push(clock); f.clockOffsets.push(clock);
       f.steer({ rate: 1 });
       rates.push(Math.round(f.video.playbackRate * 100) / 100);
@@ -1015,6 +1014,18 @@ def main():
             check("the page times its seeks and reports the preroll it needs (from its own seeks, 30 ms to 1 s)",
                   isinstance(preroll, (int, float)) and 30e6 <= preroll <= 1e9 and len(seeks) >= 3
                   and preroll >= min(seeks), "prerollEstimate %s, seek times %s" % (preroll, seeks))
+            # And how long its play() takes, which starts from where it stands prerolled wait for: its learned
+            # latency (at most 150 ms) and 10 ms, sent again once it moves by 5 ms.
+            try:
+                page.wait_for_function("typeof tandem.wire.reportedStartLatency === 'number' && "
+                                       "Math.abs(tandem.wire.reportedStartLatency - tandem.follower.startLead()) < 5e6",
+                                       timeout=3000)
+            except Exception:
+                pass
+            lead = page.evaluate("tandem.wire.reportedStartLatency ?? null")
+            check("the page reports the start latency it learned (play()'s, and 10 ms)",
+                  isinstance(lead, (int, float)) and 10e6 <= lead <= 160e6
+                  and abs(lead - page.evaluate("tandem.follower.startLead()")) < 5e6, "startLatency %s" % lead)
             page.keyboard.press("]")
             page.wait_for_function("tandem.timeline.rate === 1.25 && $('rate').value === '1.25'", timeout=5000)
             page.keyboard.press("[")
