@@ -324,6 +324,8 @@ public final class SessionSimulation {
                 peer.events.append((now, e))
             case .refused(let refusal):
                 peer.refusals.append((now, refusal))
+            case .sendDirect:
+                break
             }
         }
     }

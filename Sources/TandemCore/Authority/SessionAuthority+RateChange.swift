@@ -3,7 +3,7 @@
 
 extension SessionAuthority {
     mutating func changeRate(to rate: Double, from id: ParticipantID,
-                             now: SessionInstant, proposed: SessionInstant? = nil) -> [Action] {
+                             now: SessionInstant, proposed: StartProposal? = nil) -> [Action] {
         let who = name(of: id)
         // Outside the announced range: refused, not clamped (a speed nobody asked for would surprise the group).
         if let refusal = configuration.playback.refusingRate(rate) { return [.send(.refused(refusal), to: id)] }
@@ -17,8 +17,9 @@ extension SessionAuthority {
             let scheduled = now + maxOneWayDelay + margin
             var switchAt = scheduled
             if configuration.honoursProposedStarts, let proposed,
-               proposed <= scheduled + configuration.maxProposedStartDelay {
-                switchAt = max(proposed, now + maxOneWayDelay(excluding: id) + margin)
+               proposed.at <= scheduled + configuration.maxProposedStartDelay {
+                switchAt = max(proposed.at,
+                               now + maxOneWayDelay(excluding: id, reaches: proposed.reaches, now: now) + margin)
             }
             let itemTime = clampToItem(timeline.expectedItemTime(atSessionTime: switchAt))
             stopWaiting()

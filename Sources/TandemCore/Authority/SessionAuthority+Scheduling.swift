@@ -1,5 +1,33 @@
 // How far ahead starts and stops are scheduled: the largest one-way delay, each participant's preroll, the margins.
 
+/// A start a participant proposed (`TimelineRequest.proposedStart`), with when it reached those the requester sent it
+/// to straight (`TimelineRequest.direct`): the request's time plus the delay it names for each, bounded (at most
+/// `DirectPath.maxPerRequest` of them, each `DirectPath.maxOneWayDelay` or less, from a request made no more than that
+/// before its arrival and not later than it; otherwise none count).
+struct StartProposal: Sendable, Hashable {
+    var at: SessionInstant
+    var reaches: [ParticipantID: SessionInstant] = [:]
+
+    init(at: SessionInstant, reaches: [ParticipantID: SessionInstant] = [:]) {
+        self.at = at
+        self.reaches = reaches
+    }
+
+    init?(_ request: TimelineRequest, now: SessionInstant) {
+        guard let at = request.proposedStart else { return nil }
+        self.at = at
+        let sent = request.requestedAtSessionTime
+        // A request's time is the requester's estimate: a little after its arrival is its clock's error, more is
+        // not taken (nor one too old to have saved anything).
+        guard let direct = request.direct, sent <= now + DirectPath.maxOneWayDelay,
+              now - sent <= DirectPath.maxOneWayDelay else { return }
+        for path in direct.prefix(DirectPath.maxPerRequest)
+        where path.oneWayDelay >= .zero && path.oneWayDelay <= DirectPath.maxOneWayDelay {
+            reaches[path.participant] = sent + path.oneWayDelay
+        }
+    }
+}
+
 extension SessionAuthority {
     /// Where a playing group stops (a rate change, a stall): once the news has reached the farthest peer, plus the
     /// stop margin. Peers stop on arrival, short of it, and resume there, so nobody shows a frame twice.
@@ -15,20 +43,35 @@ extension SessionAuthority {
 
     var maxOneWayDelay: TimeSpan { maxOneWayDelay(excluding: nil) }
 
-    /// The largest one-way delay to the connected participants other than `excluded`.
-    func maxOneWayDelay(excluding excluded: ParticipantID?) -> TimeSpan {
-        connectedIDs.filter { $0 != excluded }.compactMap { members[$0]?.oneWayDelay }.max() ?? .zero
+    /// The largest one-way delay to the connected participants other than `excluded`; with `reaches` (a proposal
+    /// sent straight to some, `StartProposal`), the way to those counts from now to when it reached them, where
+    /// that is sooner.
+    func maxOneWayDelay(excluding excluded: ParticipantID?, reaches: [ParticipantID: SessionInstant] = [:],
+                        now: SessionInstant? = nil) -> TimeSpan {
+        connectedIDs.filter { $0 != excluded }.compactMap { id in
+            members[id].map { way(to: id, $0, reaches: reaches, now: now) }
+        }.max() ?? .zero
+    }
+
+    /// How long from `now` news takes to reach `member`: its one-way delay, or less where a proposal went to it
+    /// straight (`reaches`, with `now` given).
+    func way(to id: ParticipantID, _ member: Member, reaches: [ParticipantID: SessionInstant],
+             now: SessionInstant?) -> TimeSpan {
+        guard let now, let reach = reaches[id] else { return member.oneWayDelay }
+        return min(member.oneWayDelay, max(.zero, reach - now))
     }
 
     /// How far ahead a start must be scheduled so every participant can make it: the largest one-way delay plus
     /// preroll (for a participant prepared at `position` only its start latency, a browser page's `play()`;
     /// everyone's preroll when `position` is nil) plus the margin. Excused participants catch up on their own and
     /// do not add their preroll.
-    func lead(at position: ItemPosition?, excluding excluded: ParticipantID? = nil) -> TimeSpan {
+    /// With `reaches` and `now`, the way to a participant a proposal went to straight is counted as `way(to:)` does.
+    func lead(at position: ItemPosition?, excluding excluded: ParticipantID? = nil,
+              reaches: [ParticipantID: SessionInstant] = [:], now: SessionInstant? = nil) -> TimeSpan {
         var slowest = TimeSpan.zero
         for id in connectedIDs where id != excluded {
             guard let member = members[id] else { continue }
-            var needed = member.oneWayDelay
+            var needed = way(to: id, member, reaches: reaches, now: now)
             let prepared = position.map { member.isPrepared(at: $0) } ?? false
             if !member.isExcused && !member.hasFailed {
                 needed += prepared ? member.startLatency ?? .zero : member.prerollEstimate
@@ -41,11 +84,11 @@ extension SessionAuthority {
     /// A start from `position` at `proposed`, which participant `requester` proposed (`TimelineRequest
     /// .proposedStart`) and starts at itself: no earlier than every other participant can make; nil (the authority's
     /// own schedule, `scheduled`) when proposals are not honoured or it is more than `maxProposedStartDelay` later.
-    func proposedStart(_ proposed: SessionInstant?, by requester: ParticipantID?, at position: ItemPosition,
+    func proposedStart(_ proposal: StartProposal?, by requester: ParticipantID?, at position: ItemPosition,
                        scheduled: SessionInstant, now: SessionInstant) -> SessionInstant? {
-        guard configuration.honoursProposedStarts, let proposed, let requester,
-              proposed <= scheduled + configuration.maxProposedStartDelay else { return nil }
-        return max(proposed, now + lead(at: position, excluding: requester))
+        guard configuration.honoursProposedStarts, let proposal, let requester,
+              proposal.at <= scheduled + configuration.maxProposedStartDelay else { return nil }
+        return max(proposal.at, now + lead(at: position, excluding: requester, reaches: proposal.reaches, now: now))
     }
 
     /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of

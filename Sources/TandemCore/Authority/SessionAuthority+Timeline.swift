@@ -14,7 +14,8 @@ extension SessionAuthority {
             let position = ItemPosition(itemID: timeline.itemID, itemTime: timeline.anchorItemTime)
             let blocking = blockers(at: position, requiringPreparation: false)
             if blocking.isEmpty {
-                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now, proposed: request.proposedStart)
+                return startPlaying(at: timeline.anchorItemTime, originator: id, now: now,
+                                    proposed: StartProposal(request, now: now))
                     + broadcast(notice(.played, id, "\(who) played from \(AuthorityText.itemTime(timeline.anchorItemTime))", now))
             }
             waitingRequiresPreparation = false
@@ -39,7 +40,7 @@ extension SessionAuthority {
             let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
             if play, schedulesStarts, blockers(at: position, requiringPreparation: false).isEmpty {
                 // Nobody is loading or held: start on a schedule everyone can make, without a prepare round.
-                actions = startPlaying(at: itemTime, originator: id, now: now, proposed: request.proposedStart,
+                actions = startPlaying(at: itemTime, originator: id, now: now, proposed: StartProposal(request, now: now),
                                        seeking: true)
             } else if play {
                 let blocking = blockers(at: position, requiringPreparation: true)
@@ -55,7 +56,7 @@ extension SessionAuthority {
             return actions + reconcile(now: now)
 
         case .rate(let rate):
-            return changeRate(to: rate, from: id, now: now, proposed: request.proposedStart)
+            return changeRate(to: rate, from: id, now: now, proposed: StartProposal(request, now: now))
         }
     }
 
@@ -352,14 +353,14 @@ extension SessionAuthority {
     /// `seeking`: a seek scheduled without a prepare round, whose first frame is the seek's own item time on a
     /// page (`alignedToDisplays`).
     mutating func startPlaying(at itemTime: ItemTime, originator: ParticipantID?, now: SessionInstant,
-                               proposed: SessionInstant? = nil, seeking: Bool = false) -> [Action] {
+                               proposed: StartProposal? = nil, seeking: Bool = false) -> [Action] {
         let position = ItemPosition(itemID: timeline.itemID, itemTime: itemTime)
         let scheduled = now + lead(at: position)
         let start = proposedStart(proposed, by: originator, at: position, scheduled: scheduled, now: now) ?? scheduled
         // A proposal kept as it is was put on the displays' refreshes by its proposer, from the grids the list
         // carried (`ParticipantState.display`): one that falls just after a refresh here stays on it, rather than
         // going to the next.
-        let earlier = start == proposed ? DisplayGrid.listedRefreshTolerance : .zero
+        let earlier = start == proposed?.at ? DisplayGrid.listedRefreshTolerance : .zero
         let anchor = alignedToDisplays(start, itemTime: itemTime, rate: timeline.rate, earlier: earlier, seeking: seeking)
         return publish(status: .playing, anchorSessionTime: anchor, anchorItemTime: itemTime, originator: originator)
     }

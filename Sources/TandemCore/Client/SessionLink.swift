@@ -38,12 +38,24 @@ public protocol SessionLink: AnyObject, Sendable {
     /// A new subscription to the others' app messages from now on, as they are shown: a link that seals app data
     /// delivers only those that opened in their place and came in order (payloads opened), and drops the rest.
     func appMessages() -> AsyncStream<IncomingAppMessage>
+    /// The participants this peer reaches without the authority, with the one-way delay measured on each way; a
+    /// default implementation has none.
+    func directPaths() -> [DirectPath]
+    /// Sends a proposed start straight to `participants` (those of `directPaths()`), unreliably; a default
+    /// implementation sends nothing.
+    func sendDirect(_ proposal: DirectProposal, to participants: [ParticipantID])
+    /// A new subscription to the proposals other participants send straight to this peer; a default implementation
+    /// ends at once.
+    func directProposals() -> AsyncStream<DirectProposal>
 }
 
 extension SessionLink {
     public func returnDelaySpread() -> TimeSpan? { nil }
     public var attachmentHasher: (@Sendable (Data) -> String)? { nil }
     public var payloadCipher: (any PayloadCipher)? { nil }
+    public func directPaths() -> [DirectPath] { [] }
+    public func sendDirect(_ proposal: DirectProposal, to participants: [ParticipantID]) {}
+    public func directProposals() -> AsyncStream<DirectProposal> { AsyncStream { $0.finish() } }
     /// Sends it as it is.
     public func sendAppMessage(_ message: OutgoingAppMessage) async throws { try await send(.appMessage(message)) }
     /// The app messages among `serverMessages()`, as they come.

@@ -201,6 +201,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
             group.addTask {
                 for await message in outgoing { try? await link.send(message) }
             }
+            group.addTask {
+                for await proposal in link.directProposals() { await self.receiveDirect(proposal) }
+            }
             // The server's messages end when the session ends for us (or this task is cancelled): stop the rest.
             for await message in messages { receive(message) }
             group.cancelAll()
@@ -208,6 +211,9 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
     }
 
     private func receive(_ message: ServerMessage) { apply(machine.receive(message, now: clock.now)) }
+    private func receiveDirect(_ proposal: DirectProposal) {
+        apply(machine.receiveDirect(proposal, now: clock.now))
+    }
     private func engineEvent(_ event: PlaybackEngineEvent) { apply(machine.engineEvent(event, now: clock.now)) }
     private func completed(_ id: UInt64, _ outcome: EngineOutcome) {
         // The engine measures its prerolls as it goes; plan late joins with its latest estimate.
@@ -217,6 +223,7 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
 
     private func tick() {
         machine.returnDelaySpread = link.returnDelaySpread()
+        machine.directPaths = link.directPaths()
         apply(machine.tick(now: clock.now, mapping: link.clockMapping(), clockQuality: link.clockQuality(),
                            engineItemTime: engine.currentItemTime(), latestRender: engine.latestRender()))
     }
@@ -270,6 +277,8 @@ public actor ClockedPlaybackCoordinator<C: MonotonicClock> {
                 }
             case .refused(let refusal):
                 refusalsBox.send(refusal)
+            case .sendDirect(let proposal, let participants):
+                link.sendDirect(proposal, to: participants)
             }
         }
     }

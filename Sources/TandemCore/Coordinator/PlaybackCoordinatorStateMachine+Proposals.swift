@@ -57,12 +57,17 @@ extension PlaybackCoordinatorStateMachine {
         default:
             return nil
         }
+        // The slowest of the others from the authority (what it would schedule), and from this peer's request: the
+        // way through the authority, or a direct one where that is shorter.
         var slowest = TimeSpan.zero
+        var slowestFromHere = TimeSpan.zero
         var grids: [DisplayGrid] = []
         for other in otherParticipants where other.hasJoined {
             guard case .ready = other.readiness, other.suspensions.isEmpty else { return nil }
             let prepared = !seeking && other.preparedGeneration == base.generation
-            slowest = max(slowest, other.oneWayDelay + (prepared ? other.startLatency ?? .zero : other.prerollEstimate))
+            let needs = prepared ? other.startLatency ?? .zero : other.prerollEstimate
+            slowest = max(slowest, other.oneWayDelay + needs)
+            slowestFromHere = max(slowestFromHere, way(to: other, own: own) + needs)
             if other.reportsDisplay {
                 // A grid the list does not carry (an older server), or one no display has: no proposal.
                 guard let listed = other.display?.validated(now: sessionNow, window: .seconds(86_400)) else { return nil }
@@ -75,7 +80,7 @@ extension PlaybackCoordinatorStateMachine {
             }
         }
         let ownPreroll = seeking ? scheduledStartNeeds : .zero
-        let lead = max(own.oneWayDelay + slowest, ownPreroll)
+        let lead = max(slowestFromHere, ownPreroll)
         // What the authority would schedule from the request's arrival, this peer's way back and preroll included.
         let scheduled = own.oneWayDelay + max(slowest, own.oneWayDelay + (seeking ? own.prerollEstimate : .zero))
         guard scheduled - lead >= configuration.proposesStartsSaving else { return nil }
@@ -93,15 +98,38 @@ extension PlaybackCoordinatorStateMachine {
         guard base.isPlaying, case .playing = target, loaded.info?.changesRateInPlace == true,
               limits.refusingRate(rate) == nil else { return nil }
         var farthest = TimeSpan.zero
+        var farthestFromHere = TimeSpan.zero
         for other in otherParticipants where other.hasJoined {
             guard case .ready(let info) = other.readiness, info.changesRateInPlace, other.suspensions.isEmpty
             else { return nil }
             farthest = max(farthest, other.oneWayDelay)
+            farthestFromHere = max(farthestFromHere, way(to: other, own: own))
         }
         let ownSpread = own.returnDelaySpread ?? .zero
-        guard max(farthest, own.oneWayDelay) - farthest - ownSpread >= configuration.proposesStartsSaving else { return nil }
-        let start = sessionNow + own.oneWayDelay + farthest + configuration.proposedRateSwitchMargin + ownSpread
+        // The authority's switch comes its way there and the farthest way from it after the request.
+        let scheduled = own.oneWayDelay + max(farthest, own.oneWayDelay)
+        guard scheduled - farthestFromHere - ownSpread >= configuration.proposesStartsSaving else { return nil }
+        let start = sessionNow + farthestFromHere + configuration.proposedRateSwitchMargin + ownSpread
         return (start, base.expectedItemTime(atSessionTime: start), rate)
+    }
+
+    /// How long this peer's request takes to reach `other`: through the authority (this peer's one-way delay and
+    /// the other's), or straight where a direct path is shorter (`directPaths`, with `Configuration.directProposals`).
+    func way(to other: ParticipantState, own: ParticipantState) -> TimeSpan {
+        let through = own.oneWayDelay + other.oneWayDelay
+        guard configuration.directProposals,
+              let direct = directPaths.first(where: { $0.participant == other.participant.id })?.oneWayDelay,
+              direct >= .zero, direct <= DirectPath.maxOneWayDelay else { return through }
+        return min(through, direct)
+    }
+
+    /// The participants a proposal goes to straight as well, with the delay of each way (`TimelineRequest.direct`):
+    /// those with a direct path that has joined.
+    func directReach() -> [DirectPath] {
+        guard configuration.directProposals else { return [] }
+        let joined = Set(otherParticipants.filter(\.hasJoined).map(\.participant.id))
+        return Array(directPaths.filter { joined.contains($0.participant) && $0.oneWayDelay >= .zero
+            && $0.oneWayDelay <= DirectPath.maxOneWayDelay }.prefix(DirectPath.maxPerRequest))
     }
 
     /// The margin of a proposal: the authority's own over long links (the widest spread of the way from it that
@@ -127,13 +155,57 @@ extension PlaybackCoordinatorStateMachine {
         var request = TimelineRequest(requestID: id, command: command, basedOnGeneration: base.generation,
                                       requestedAtSessionTime: sessionNow)
         request.proposedStart = start
+        let reach = directReach()
+        if !reach.isEmpty { request.direct = reach }
         provisional = ProvisionalStart(request: id, base: base, until: now + configuration.proposalHold)
-        timeline = Timeline(generation: base.generation, itemID: base.itemID, rate: rate, anchorSessionTime: start,
-                            anchorItemTime: itemTime, status: .playing, originator: me)
+        let proposed = Timeline(generation: base.generation, itemID: base.itemID, rate: rate, anchorSessionTime: start,
+                                anchorItemTime: itemTime, status: .playing, originator: me)
+        timeline = proposed
         // A start this peer is to make: one it cannot make is a missed start, as one the authority scheduled.
         scheduledStart = base.generation
         drift = .steady
-        var actions: [Action] = [.send(.timelineRequest(request))]
+        var actions: [Action] = []
+        if !reach.isEmpty {
+            actions.append(.sendDirect(DirectProposal(from: me, requestID: id, timeline: proposed),
+                                       to: reach.map(\.participant)))
+        }
+        actions.append(.send(.timelineRequest(request)))
+        reconcile(now: now, into: &actions)
+        return actions
+    }
+
+    /// A start another participant proposed and sent straight to this peer (`DirectProposal`): followed at once as
+    /// its proposer follows it, until the authority's next timeline, when it was made from the timeline this peer
+    /// follows, on the item loaded here, by someone in the session, for a start neither long past nor far ahead
+    /// (`directProposalWindow`) at a rate this session allows; ignored otherwise (the authority's copy comes anyway).
+    public mutating func receiveDirect(_ proposal: DirectProposal, now: LocalInstant) -> [Action] {
+        let proposed = proposal.timeline
+        guard configuration.directProposals, invalidation == nil, provisional == nil, !isHeld(now: now),
+              let base = timeline, load.item == nil, base.itemID == loadedItemID,
+              proposed.generation == base.generation, proposed.itemID == base.itemID,
+              proposed.originator == proposal.from, proposal.from != localParticipantID,
+              otherParticipants.contains(where: { $0.participant.id == proposal.from }),
+              case .playing = proposed.status, limits.refusingRate(proposed.rate) == nil,
+              proposed.anchorItemTime >= .zero,
+              let sessionNow = sessionTime(atLocal: now),
+              proposed.anchorSessionTime >= sessionNow - configuration.directProposalWindow,
+              proposed.anchorSessionTime <= sessionNow + configuration.directProposalWindow else { return [] }
+        switch base.status {
+        case .paused:
+            // A play from where the group stopped.
+            guard proposed.anchorItemTime == base.anchorItemTime, proposed.rate == base.rate else { return [] }
+        case .playing:
+            // A seek, or a rate change that continues the line.
+            break
+        default:
+            return []
+        }
+        provisional = ProvisionalStart(request: 0, base: base, until: now + configuration.proposalHold)
+        timeline = proposed
+        scheduledStart = base.generation
+        drift = .steady
+        directProposalsFollowed += 1
+        var actions: [Action] = []
         reconcile(now: now, into: &actions)
         return actions
     }

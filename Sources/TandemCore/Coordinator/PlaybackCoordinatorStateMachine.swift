@@ -82,6 +82,12 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         public var proposedRateSwitchMargin: TimeSpan = .milliseconds(5)
         /// How long this peer follows a start it proposed without an answer from the authority.
         public var proposalHold: TimeSpan = .seconds(2)
+        /// Whether this peer also sends its proposals straight to the participants it reaches without the
+        /// authority (`directPaths`), counting those shorter ways in its proposals, and follows the proposals
+        /// others send it that way (`receiveDirect`). Default true.
+        public var directProposals = true
+        /// How far from now a start sent straight to this peer may be, either way, to be followed.
+        public var directProposalWindow: TimeSpan = .seconds(2)
         public init() {}
     }
 
@@ -94,6 +100,8 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
         /// The authority refused one of this coordinator's requests (a timeline request or a suspension); tell the
         /// caller (`PlaybackCoordinator.refusals`).
         case refused(Refusal)
+        /// Send this peer's proposed start straight to these participants too (`SessionLink.sendDirect(_:to:)`).
+        case sendDirect(DirectProposal, to: [ParticipantID])
     }
 
     /// What the engine was last told to do (commands are assumed to land in order).
@@ -169,6 +177,10 @@ public struct PlaybackCoordinatorStateMachine: Sendable {
     var provisional: ProvisionalStart?
     /// This peer as the authority last described it (its one-way delay, for proposals).
     var ownState: ParticipantState?
+    /// The others this peer reaches without the authority (`SessionLink.directPaths()`), set by the coordinator.
+    public var directPaths: [DirectPath] = []
+    /// How many starts others sent straight to this peer it followed (`receiveDirect`).
+    public internal(set) var directProposalsFollowed = 0
 
     // Watchdog and reports.
     var drift: DriftWatch = .steady

@@ -60,6 +60,11 @@ public struct TimelineRequest: Hashable, Sendable, Codable {
     /// earliest they can; it ignores one more than `AuthorityConfiguration.maxProposedStartDelay` after the start
     /// it would schedule itself. Absent on the wire otherwise.
     public var proposedStart: SessionInstant?
+    /// With a proposed start: the participants the requester also sent it to straight (`DirectProposal`), and the
+    /// one-way delay of its way to each as it measured it. The authority counts those participants' way from the
+    /// request's time (`requestedAtSessionTime`) along that path where it is shorter than the way from itself.
+    /// Absent on the wire otherwise.
+    public var direct: [DirectPath]?
 
     public init(requestID: UInt64, command: Command, basedOnGeneration: UInt64, requestedAtSessionTime: SessionInstant) {
         self.requestID = requestID
