@@ -115,6 +115,9 @@ public final class SessionSimulation {
     public private(set) var samples: [Sample] = []
     /// Why the authority ended the session, if it did.
     public private(set) var sessionEnded: InvalidationReason?
+    /// When set, every two peers also reach each other straight, this far apart (ns), for the proposals they send
+    /// that way (+Direct.swift): homes that are each a link apart, the authority in one of them.
+    public var directDelay: Int64?
     /// Retransmission timeout for a lost packet (ns).
     public var retransmissionTimeout: Int64 = 200_000_000
     public let tickInterval: Int64
@@ -306,7 +309,7 @@ public final class SessionSimulation {
         schedule(event, at: arrival)
     }
 
-    private func apply(_ p: Int, _ body: (Peer, LocalInstant) -> [PlaybackCoordinatorStateMachine.Action]) {
+    func apply(_ p: Int, _ body: (Peer, LocalInstant) -> [PlaybackCoordinatorStateMachine.Action]) {
         let peer = peers[p]
         guard peer.invalidation == nil else { return }
         perform(peer: p, body(peer, peer.localTime(atTrue: now)))
@@ -324,8 +327,8 @@ public final class SessionSimulation {
                 peer.events.append((now, e))
             case .refused(let refusal):
                 peer.refusals.append((now, refusal))
-            case .sendDirect:
-                break
+            case .sendDirect(let proposal, let to):
+                sendDirect(proposal, to: to)
             }
         }
     }
@@ -405,6 +408,7 @@ public final class SessionSimulation {
             let peer = peers[p]
             guard peer.connected, peer.invalidation == nil else { return }
             let local = peer.localTime(atTrue: now)
+            peer.machine.directPaths = directPaths(of: p)
             if peer.estimator.nextPingTime(lastPing: peer.lastPing) <= local {
                 peer.pingSequence &+= 1
                 peer.estimator.pingSent()
