@@ -326,6 +326,11 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
         shared.datagrams.withLock { $0 = (nil, "opening a UDP socket") }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
+        // Direct paths need the secret: their key comes from it (a handshake key alone has none).
+        let direct = options.directPaths && options.handshakeKey == nil
+            ? ClientDatagramLink.DirectSetup(secret: invite.secret, session: invite.session,
+                                             deliver: { shared.directProposals.send($0) })
+            : nil
         ClientDatagramLink.start(server: server, id: id, key: key, options: options, eventLoop: eventLoop,
                                  deliver: { message, receivedAt in
             if case .appMessage(let app) = message, let tap = shared.appTap.withLock({ $0 }) {
@@ -338,7 +343,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler {
             eventLoop.execute { bound.value.clockPongArrived(sequence: sequence, sample, viaDatagram: true) }
         }, deliverTimeline: { timeline in
             shared.deliver(timeline, viaDatagram: true)
-        }).whenComplete { result in
+        }, direct: direct).whenComplete { result in
             switch result {
             case .success(let link):
                 guard case .joined = bound.value.state else { return link.close() }

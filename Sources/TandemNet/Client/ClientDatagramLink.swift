@@ -64,6 +64,16 @@ final class ClientDatagramLink: @unchecked Sendable {
     private let sendStamps: KernelSendStamps?
     /// Whether the hellos ask for each answer's send stamp (`TandemClient.Options.kernelSendStamps`).
     private let wantsSendStamps: Bool
+    /// The direct paths to the session's other peers, when this link shares its endpoint
+    /// (`TandemClient.Options.directPaths`, and a client that knows the secret).
+    private(set) var direct: DirectPeering?
+
+    /// What a link needs for direct paths: the invite's secret and session, and where proposals go.
+    struct DirectSetup: Sendable {
+        var secret: String
+        var session: String
+        var deliver: @Sendable (DirectProposal) -> Void
+    }
 
     private init(channel: any Channel, server: SocketAddress, id: UInt64, key: SymmetricKey,
                  clock: any MonotonicClock, ackTimeout: TimeSpan, helloInterval: TimeSpan,
@@ -95,7 +105,8 @@ final class ClientDatagramLink: @unchecked Sendable {
                       eventLoop: any EventLoop,
                       deliver: @escaping @Sendable (ServerMessage, LocalInstant) -> Void,
                       clockPong: @escaping @Sendable (UInt32, ClockSample) -> Void = { _, _ in },
-                      deliverTimeline: @escaping @Sendable (Timeline) -> Void = { _ in })
+                      deliverTimeline: @escaping @Sendable (Timeline) -> Void = { _ in },
+                      direct: DirectSetup? = nil)
         -> EventLoopFuture<ClientDatagramLink> {
         let handler = ClientDatagramHandler(clock: options.clock, delays: options.datagramDelays)
         let bootstrap = DatagramBootstrap(group: eventLoop)
@@ -125,6 +136,14 @@ final class ClientDatagramLink: @unchecked Sendable {
                                           clockPong: clockPong, deliverTimeline: deliverTimeline,
                                           wantsTimelines: options.timelinesOverDatagrams, delays: options.datagramDelays,
                                           sendStamps: sender, wantsSendStamps: wantsSendStamps)
+            if let direct {
+                let peering = DirectPeering(secret: direct.secret, session: direct.session, channel: id,
+                                            clock: options.clock, write: { [weak link] datagram, address in
+                    link?.write(datagram, to: address)
+                }, deliver: direct.deliver)
+                link.direct = peering
+                peering.start(on: channel.eventLoop)
+            }
             handler.link.withLock { $0 = link }
             let interval = TimeAmount.nanoseconds(options.datagramHelloInterval.nanoseconds)
             let timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { [weak link] task in
@@ -136,10 +155,15 @@ final class ClientDatagramLink: @unchecked Sendable {
         }
     }
 
-    var status: DatagramStatus { state.withLock { $0.status } }
+    var status: DatagramStatus {
+        var status = state.withLock { $0.status }
+        direct?.fill(&status)
+        return status
+    }
 
     func close() {
         state.withLock { $0.timer }?.cancel()
+        direct?.stop()
         sendStamps?.close()
         channel.close(promise: nil)
     }
@@ -226,7 +250,8 @@ final class ClientDatagramLink: @unchecked Sendable {
             let udp = state.status.path == .udp
             // A ping within the interval did a hello's work (revision 3): the server took it as one asking for
             // datagrams, and its answer keeps the path up.
-            if udp, let ping = state.lastPing, now - ping < helloInterval { return nil }
+            // Not while sharing the endpoint: the server lists only members whose direct hellos are recent.
+            if udp, direct == nil, let ping = state.lastPing, now - ping < helloInterval { return nil }
             return udp
         }
         if let wantsDatagrams { sendHello(wantsDatagrams: wantsDatagrams) }
@@ -239,6 +264,7 @@ final class ClientDatagramLink: @unchecked Sendable {
         var flags: UInt8 = wantsDatagrams ? DatagramHelloFlags.unreliable : 0
         if wantsTimelines { flags |= DatagramHelloFlags.timelines }
         if wantsSendStamps { flags |= DatagramHelloFlags.sendStamps }
+        if direct != nil { flags |= DatagramHelloFlags.direct }
         body.writeInteger(flags)
         send(.hello, body: body)
     }
@@ -258,7 +284,13 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     private func write(_ datagram: ByteBuffer) {
         state.withLock { $0.status.sent += 1 }
-        let envelope = AddressedEnvelope(remoteAddress: server, data: datagram)
+        write(datagram, to: server)
+    }
+
+    /// Writes a datagram to `address`; on a simulated path, after the path's delay towards the server (for a direct
+    /// datagram, one whole one-way delay: the receiving peer adds none).
+    private func write(_ datagram: ByteBuffer, to address: SocketAddress) {
+        let envelope = AddressedEnvelope(remoteAddress: address, data: datagram)
         guard let delays else { return channel.writeAndFlush(envelope, promise: nil) }
         // A simulated path: the datagram leaves after its delay, or is lost.
         guard let delay = delays(true) else { return }
@@ -272,8 +304,11 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     /// One datagram from `sender`, read at `receivedAt` (the kernel's stamp for a clock answer where there is one,
     /// `arrival` says which).
-    fileprivate func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
-                             arrival: ClockStampSource) {
+    func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
+                 arrival: ClockStampSource) {
+        if let direct, let header = try? DatagramCodec.header(of: datagram), header.type.isDirect {
+            return direct.receive(datagram, header: header, receivedAt: receivedAt)
+        }
         do {
             guard sender == server else { throw DatagramRejection.unknownChannel }
             let header = try DatagramCodec.header(of: datagram)
@@ -373,7 +408,11 @@ final class ClientDatagramLink: @unchecked Sendable {
                     $0.status.timelinesReceived += 1
                 }
                 deliverTimeline(timeline)
-            case .hello, .clockPing, .timelineRequest:
+            case .directPeers:
+                guard let direct, let entries = DirectPeerList.decode(body) else { throw DatagramRejection.malformed }
+                state.withLock { $0.status.received += 1 }
+                direct.replacePeers(entries)
+            case .hello, .clockPing, .timelineRequest, .directPing, .directPong, .directProposal:
                 throw DatagramRejection.malformed
             }
         } catch {
@@ -394,42 +433,5 @@ final class ClientDatagramLink: @unchecked Sendable {
 
     private func emit(_ sequence: UInt32, _ sample: ClockSample) {
         clockPong(sequence, sample)
-    }
-}
-
-/// Hands the client's UDP socket's datagrams to its link, with the kernel's arrival stamp for a clock answer.
-///
-/// Sendable by hand: `stamps` is set once, before the socket becomes a channel (so before any read).
-private final class ClientDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let link = Mutex<ClientDatagramLink?>(nil)
-    let clock: any MonotonicClock
-    var stamps: KernelReceiveStamps?
-    let delays: (@Sendable (_ toServer: Bool) -> Int64?)?
-
-    init(clock: any MonotonicClock, delays: (@Sendable (_ toServer: Bool) -> Int64?)?) {
-        self.clock = clock
-        self.delays = delays
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        if let delays {
-            // A simulated path: the datagram arrives after its delay (stamped then, by the loop), or is lost.
-            guard let delay = delays(false) else { return }
-            context.eventLoop.scheduleTask(in: .nanoseconds(max(0, delay))) { [self] in
-                link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: clock.now,
-                                              arrival: .user)
-            }
-            return
-        }
-        // Only a clock answer needs the kernel's stamp.
-        let arrival = KernelReceiveStamps.arrival(of: envelope.data, ifType: .clockPong, stamps: stamps, now: clock.now)
-        link.withLock { $0 }?.receive(envelope.data, from: envelope.remoteAddress, receivedAt: arrival.at,
-                                      arrival: arrival.source)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // ICMP errors for earlier sends (the server's UDP port unreachable): the missing answers say the same.
     }
 }

@@ -88,6 +88,9 @@ final class ClientShared: Sendable {
     let serverTakesRequestCopies = Atomic<Bool>(false)
     let lastRequestCopy = Atomic<UInt64>(0)
 
+    /// Proposals accepted from direct peers (`directProposals()`); a subscriber that does not read keeps the newest 16.
+    let directProposals = FanOut<DirectProposal>(buffering: .newest(16))
+
     /// The datagram link in use, if any.
     var datagramLink: ClientDatagramLink? { datagrams.withLock { $0.link } }
 

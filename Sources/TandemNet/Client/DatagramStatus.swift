@@ -44,6 +44,16 @@ public struct DatagramStatus: Sendable, Hashable {
     public var clockPingsSendStamped = 0
     public var clockPongStampsTaken = 0
     public var clockSamplesSendStamped = 0
+    /// Direct paths (`TandemClient.Options.directPaths`): the peers the server listed, those whose path is up (a
+    /// pong within the last 3 s), the direct datagrams sent and accepted, those dropped (unlisted channel, forged,
+    /// replayed, over the peer's rate, malformed, a proposal naming another participant than its sender), and the
+    /// proposals accepted.
+    public var directPeers = 0
+    public var directPathsUp = 0
+    public var directSent = 0
+    public var directReceived = 0
+    public var directRejected = 0
+    public var directProposalsReceived = 0
 
     /// Where the clock answers' arrival times come from: `kernel` once any answer was kernel-stamped, `user`
     /// otherwise (no stamps on this system, or a clock other than CLOCK_MONOTONIC).

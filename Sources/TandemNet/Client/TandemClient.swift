@@ -83,6 +83,11 @@ public enum TandemClient {
         /// takes them), the server acting on the first. Only while the UDP path works; everything else about
         /// timelines is unchanged (`TimelineCopies`).
         public var timelinesOverDatagrams = true
+        /// Share this peer's UDP endpoint with the session's other participants that share theirs (the server lists
+        /// them to each other), ping them directly and send them proposed starts straight (`directPaths()`,
+        /// `sendDirect(_:to:)`). Only with the invite's secret (not with a handshake key alone) and while
+        /// `datagrams` is on. The cost: the others learn this peer's address and port (docs/SECURITY.md).
+        public var directPaths = true
         /// How often the UDP side says hello (its keep-alive and probe).
         public var datagramHelloInterval: TimeSpan = .seconds(1)
         /// Without an answer over UDP for this long, unreliable messages go over TCP until answers come back.

@@ -29,6 +29,10 @@ final class DatagramRelay: Sendable {
         var wantsTimelines = false
         /// Whether the latest hello asked for each clock answer's send stamp (a clock ping leaves it as it was).
         var wantsSendStamps = false
+        /// Whether the latest hello shared this member's endpoint with the session's other members that share theirs
+        /// (a clock ping leaves it as it was), and when the latest such hello came.
+        var wantsDirect = false
+        var lastDirectHello: LocalInstant?
         var replay = ReplayWindow()
         var sendSequence: UInt64 = 0
         var rate: DatagramRateLimit
@@ -52,9 +56,13 @@ final class DatagramRelay: Sendable {
         var timelineCopies = 0
         /// Copies of timeline requests taken as datagrams (acted on only when they came before their TCP frame).
         var requestCopies = 0
+        /// Lists of direct peers sent (`directPeers`, answering hellos with the direct flag).
+        var directLists = 0
     }
 
     private let members = Mutex<[UInt64: Member]>([:])
+    /// The channels registered for each session, so that a direct list looks at one session's members only.
+    private let sessionChannels = Mutex<[ObjectIdentifier: Set<UInt64>]>([:])
     private let counters = Mutex(Counters())
     private let channel = Mutex<(any Channel)?>(nil)
     /// The socket clock answers leave from when their send is stamped (`KernelSendStamps`), beside the channel's.
@@ -128,10 +136,16 @@ final class DatagramRelay: Sendable {
                             rate: DatagramRateLimit(perSecond: configuration.datagramsPerSecond,
                                                     burst: configuration.datagramsPerSecond, now: clock.now))
         members.withLock { $0[id] = member }
+        sessionChannels.withLock { $0[ObjectIdentifier(session), default: []].insert(id) }
     }
 
     func unregister(channel id: UInt64) {
-        _ = members.withLock { $0.removeValue(forKey: id) }
+        guard let member = members.withLock({ $0.removeValue(forKey: id) }) else { return }
+        let session = ObjectIdentifier(member.session)
+        sessionChannels.withLock { channels in
+            channels[session]?.remove(id)
+            if channels[session]?.isEmpty == true { channels.removeValue(forKey: session) }
+        }
     }
 
     var memberCount: Int { members.withLock { $0.count } }
@@ -192,6 +206,8 @@ final class DatagramRelay: Sendable {
                 member.wantsDatagrams = flags & DatagramHelloFlags.unreliable != 0
                 member.wantsTimelines = flags & DatagramHelloFlags.timelines != 0
                 member.wantsSendStamps = flags & DatagramHelloFlags.sendStamps != 0
+                member.wantsDirect = flags & DatagramHelloFlags.direct != 0
+                if member.wantsDirect { member.lastDirectHello = now }
             } else if header.type == .clockPing {
                 // Revision 3: a ping does a hello's work — a client pings over UDP only while datagrams reach it —
                 // so that a client that pings needs no hellos in between.
@@ -207,6 +223,12 @@ final class DatagramRelay: Sendable {
             var ack = allocator.buffer(capacity: 8)
             ack.writeInteger(header.sequence)
             send(.helloAck, body: ack, channel: header.channel, to: sender)
+            if member.wantsDirect {
+                let body = DirectPeerList.encode(directPeers(of: header.channel, now: now), allocator: allocator)
+                if send(.directPeers, body: body, channel: header.channel, to: sender) {
+                    counters.withLock { $0.directLists += 1 }
+                }
+            }
         case .appMessage:
             let frame = Frame(kind: .appMessage, body: body)
             guard case .appMessage(let app)? = try? SessionCodec.decodeClientMessage(frame),
@@ -252,8 +274,32 @@ final class DatagramRelay: Sendable {
                 if arrival == .kernel { $0.clockPingsKernelStamped += 1 }
                 if departure != nil { $0.clockPongsSendStamped += 1 }
             }
-        case .helloAck, .clockPong, .timeline, .clockPongStamp:
+        case .helloAck, .clockPong, .timeline, .clockPongStamp, .directPeers, .directPing, .directPong,
+             .directProposal:
             throw .malformed
+        }
+    }
+
+    // MARK: Direct paths
+
+    /// The other members of `id`'s session that shared their endpoint in a hello within
+    /// `datagramEndpointTimeout`, by participant (at most `DirectPeerList.maxEntries` go in a list). A pair where
+    /// exactly one endpoint is a loopback address is left out: the other cannot reach it.
+    func directPeers(of id: UInt64, now: LocalInstant) -> [DirectPeerList.Entry] {
+        let timeout = configuration.datagramEndpointTimeout
+        return members.withLock { members -> [DirectPeerList.Entry] in
+            guard let me = members[id], let mine = me.endpoint else { return [] }
+            let channels = sessionChannels.withLock { $0[ObjectIdentifier(me.session)] ?? [] }
+            let loopback = DirectPeerList.isLoopback(mine)
+            var entries: [DirectPeerList.Entry] = []
+            for channel in channels where channel != id {
+                guard let other = members[channel], other.session === me.session, other.wantsDirect,
+                      let endpoint = other.endpoint, let last = other.lastDirectHello, now - last <= timeout,
+                      DirectPeerList.isLoopback(endpoint) == loopback else { continue }
+                entries.append(DirectPeerList.Entry(participant: other.participant, channel: channel,
+                                                    endpoint: endpoint))
+            }
+            return entries.sorted { $0.participant < $1.participant }
         }
     }
 

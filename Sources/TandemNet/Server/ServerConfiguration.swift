@@ -169,6 +169,8 @@ public struct DatagramStatistics: Sendable, Hashable {
     public var timelineCopies: Int
     /// Copies of timeline requests received as datagrams (each acted on only when it came before its TCP frame).
     public var requestCopies: Int
+    /// Lists of direct peers sent, answering hellos that shared their endpoint (`DatagramHelloFlags.direct`).
+    public var directLists: Int
 
     /// Every datagram dropped, whatever the reason.
     public var rejected: Int { oversized + malformed + unknownChannel + badAuthentication + replayed + rateLimited }
@@ -187,5 +189,6 @@ public struct DatagramStatistics: Sendable, Hashable {
         clockPongsSendStamped = counters.clockPongsSendStamped
         timelineCopies = counters.timelineCopies
         requestCopies = counters.requestCopies
+        directLists = counters.directLists
     }
 }

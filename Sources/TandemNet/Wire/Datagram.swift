@@ -37,6 +37,19 @@ package enum DatagramType: UInt8, Sendable {
     /// stamp, `sequence u32, t3 i64` (session time), sent right after that answer to a client whose hello asked
     /// (flag bit 2). The client takes it as the answer's `t3` in place of the one read before it was sealed.
     case clockPongStamp = 8
+    /// Server → client (revision 6): answer to a hello with the direct flag (bit 3), the session's other members that
+    /// set it too, with their UDP endpoints (`DirectPeerList`); the client replaces its list with each one.
+    case directPeers = 9
+    /// Peer → peer (revision 6), sealed with the sender's direct key (`DirectKey`): a probe of the direct path,
+    /// body `sequence u32, t1 i64` (the sender's local clock).
+    case directPing = 10
+    /// Peer → peer: the answer to a `directPing`, its body echoed, sent to the pinger's listed endpoint.
+    case directPong = 11
+    /// Peer → peer: a proposed start (`DirectProposal`, JSON).
+    case directProposal = 12
+
+    /// Whether datagrams of this type go between peers (sealed with a direct key) rather than to or from the server.
+    package var isDirect: Bool { self == .directPing || self == .directPong || self == .directProposal }
 }
 
 /// The bits of a hello's `flags`.
@@ -47,12 +60,17 @@ package enum DatagramHelloFlags {
     package static let timelines: UInt8 = 2
     /// Follow each clock answer with the kernel's stamp of when it left (`clockPongStamp`, revision 5).
     package static let sendStamps: UInt8 = 4
+    /// Share my UDP endpoint with the session's other members that share theirs, and tell me theirs
+    /// (`directPeers`, revision 6).
+    package static let direct: UInt8 = 8
 }
 
 /// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.
 package enum DatagramDirection: UInt8, Sendable {
     case clientToServer = 0x43  // "C"
     case serverToClient = 0x53  // "S"
+    /// Peer → peer, under the sender's own direct key (`DirectKey`).
+    case direct = 0x44  // "D"
 }
 
 /// Why a received datagram was dropped.
