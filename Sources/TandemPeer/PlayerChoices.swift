@@ -19,6 +19,9 @@ public struct PlayerChoices: Sendable {
     public var offsetMilliseconds: Double?
     /// How long to keep reconnecting after a lost link, in seconds (0 to 3600).
     public var reconnectGraceSeconds: Double = 30
+    /// Share this peer's UDP endpoint with the session's other participants that share theirs, for direct paths
+    /// (`TandemClient.Options.directPaths`).
+    public var directPaths = true
 
     public init() {}
 
@@ -58,6 +61,7 @@ public struct PlayerChoices: Sendable {
     public var clientOptions: TandemClient.Options {
         var options = TandemClient.Options()
         options.reconnectGracePeriod = .seconds(min(max(reconnectGraceSeconds, 0), 3600))
+        options.directPaths = directPaths
         return options
     }
 

@@ -51,6 +51,10 @@ struct PeerOptions: ParsableArguments {
         valueName: "SECONDS"))
     var reconnectGrace: Double = 30
 
+    @Flag(name: .customLong("no-direct"), help: ArgumentHelp(
+        "Do not share your UDP address with the session's other participants for direct paths between peers (others then cannot see it; starts they propose reach you through the server)."))
+    var noDirect = false
+
     func validate() throws {
         if let problem = choices.problem { throw ValidationError(problem) }
     }
@@ -64,6 +68,7 @@ struct PeerOptions: ParsableArguments {
         (choices.subtitleFile, choices.audioTrack, choices.subtitleTrack) = (subtitleFile, audioTrack, subtitleTrack)
         choices.offsetMilliseconds = offset
         choices.reconnectGraceSeconds = reconnectGrace
+        choices.directPaths = !noDirect
         return choices
     }
 }
