@@ -239,4 +239,43 @@ private let s: Int64 = 1_000_000_000
         off.directProposals = false
         #expect(!follows(Self.proposal(at: 5 * s + 90 * ms), config: off))
     }
+
+    @Test("a pause goes straight too: the peer it reaches stops where the proposer stopped, without waiting for the authority")
+    func aPauseGoesStraight() throws {
+        // The requester, playing generation 2, pauses at 4 s: its request, and the same stop sent straight.
+        var m = T.playingMachine()
+        guard case .participants(var list) = P.participants() else { fatalError() }
+        list.append(ParticipantState(participant: Participant(id: Self.carl, name: "carl"), readiness: .ready(T.media),
+                                     oneWayDelay: .milliseconds(50)))
+        _ = m.receive(.participants(list), now: lt(8 * s))
+        m.directPaths = [DirectPath(participant: Self.carl, oneWayDelay: .milliseconds(45))]
+        let actions = m.pause(currentItemTime: it(4 * s), now: lt(9 * s))
+        let sentStraight = actions.compactMap { if case .sendDirect(let p, let to) = $0 { (p, to) } else { nil } }
+        let (stop, to) = try #require(sentStraight.first)
+        #expect(to == [Self.carl] && stop.timeline.status == .paused && stop.timeline.anchorItemTime == it(4 * s))
+        #expect(stop.timeline.generation == 2 && stop.timeline.originator == T.me)
+
+        // Carl, playing the same generation, gets it: he stops and goes to 4 s at once.
+        var carl = T.playingMachine()
+        _ = carl.receive(.participants(list.map { state in
+            var state = state
+            if state.participant.id == Self.carl { state.participant = Participant(id: T.me, name: "me") }
+            else if state.participant.id == T.me { state.participant = Participant(id: Self.carl, name: "carl") }
+            return state
+        }), now: lt(8 * s))
+        var fromCarl = stop
+        fromCarl.from = Self.carl
+        fromCarl.timeline.originator = Self.carl
+        let stopped = carl.receiveDirect(fromCarl, now: lt(9 * s + 45 * ms))
+        #expect(T.engineCommands(stopped).map(\.1) == [.prepare(itemTime: it(4 * s), rate: 1)], "as for the authority's pause")
+        #expect(carl.timeline?.status == .paused && carl.timeline?.anchorItemTime == it(4 * s))
+        // The authority's pause at the same place changes nothing more.
+        let back = carl.receive(.timeline(T.timeline(3, .paused, at: 4 * s, item: 4 * s, by: Self.carl)), now: lt(9_100 * ms))
+        #expect(T.engineCommands(back).isEmpty)
+        #expect(carl.timeline?.generation == 3)
+        // Without a direct path nothing goes straight.
+        var alone = T.playingMachine()
+        _ = alone.receive(.participants(list), now: lt(8 * s))
+        #expect(!alone.pause(currentItemTime: it(4 * s), now: lt(9 * s)).contains { if case .sendDirect = $0 { true } else { false } })
+    }
 }

@@ -18,8 +18,19 @@ extension PlaybackCoordinatorStateMachine {
             issue(.pause, into: &actions)
             target = .paused
         }
+        let base = timeline
         actions += request(.pause(itemTime: currentItemTime), now: now)
         pauseHold = .holding(request: nextRequestID - 1, until: now + configuration.localPauseHold)
+        // The peers this one reaches straight stop too without waiting for the authority (`receiveDirect`).
+        let reach = directReach()
+        if let base, base.isPlaying, !reach.isEmpty, let me = localParticipantID,
+           let sessionNow = sessionTime(atLocal: now) {
+            let stop = Timeline(generation: base.generation, itemID: base.itemID, rate: base.rate,
+                                anchorSessionTime: sessionNow, anchorItemTime: currentItemTime, status: .paused,
+                                originator: me)
+            actions.append(.sendDirect(DirectProposal(from: me, requestID: nextRequestID - 1, timeline: stop),
+                                       to: reach.map(\.participant)))
+        }
         return actions
     }
 

@@ -174,10 +174,11 @@ extension PlaybackCoordinatorStateMachine {
         return actions
     }
 
-    /// A start another participant proposed and sent straight to this peer (`DirectProposal`): followed at once as
-    /// its proposer follows it, until the authority's next timeline, when it was made from the timeline this peer
-    /// follows, on the item loaded here, by someone in the session, for a start neither long past nor far ahead
-    /// (`directProposalWindow`) at a rate this session allows; ignored otherwise (the authority's copy comes anyway).
+    /// A start another participant proposed and sent straight to this peer (`DirectProposal`), or a pause (where the
+    /// proposer stopped, sent straight as it stopped): followed at once as its proposer follows it, until the
+    /// authority's next timeline, when it was made from the timeline this peer follows, on the item loaded here, by
+    /// someone in the session, for a time neither long past nor far ahead (`directProposalWindow`) at a rate this
+    /// session allows; ignored otherwise (the authority's copy comes anyway).
     public mutating func receiveDirect(_ proposal: DirectProposal, now: LocalInstant) -> [Action] {
         let proposed = proposal.timeline
         guard configuration.directProposals, invalidation == nil, provisional == nil, !isHeld(now: now),
@@ -185,24 +186,27 @@ extension PlaybackCoordinatorStateMachine {
               proposed.generation == base.generation, proposed.itemID == base.itemID,
               proposed.originator == proposal.from, proposal.from != localParticipantID,
               otherParticipants.contains(where: { $0.participant.id == proposal.from }),
-              case .playing = proposed.status, limits.refusingRate(proposed.rate) == nil,
-              proposed.anchorItemTime >= .zero,
+              limits.refusingRate(proposed.rate) == nil, proposed.anchorItemTime >= .zero,
+              mediaInfo?.duration.map({ proposed.anchorItemTime.nanoseconds <= $0.nanoseconds }) ?? true,
               let sessionNow = sessionTime(atLocal: now),
               proposed.anchorSessionTime >= sessionNow - configuration.directProposalWindow,
               proposed.anchorSessionTime <= sessionNow + configuration.directProposalWindow else { return [] }
-        switch base.status {
-        case .paused:
+        switch (base.status, proposed.status) {
+        case (.paused, .playing):
             // A play from where the group stopped.
             guard proposed.anchorItemTime == base.anchorItemTime, proposed.rate == base.rate else { return [] }
-        case .playing:
+        case (.playing, .playing):
             // A seek, or a rate change that continues the line.
             break
+        case (.playing, .paused):
+            // A pause where the proposer stopped.
+            guard proposed.rate == base.rate else { return [] }
         default:
             return []
         }
         provisional = ProvisionalStart(request: 0, base: base, until: now + configuration.proposalHold)
         timeline = proposed
-        scheduledStart = base.generation
+        scheduledStart = proposed.isPlaying ? base.generation : nil
         drift = .steady
         directProposalsFollowed += 1
         var actions: [Action] = []
