@@ -125,6 +125,7 @@ package final class LocalPeer: Sendable {
             status.clockSendStamps = datagrams.sendStamps
         }
         status.sinkThreads = GStreamer.sinkThreadScheduling
+        status.directPaths = PeerStatus.directPaths(connection.directPaths(), others: status.others)
         return status
     }
 
@@ -201,6 +202,17 @@ package struct PeerStatus: Sendable {
     package var clockSendStamps: ClockStampSource?
     /// How the sink threads were scheduled (`GStreamer.sinkThreadScheduling`).
     package var sinkThreads: String?
+    /// Whom this peer reaches without the server and how far (`directPaths(_:others:)`), nil when nobody.
+    package var directPaths: String?
+
+    /// `name delay, …` of the direct paths, by the names the participant list gives; nil when there are none.
+    package static func directPaths(_ paths: [DirectPath], others: [ParticipantState]) -> String? {
+        guard !paths.isEmpty else { return nil }
+        return paths.map { path in
+            let name = others.first { $0.participant.id == path.participant }?.participant.name ?? path.participant.rawValue
+            return "\(name) " + String(format: "%.1f ms", path.oneWayDelay.seconds * 1000)
+        }.joined(separator: ", ")
+    }
 
     package init(timeline: Timeline?, position: ItemTime?, expected: ItemTime?, duration: TimeSpan?,
                  others: [ParticipantState], clockOffset: TimeSpan?, errorBound: TimeSpan?, roundTrip: TimeSpan?,

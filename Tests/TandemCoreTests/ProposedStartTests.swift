@@ -287,16 +287,41 @@ private let s: Int64 = 1_000_000_000
         return .participants([own, ann])
     }
 
-    @Test("a proposal's margin is the authority's (the widest reported spread and 8 ms) and this peer's spread, 40 ms at most or while a spread is unknown")
+    @Test("a proposal's margin is this peer's spread, the others' and 8 ms in quadrature, 40 ms at most or while a spread is unknown")
     func theMarginFollowsTheSpreads() {
         func proposed(_ spreads: (own: TimeSpan, ann: TimeSpan)?) -> SessionInstant? {
             var m = Self.joiner(participants: Self.participants(spreads: spreads))
             return Self.proposals(m.play(now: lt(10 * s))).first?.proposedStart
         }
-        #expect(proposed((own: .milliseconds(3), ann: .milliseconds(1))) == st(5 * s + 50 * ms + 14 * ms))
-        #expect(proposed((own: .milliseconds(1), ann: .milliseconds(6))) == st(5 * s + 50 * ms + 15 * ms))
-        #expect(proposed((own: .milliseconds(20), ann: .milliseconds(1))) == st(5 * s + 50 * ms + 40 * ms))
+        // √(3² + 1² + 8²) = 8.602 ms; √(1² + 6² + 8²) = 10.05; √(20² + 1² + 8²) = 21.56; √(40² + 8²) > 40.
+        #expect(proposed((own: .milliseconds(3), ann: .milliseconds(1))) == st(5 * s + 50 * ms + 8_602_326))
+        #expect(proposed((own: .milliseconds(1), ann: .milliseconds(6))) == st(5 * s + 50 * ms + 10_049_876))
+        #expect(proposed((own: .milliseconds(20), ann: .milliseconds(1))) == st(5 * s + 50 * ms + 21_563_859))
+        #expect(proposed((own: .milliseconds(40), ann: .zero)) == st(5 * s + 50 * ms + 40 * ms))
         #expect(proposed(nil) == st(5 * s + 50 * ms + 40 * ms))
+    }
+
+    @Test("the authority keeps a proposal that leaves each other participant its way, preroll and spread from the request's arrival, so a request late by up to the proposer's spread keeps it")
+    func aLateRequestKeepsItsProposal() {
+        // Bob (50 ms away, his way spreading 20 ms) seeks while playing and proposes alice's 80 ms preroll with
+        // √(20² + 0² + 8²) = 21.5 ms; alice is beside the authority (no spread).
+        func kept(lateBy late: Double) -> Bool {
+            var (h, a, b) = Self.pausedPair()
+            h.send(.linkReport(oneWayDelay: .milliseconds(50), errorBound: 0, returnDelaySpread: .milliseconds(20)), from: b)
+            h.send(.linkReport(oneWayDelay: .zero, errorBound: 0, returnDelaySpread: .zero), from: a)
+            h.request(.play, from: b)
+            h.advance(ms: 5_000)
+            let asked = h.now
+            let proposed = asked + .milliseconds(50 + 80) + TimeSpan(nanoseconds: 21_540_659)
+            h.advance(ms: 50 + late)
+            h.request(.seek(itemTime: .seconds(60), play: true), from: b, proposing: proposed)
+            return h.authority.timeline.anchorSessionTime == proposed
+        }
+        // The authority's own margin would be the same 21.5 ms (the widest spread and 8 ms): counted again from the
+        // arrival, a request late by a millisecond would move the start.
+        #expect(kept(lateBy: 0) && kept(lateBy: 10) && kept(lateBy: 21.5))
+        // Later than the margin: alice could not make it; moved.
+        #expect(!kept(lateBy: 22))
     }
 
     /// A joiner 50 ms from the authority, paused at 0 (generation 1) and prepared there; the host beside the

@@ -32,6 +32,11 @@ extension ProcessSyncBench {
         lines.append("each joiner's render time less the host's in steady play, and its clock estimate less the truth "
                      + "once a second (ms):")
         lines.append(offsets.rendered)
+        let direct = results.flatMap { result in
+            result.peers.compactMap { peer in peer.directPaths.map { "\(result.network.rawValue) \(peer.name) → \($0)" } }
+        }
+        lines.append("direct paths between peers (one-way, measured): "
+                     + (direct.isEmpty ? "none" : direct.joined(separator: "; ")))
         var commands = TextTable(["network", "command", "count", "p50 ms", "max ms", "missed", "target ms", "within"],
                                  rightAligned: [2, 3, 4, 5, 6, 7])
         for result in results {

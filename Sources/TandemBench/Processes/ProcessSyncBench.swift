@@ -71,6 +71,8 @@ package enum ProcessSyncBench {
             package var clockErrorMs: SteadyOffset?
             /// How its sink threads were scheduled, as its `position` events said (`realtime`, `raised`, `ordinary`).
             package var sinkThreads: String?
+            /// Whom it reached without the server, and how far, as its last `position` event with any said.
+            package var directPaths: String?
         }
         package struct SteadyOffset: Codable, Sendable {
             package var median: Double
@@ -195,6 +197,7 @@ package enum ProcessSyncBench {
                     .map { "\($0.key) \(100 * $0.value.count / stamps.count) %" }.joined(separator: ", ")
             }
             described[index].sinkThreads = peer.events("position").compactMap { $0["sinkThreads"] as? String }.last
+            described[index].directPaths = peer.events("position").compactMap { $0["directPaths"] as? String }.last
             if index > 0 {
                 let truth = Double(described[0].clockShiftSeconds - described[index].clockShiftSeconds) * 1000
                 let errors = peer.events("position").dropFirst(5).compactMap { $0["clockOffsetMs"] as? Double }

@@ -88,7 +88,35 @@ extension SessionAuthority {
                        scheduled: SessionInstant, now: SessionInstant) -> SessionInstant? {
         guard configuration.honoursProposedStarts, let proposal, let requester,
               proposal.at <= scheduled + configuration.maxProposedStartDelay else { return nil }
+        if proposal.at >= now + proposalFloor(at: position, excluding: requester, reaches: proposal.reaches, now: now) {
+            return proposal.at
+        }
         return max(proposal.at, now + lead(at: position, excluding: requester, reaches: proposal.reaches, now: now))
+    }
+
+    /// How far ahead of now a proposed start must be for every other participant to make it: for each, its way
+    /// (`way(to:)`) and preroll (or start latency) as in `lead`, plus the spread of that way where it comes from the
+    /// authority (its `returnDelaySpread`, none while unknown) — not the widest spread of all, nor the
+    /// short-link margin, which the proposer added in quadrature with the spread of its request's way
+    /// (`PlaybackCoordinatorStateMachine.proposalMargin`): a request that came late has used up that much of it.
+    func proposalFloor(at position: ItemPosition, excluding excluded: ParticipantID,
+                       reaches: [ParticipantID: SessionInstant], now: SessionInstant) -> TimeSpan {
+        var floor = TimeSpan.zero
+        for id in connectedIDs where id != excluded {
+            guard let member = members[id] else { continue }
+            let way = way(to: id, member, reaches: reaches, now: now)
+            var needed = way
+            if !member.isExcused && !member.hasFailed {
+                needed += member.isPrepared(at: position) ? member.startLatency ?? .zero : member.prerollEstimate
+            }
+            // A way from the authority spreads; one that went straight has already arrived, or the proposer allowed
+            // for it with its own spread.
+            if way == member.oneWayDelay && reaches[id].map({ $0 - now >= way }) ?? true {
+                needed += member.returnDelaySpread ?? .zero
+            }
+            floor = max(floor, needed)
+        }
+        return floor
     }
 
     /// The margin of starts: `shortLinkStartMargin` when every link is short; over longer links the widest spread of

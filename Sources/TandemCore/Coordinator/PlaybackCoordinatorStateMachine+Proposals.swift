@@ -132,17 +132,28 @@ extension PlaybackCoordinatorStateMachine {
             && $0.oneWayDelay <= DirectPath.maxOneWayDelay }.prefix(DirectPath.maxPerRequest))
     }
 
-    /// The margin of a proposal: the authority's own over long links (the widest spread of the way from it that
-    /// everyone reported, plus `proposedStartSlack`), plus this peer's spread for the request's way there; never
-    /// more than `proposedStartMargin`, which is the margin while someone's spread is unknown.
+    /// The margin of a proposal: this peer's spread (for the request's way there, and the way straight to those it
+    /// reaches so), the widest spread of the way from the authority to the others it reaches through it, and
+    /// `proposedStartSlack`, in quadrature; never more than `proposedStartMargin`, which is the margin while one of
+    /// those spreads is unknown. The authority keeps the proposal when it leaves each participant its way, preroll
+    /// and spread from the request's arrival (`SessionAuthority.proposalFloor`).
     func proposalMargin(own: ParticipantState) -> TimeSpan {
+        guard let ownSpread = own.returnDelaySpread else { return configuration.proposedStartMargin }
         var widest = TimeSpan.zero
-        for state in otherParticipants.filter(\.hasJoined) + [own] {
-            guard let spread = state.returnDelaySpread else { return configuration.proposedStartMargin }
+        for other in otherParticipants where other.hasJoined {
+            // The way from the authority spreads; a shorter one straight to the participant has only the spread of
+            // this peer's own sending, which `ownSpread` stands for.
+            if way(to: other, own: own) < own.oneWayDelay + other.oneWayDelay { continue }
+            guard let spread = other.returnDelaySpread else { return configuration.proposedStartMargin }
             widest = max(widest, spread)
         }
-        let ownSpread = own.returnDelaySpread ?? .zero
-        return min(configuration.proposedStartMargin, widest + configuration.proposedStartSlack + ownSpread)
+        // Independent, so combined in quadrature as the authority combines its own (`SessionAuthority.startMargin`):
+        // this peer's request may come late by up to its spread, the news may reach another late by up to its own,
+        // and the slack is the hand-over to the players.
+        let x = Double(ownSpread.nanoseconds), y = Double(widest.nanoseconds)
+        let z = Double(configuration.proposedStartSlack.nanoseconds)
+        let margin = TimeSpan(nanoseconds: Int64((x * x + y * y + z * z).squareRoot().rounded(.up)))
+        return min(configuration.proposedStartMargin, margin)
     }
 
     /// Asks for `command` with the start this peer proposes, and follows that start at once; nil (nothing done)

@@ -30,6 +30,9 @@ package struct PositionEvent: PeerEvent, Equatable {
     /// How this process's sink threads were scheduled: `realtime`, `raised` or `ordinary`
     /// (`GStreamer.sinkThreadScheduling`).
     @Nullable package var sinkThreads: String?
+    /// The participants this peer reaches without the server, with the one-way delay measured on each way, e.g.
+    /// `cat 50.2 ms` (nil: none).
+    @Nullable package var directPaths: String?
 
     package struct Streaming: Codable, Sendable, Equatable {
         package var from: String
@@ -69,6 +72,7 @@ package struct PositionEvent: PeerEvent, Equatable {
         clockStamps = status.clockStamps?.rawValue
         clockSendStamps = status.clockSendStamps?.rawValue
         sinkThreads = status.sinkThreads
+        directPaths = status.directPaths
         streaming = status.streaming.map { Streaming(from: $0.from, bufferedSeconds: $0.buffered.map { ($0.seconds * 10).rounded() / 10 }) }
     }
 }
