@@ -27,6 +27,8 @@ package enum ProcessSyncBench {
         /// The first joiner gives the commands instead of the host: its requests cross its link to the host's
         /// server, and it proposes their starts (`TimelineRequest.proposedStart`).
         package var commandsFromJoiner = false
+        /// Joiners reach each other without the server where they can (`tandem join --no-direct` otherwise).
+        package var directPaths = true
         package var file: String
 
         package init(file: String) { self.file = file }
@@ -165,7 +167,8 @@ package enum ProcessSyncBench {
             let node = index % 2 == 1 ? "home-b" : "internet"
             let peerShift = shift()
             let joiner = try PeerProcess(
-                name: names[index], arguments: ["join", configuration.file, "--headless", "--json", "--name", names[index]],
+                name: names[index], arguments: ["join", configuration.file, "--headless", "--json", "--name", names[index]]
+                    + (configuration.directPaths ? [] : ["--no-direct"]),
                 placement: .init(namespace: namespace(node), clockShiftSeconds: peerShift),
                 environment: ["TANDEM_INVITE": invite,
                               BenchLink.variable: "\(configuration.link):\(configuration.seed &* 1_000_003 &+ UInt64(index))"

@@ -77,6 +77,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("joiner-commands"), help: "With --processes: the first joiner gives the commands instead of the host (its requests cross its link; it proposes their starts).")
     var joinerCommands = false
 
+    @Flag(name: .customLong("no-direct"), help: "With --processes: the joiners do not reach each other without the server (tandem join --no-direct), so a command crosses two legs to another joiner: to compare.")
+    var noDirect = false
+
     @Option(name: .customLong("start-margin"), help: ArgumentHelp("The authority's start margin (ms), on every link; by default 8 when every one-way delay is under 10 ms, else the widest delay spread the peers report and 8 combined in quadrature (the root of the sum of their squares), at most 40.", valueName: "ms"))
     var startMargin: Double?
 
@@ -135,9 +138,10 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     /// `--processes` / `--netlab`: peers as processes, on loopback and (with --netlab) in the lab, same profile.
     func runProcesses(_ path: String) async throws {
-        let configuration = ProcessSyncBench.Configuration(
+        var configuration = ProcessSyncBench.Configuration(
             file: path, peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
             timelinesOverTCPOnly: timelinesOverTCP, commandsFromJoiner: joinerCommands)
+        configuration.directPaths = !noDirect
         try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }
