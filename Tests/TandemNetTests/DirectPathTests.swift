@@ -125,8 +125,9 @@ import Testing
         ByteBuffer(data: try JSONEncoder().encode(DirectPathTests.proposal(from: ParticipantID(participant))))
     }
 
-    static func receive(_ datagram: ByteBuffer, by peering: DirectPeering, at now: LocalInstant) throws {
-        peering.receive(datagram, header: try DatagramCodec.header(of: datagram), receivedAt: now)
+    static func receive(_ datagram: ByteBuffer, by peering: DirectPeering, at now: LocalInstant,
+                        from sender: SocketAddress = endpoint) throws {
+        peering.receive(datagram, header: try DatagramCodec.header(of: datagram), from: sender, receivedAt: now)
     }
 
     @Test func forgedReplayedUnlistedAndMisattributedDatagramsAreRejected() throws {
@@ -158,6 +159,23 @@ import Testing
         #expect(peering.counters.rejected == 5)
         #expect(peering.counters.proposalsReceived == 1)
         #expect(sink.written.value.isEmpty)
+    }
+
+    @Test("a ping that comes from another port than the listed one (a NAT that mapped this way anew) is answered there, and later pings and proposals go there; a forged one moves nothing")
+    func theAddressAPeerIsSeenAtWins() throws {
+        let clock = ManualClock(1_000_000_000)
+        let sink = Sink()
+        let peering = Self.peering(clock: clock, sink: sink)
+        let remapped = try SocketAddress(ipAddress: "127.0.0.1", port: 40_777)
+        let ping = DirectProbe(sequence: 1, t1: 5).encoded(allocator: ByteBufferAllocator())
+        // Forged (another secret) from a third address: dropped, nothing sent there.
+        try Self.receive(try Self.datagram(.directPing, body: ping, sequence: 1, secret: "not-it"), by: peering,
+                         at: clock.now, from: try SocketAddress(ipAddress: "127.0.0.9", port: 9))
+        #expect(sink.written.value.isEmpty)
+        try Self.receive(try Self.datagram(.directPing, body: ping, sequence: 2), by: peering, at: clock.now, from: remapped)
+        #expect(sink.written.value.map(\.1) == [remapped])
+        peering.tickForTesting()
+        #expect(sink.written.value.last?.1 == remapped, "the next ping goes where the peer was seen")
     }
 
     @Test func aPingIsAnsweredAtTheListedEndpointAndPongsMakeAPath() throws {

@@ -307,7 +307,7 @@ final class ClientDatagramLink: @unchecked Sendable {
     func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
                  arrival: ClockStampSource) {
         if let direct, let header = try? DatagramCodec.header(of: datagram), header.type.isDirect {
-            return direct.receive(datagram, header: header, receivedAt: receivedAt)
+            return direct.receive(datagram, header: header, from: sender, receivedAt: receivedAt)
         }
         do {
             guard sender == server else { throw DatagramRejection.unknownChannel }

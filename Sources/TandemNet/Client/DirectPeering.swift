@@ -11,13 +11,18 @@ import TandemCore
 /// Every direct datagram is sealed with its sender's direct key (`DirectKey`, from the secret, of the sender's own
 /// channel id) and its own sequence numbers. A datagram is taken only from a listed channel, authenticated, fresh
 /// (the peer's `ReplayWindow`) and within the peer's rate; anything else is counted and dropped. A ping is answered
-/// at the pinger's listed endpoint only, whatever address it came from.
+/// where it came from, and pings and proposals go where the peer's latest authenticated datagram came from, else to
+/// its listed endpoint: a router in front of a peer may give its datagrams to another peer a port other than the
+/// one the server saw (a Linux NAT does when a packet from that peer came in first), and only an answer to that port
+/// gets through. Only a participant (the secret) can make a datagram that authenticates.
 ///
 /// Sendable by hand: the keys are immutable after `init`; everything that changes is in `state`.
 final class DirectPeering: @unchecked Sendable {
     struct Peer {
         let participant: ParticipantID
         let endpoint: SocketAddress
+        /// Where its latest authenticated, fresh datagram came from.
+        var seenAt: SocketAddress?
         let key: SymmetricKey
         var replay = ReplayWindow()
         var rate: DatagramRateLimit
@@ -152,11 +157,14 @@ final class DirectPeering: @unchecked Sendable {
 
     // MARK: Sending
 
+    /// One round of pings now (tests; the timer does it every `pingInterval`).
+    func tickForTesting() { pingAll() }
+
     private func pingAll() {
         let targets = state.withLock { state -> [(UInt32, SocketAddress)] in
             state.peers.values.map { peer in
                 state.pingSequence &+= 1
-                return (state.pingSequence, peer.endpoint)
+                return (state.pingSequence, peer.seenAt ?? peer.endpoint)
             }
         }
         for (sequence, endpoint) in targets {
@@ -173,7 +181,8 @@ final class DirectPeering: @unchecked Sendable {
         let wanted = Set(participants)
         let now = clock.now
         let endpoints = state.withLock { state in
-            state.peers.values.filter { wanted.contains($0.participant) && Self.isUp($0, now: now) }.map(\.endpoint)
+            state.peers.values.filter { wanted.contains($0.participant) && Self.isUp($0, now: now) }
+                .map { $0.seenAt ?? $0.endpoint }
         }
         for endpoint in endpoints {
             var body = allocator.buffer(capacity: json.count)
@@ -196,15 +205,16 @@ final class DirectPeering: @unchecked Sendable {
     // MARK: Receiving
 
     /// One direct datagram (its header already read), at `receivedAt`.
-    func receive(_ datagram: ByteBuffer, header: DatagramCodec.Header, receivedAt: LocalInstant) {
+    func receive(_ datagram: ByteBuffer, header: DatagramCodec.Header, from sender: SocketAddress,
+                 receivedAt: LocalInstant) {
         do {
-            try handle(datagram, header: header, receivedAt: receivedAt)
+            try handle(datagram, header: header, from: sender, receivedAt: receivedAt)
         } catch {
             state.withLock { $0.counters.rejected += 1 }
         }
     }
 
-    private func handle(_ datagram: ByteBuffer, header: DatagramCodec.Header,
+    private func handle(_ datagram: ByteBuffer, header: DatagramCodec.Header, from sender: SocketAddress,
                         receivedAt: LocalInstant) throws(DatagramRejection) {
         guard header.type.isDirect else { throw .malformed }
         guard let peer = state.withLock({ $0.peers[header.channel] }) else { throw .unknownChannel }
@@ -218,13 +228,14 @@ final class DirectPeering: @unchecked Sendable {
             defer { state.peers[header.channel] = listed }
             guard listed.replay.accept(header.sequence) else { throw .replayed }
             guard listed.rate.admit(now: now) else { throw .rateLimited }
+            listed.seenAt = sender
         }
         switch header.type {
         case .directPing:
             guard let probe = DirectProbe(body) else { throw .malformed }
             state.withLock { $0.counters.received += 1 }
-            // Answered at the listed endpoint only, never at the address it came from.
-            send(.directPong, body: probe.encoded(allocator: allocator), to: peer.endpoint)
+            // Answered where it came from: it authenticated as the listed peer's.
+            send(.directPong, body: probe.encoded(allocator: allocator), to: sender)
         case .directPong:
             guard let probe = DirectProbe(body) else { throw .malformed }
             let roundTrip = receivedAt - LocalInstant(nanoseconds: probe.t1)
