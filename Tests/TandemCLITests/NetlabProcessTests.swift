@@ -244,6 +244,11 @@ struct NetlabProcessTests {
         let results = try JSONDecoder().decode([ProcessSyncBench.Result].self, from: Data(contentsOf: output))
         #expect(results.map(\.network) == [.loopback, .netlab])
         #expect(results.last?.peers.map(\.where_) == ["home-a", "home-b", "internet"])
+        // Bob behind router-b's NAT and cat on the internet reach each other without the server, both ways.
+        let lab = results.last?.peers ?? []
+        #expect(lab.first { $0.name == "bob" }?.directPaths?.hasPrefix("cat ") == true, "\(lab.map(\.directPaths))")
+        #expect(lab.first { $0.name == "cat" }?.directPaths?.hasPrefix("bob ") == true, "\(lab.map(\.directPaths))")
+        #expect(lab.first?.directPaths == nil, "the host is beside its server")
         for result in results {
             // Each process rendered most of its ~10 s at 30 frames a second, in a time namespace of its own.
             #expect(result.peers.allSatisfy { $0.frames > 150 && $0.clockShiftSeconds > 0 }, "\(result.peers)")
