@@ -173,7 +173,7 @@ struct PeerEventSchemaTests {
                                 clockOffset: TimeSpan(nanoseconds: -1_234_567), errorBound: TimeSpan(nanoseconds: 250_499),
                                 roundTrip: TimeSpan(nanoseconds: 3_000_001), renderOffset: TimeSpan(nanoseconds: 1_500_500))
         let line = PositionEvent(status).line(at: Date(timeIntervalSince1970: 1_700_000_000))
-        #expect(line == #"{"clockOffsetMs":-1.235,"clockSendStamps":null,"clockStamps":null,"errorBoundMs":0.25,"event":"position","expected":12.347,"generation":4,"#
+        #expect(line == #"{"clockOffsetMs":-1.235,"clockSendStamps":null,"clockStamps":null,"directPaths":null,"errorBoundMs":0.25,"event":"position","expected":12.347,"generation":4,"#
             + #""position":12.346,"positionErrorMs":-1.233,"rate":1.5,"renderOffsetMs":1.501,"roundTripMs":3,"sinkThreads":null,"#
             + #""state":"playing","streaming":null,"time":1700000000,"unreliablePath":null}"#)
         #expect(status.line(names: [:]).hasPrefix("▶ 0:12/0:40 1.5×"))
@@ -186,7 +186,7 @@ struct PeerEventSchemaTests {
         let line = PositionEvent(state: "connecting", position: nil, expected: nil, positionErrorMs: nil, rate: nil,
                                  generation: nil, clockOffsetMs: nil, errorBoundMs: nil, roundTripMs: nil)
             .line(at: Date(timeIntervalSince1970: 1_700_000_000.1234))
-        #expect(line == #"{"clockOffsetMs":null,"clockSendStamps":null,"clockStamps":null,"errorBoundMs":null,"event":"position","expected":null,"generation":null,"#
+        #expect(line == #"{"clockOffsetMs":null,"clockSendStamps":null,"clockStamps":null,"directPaths":null,"errorBoundMs":null,"event":"position","expected":null,"generation":null,"#
             + #""position":null,"positionErrorMs":null,"rate":null,"renderOffsetMs":null,"roundTripMs":null,"sinkThreads":null,"#
             + #""state":"connecting","streaming":null,"time":1700000000.123,"unreliablePath":null}"#)
         #expect(EventUnits.seconds(1_234_567_890) == 1.235)
