@@ -135,7 +135,11 @@ try await waitUntil(bob.engine, passes: 1.2)
 try await bob.coordinator.seek(to: .seconds(30)) // anyone may seek: everyone goes there together
 try await waitUntil(ann.engine, passes: 31.2)
 await ann.coordinator.pause()                    // everyone stops where ann is
-for _ in 0..<500 where bob.engine.isPlaying { try await Task.sleep(for: .milliseconds(20)) }   // it reaches bob
+// It reaches bob (straight from ann, where they reach each other), and the group's pause, at ann's position when she
+// asked, brings back ann's engine, which stopped a moment later.
+for _ in 0..<500 where bob.engine.isPlaying || ann.engine.currentItemTime() != bob.engine.currentItemTime() {
+    try await Task.sleep(for: .milliseconds(20))
+}
 print(String(format: "paused: ann at %.3f s, bob at %.3f s", ann.engine.currentItemTime()?.seconds ?? -1,
              bob.engine.currentItemTime()?.seconds ?? -1))
 // snippet: intents
