@@ -15,41 +15,13 @@ private let s: Int64 = 1_000_000_000
 
     // MARK: A whole session
 
-    /// The host beside the authority and two joiners on 50 ms wired links, simulated as `ProposedStartTests
-    /// .joinerCommands` does; with `direct`, the joiners also reach each other straight, 50 ms apart. The first
-    /// joiner plays and seeks; returns, for each, when each peer started after it asked and how far apart.
+    /// `ProposedStartTests.joinerCommands` with a second joiner, and with `direct` the three 50 ms apart straight.
     static func joinerCommands(direct: Bool, seed: UInt64) -> [(label: String, latencies: [Int64], spread: Int64)] {
-        var setups: [SessionSimulation.PeerSetup] = []
-        for (name, link) in [("host", NetworkPath.loopback), ("joiner", NetworkPath.wired), ("other", NetworkPath.wired)] {
-            var engine = FakeEngineProfile(loadDelay: 200 * ms, seekDelay: 30 * ms, prerollEstimate: 80 * ms)
-            engine.media.title = "Movie"
-            var coordinator = Machine.Configuration()
-            coordinator.prerollEstimate = TimeSpan(nanoseconds: engine.prerollEstimate)
-            setups.append(SessionSimulation.PeerSetup(name: name, link: link, engine: engine, coordinator: coordinator,
-                                                      isHost: name == "host"))
+        P.joinerCommands(proposing: true, seed: seed, otherJoiner: true, directDelay: direct ? 50 * ms : nil) { sim in
+            if direct {
+                #expect(sim.peers[2].machine.directProposalsFollowed >= 2, "the other joiner followed the joiner's proposals")
+            }
         }
-        let sim = ScenarioTests.simulation(seed: seed, peers: setups)
-        if direct { sim.directDelay = 50 * ms }
-        var results: [(String, [Int64], Int64)] = []
-        func measure(_ label: String, asked: Int64) {
-            let starts = sim.peers.compactMap { $0.engine.starts.last(where: { $0.trueTime > asked })?.trueTime }
-            guard starts.count == 3 else { Issue.record("\(label): \(starts.count) of 3 peers started"); return }
-            results.append((label, starts.map { $0 - asked }, starts.max()! - starts.min()!))
-        }
-        sim.at(2 * s) { $0.play(0) }
-        sim.at(6 * s) { $0.pause(1) }
-        sim.at(8 * s) { $0.play(1) }
-        sim.at(11 * s) { $0.seek(1, to: 60 * s) }
-        sim.run(until: 10 * s)
-        measure("play", asked: 8 * s)
-        sim.run(until: 14 * s)
-        measure("seek", asked: 11 * s)
-        ScenarioTests.expectSameGeneration(sim)
-        _ = ScenarioTests.expectInStep(sim, over: 13 * s...14 * s, "joiner's commands")
-        if direct {
-            #expect(sim.peers[2].machine.directProposalsFollowed >= 2, "the other joiner followed the joiner's proposals")
-        }
-        return results
     }
 
     @Test("with a second joiner as far from the authority, a proposal sent straight starts the play and the seek a leg sooner for all three, together", arguments: [UInt64(1), 2])

@@ -218,11 +218,16 @@ private let s: Int64 = 1_000_000_000
     // MARK: A whole session
 
     /// The host beside the authority and a joiner on a 50 ms wired link, simulated (clock sync over the link,
-    /// fake engines with 30 ms seeks). The joiner pauses, plays and seeks; returns, for each of its play and seek,
-    /// when each peer started moving after it asked (ns), and how far apart the two started.
-    static func joinerCommands(proposing: Bool, seed: UInt64) -> [(label: String, latencies: [Int64], spread: Int64)] {
+    /// fake engines with 30 ms seeks); with `otherJoiner`, a second joiner on such a link, and with `directDelay`
+    /// (ns) the peers also reach each other straight that far apart. The first joiner pauses, plays and seeks;
+    /// returns, for each of its play and seek, when each peer started moving after it asked (ns), and how far apart
+    /// they started. `inspect` sees the simulation at the end.
+    static func joinerCommands(proposing: Bool, seed: UInt64, otherJoiner: Bool = false, directDelay: Int64? = nil,
+                               inspect: (SessionSimulation) -> Void = { _ in })
+        -> [(label: String, latencies: [Int64], spread: Int64)] {
         var setups: [SessionSimulation.PeerSetup] = []
-        for (name, link) in [("host", NetworkPath.loopback), ("joiner", NetworkPath.wired)] {
+        let peers = [("host", NetworkPath.loopback), ("joiner", NetworkPath.wired)] + (otherJoiner ? [("other", .wired)] : [])
+        for (name, link) in peers {
             var engine = FakeEngineProfile(loadDelay: 200 * ms, seekDelay: 30 * ms, prerollEstimate: 80 * ms)
             engine.media.title = "Movie"
             var coordinator = Machine.Configuration()
@@ -232,10 +237,14 @@ private let s: Int64 = 1_000_000_000
                                                       isHost: name == "host"))
         }
         let sim = ScenarioTests.simulation(seed: seed, peers: setups)
+        sim.directDelay = directDelay
         var results: [(String, [Int64], Int64)] = []
         func measure(_ label: String, asked: Int64) {
             let starts = sim.peers.compactMap { $0.engine.starts.last(where: { $0.trueTime > asked })?.trueTime }
-            guard starts.count == 2 else { Issue.record("\(label): \(starts.count) of 2 peers started"); return }
+            guard starts.count == peers.count else {
+                Issue.record("\(label): \(starts.count) of \(peers.count) peers started")
+                return
+            }
             results.append((label, starts.map { $0 - asked }, starts.max()! - starts.min()!))
         }
         sim.at(2 * s) { $0.play(0) }
@@ -248,6 +257,7 @@ private let s: Int64 = 1_000_000_000
         measure("seek", asked: 11 * s)
         ScenarioTests.expectSameGeneration(sim)
         _ = ScenarioTests.expectInStep(sim, over: 13 * s...14 * s, "joiner's commands")
+        inspect(sim)
         return results
     }
 
