@@ -122,6 +122,17 @@ package struct HostedItems: Sendable {
     package let following: [QueueEntry]
     package let media: QueueMedia
 
+    /// What is wrong with a host's `--type` and `--fallback-url`, in words that say what to do; nil when nothing is.
+    package static func problem(type: String?, fallbackURL: String?) -> String? {
+        if let type, type.isEmpty || !type.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) {
+            return "--type must be a word such as watchTogether or listenTogether"
+        }
+        if let fallbackURL, URL(string: fallbackURL)?.scheme == nil {
+            return "--fallback-url must be a full URL, e.g. https://example.com/movie.webm"
+        }
+        return nil
+    }
+
     /// Probes every path (`probe` turns a failure into the caller's error) and builds the activity of the first with
     /// the host's `title`, `subtitle`, `type` and `fallbackURL`. An item that cannot be encoded is a `PeerFailure`.
     package static func make(paths: [String], title: String?, subtitle: String?, type: ActivityType?, fallbackURL: URL?,

@@ -36,8 +36,9 @@ package enum ProcessSyncBench {
         /// The command line's figures: `--peers` (nil: 3), `--link`, `--duration`, `--seed`, `--max-clock-offset`
         /// (seconds, as the largest shift of a peer's clock), `--timelines-over-tcp`, `--joiner-commands`.
         package init(file: String, peers: Int?, link: String, duration: Double, seed: UInt64, maxClockOffset: Double,
-                     timelinesOverTCPOnly: Bool, commandsFromJoiner: Bool = false) {
+                     timelinesOverTCPOnly: Bool, commandsFromJoiner: Bool = false, directPaths: Bool = true) {
             self.commandsFromJoiner = commandsFromJoiner
+            self.directPaths = directPaths
             self.file = file
             self.peers = peers ?? 3
             self.link = link
@@ -104,6 +105,25 @@ package enum ProcessSyncBench {
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec) - ownShift
     }
     static let ownShift = RenderLog.monotonicOffset()
+
+    /// What is wrong with the command line's choices for a run of processes (`processes`: `--processes` or
+    /// `--netlab`), in words that say what to do; nil when nothing is. `otherPolicies`: a `--policy` other than
+    /// Tandem's; `inProcessOptions`: any of the in-process run's own options.
+    package static func problem(processes: Bool, peers: Int?, otherPolicies: Bool, inProcessOptions: Bool,
+                                joinerCommands: Bool, noDirect: Bool) -> String? {
+        guard processes else {
+            if joinerCommands { return "--joiner-commands is for --processes or --netlab" }
+            if noDirect { return "--no-direct is for --processes or --netlab" }
+            return nil
+        }
+        if let peers, !(2...8).contains(peers) { return "--processes and --netlab take 2 to 8 --peers" }
+        if otherPolicies { return "--processes and --netlab run Tandem's own policy only; leave out --policy" }
+        if inProcessOptions {
+            return "--plot, --frames, --precise-wait, --rate-fallback, --prepare-rounds and --start-margin are for the "
+                + "in-process run; leave them out with --processes or --netlab"
+        }
+        return nil
+    }
 
     /// Runs on loopback, and then in the lab when `netlab` is set, with the same configuration otherwise; prints
     /// the figures side by side and writes them to `json` when given.

@@ -129,14 +129,7 @@ struct HostCommand: AsyncParsableCommand {
             throw ValidationError("Missing expected argument '<file>' — give the media to share: one or more files, "
                 + "or --playlist FILE")
         }
-        if let type, !type.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) || type.isEmpty {
-            throw ValidationError("--type must be a word such as watchTogether or listenTogether")
-        }
-        if let fallbackURL {
-            guard let url = URL(string: fallbackURL), url.scheme != nil else {
-                throw ValidationError("--fallback-url must be a full URL, e.g. https://example.com/movie.webm")
-            }
-        }
+        if let problem = HostedItems.problem(type: type, fallbackURL: fallbackURL) { throw ValidationError(problem) }
         if createTokenFile != nil, server == nil {
             throw ValidationError("--create-token-file goes with --server (or --server-file, $TANDEM_SERVER: an embedded server needs no token)")
         }

@@ -104,14 +104,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if processes || netlab {
-            if let peers, !(2...8).contains(peers) { throw ValidationError("--processes and --netlab take 2 to 8 --peers") }
-            guard policy == [.tandem] else { throw ValidationError("--processes and --netlab run Tandem's own policy only; leave out --policy") }
-            guard plot == nil, frames == nil, preciseWait == 0, !rateFallback, !prepareRounds, startMargin == nil else {
-                throw ValidationError("--plot, --frames, --precise-wait, --rate-fallback, --prepare-rounds and --start-margin are for the in-process run; leave them out with --processes or --netlab")
-            }
+        if let problem = ProcessSyncBench.problem(
+            processes: processes || netlab, peers: peers, otherPolicies: policy != [.tandem],
+            inProcessOptions: plot != nil || frames != nil || preciseWait != 0 || rateFallback || prepareRounds
+                || startMargin != nil, joinerCommands: joinerCommands, noDirect: noDirect) {
+            throw ValidationError(problem)
         }
-        if joinerCommands && !(processes || netlab) { throw ValidationError("--joiner-commands is for --processes or --netlab") }
         if let problem = SyncBench.problem(peers: peers, link: link, duration: duration, maxClockOffset: maxClockOffset,
                                            maxDrift: maxDrift, preciseWait: preciseWait, startMargin: startMargin) {
             throw ValidationError(problem)
@@ -138,10 +136,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     /// `--processes` / `--netlab`: peers as processes, on loopback and (with --netlab) in the lab, same profile.
     func runProcesses(_ path: String) async throws {
-        var configuration = ProcessSyncBench.Configuration(
+        let configuration = ProcessSyncBench.Configuration(
             file: path, peers: peers, link: link, duration: duration, seed: seed, maxClockOffset: maxClockOffset,
-            timelinesOverTCPOnly: timelinesOverTCP, commandsFromJoiner: joinerCommands)
-        configuration.directPaths = !noDirect
+            timelinesOverTCPOnly: timelinesOverTCP, commandsFromJoiner: joinerCommands, directPaths: !noDirect)
         try await ProcessSyncBench.runAll(configuration, netlab: netlab, json: json, say: printLine)
     }
 }
