@@ -306,13 +306,13 @@ final class ClientDatagramLink: @unchecked Sendable {
     /// `arrival` says which).
     func receive(_ datagram: ByteBuffer, from sender: SocketAddress, receivedAt: LocalInstant,
                  arrival: ClockStampSource) {
-        if let direct, let header = try? DatagramCodec.header(of: datagram), header.type.isDirect {
-            return direct.receive(datagram, header: header, from: sender, receivedAt: receivedAt)
-        }
         do {
-            guard sender == server else { throw DatagramRejection.unknownChannel }
+            // The header is read once: a direct datagram goes to the peering, anything else must be the server's.
             let header = try DatagramCodec.header(of: datagram)
-            guard header.channel == id else { throw DatagramRejection.unknownChannel }
+            if header.type.isDirect, let direct {
+                return direct.receive(datagram, header: header, from: sender, receivedAt: receivedAt)
+            }
+            guard sender == server, header.channel == id else { throw DatagramRejection.unknownChannel }
             let body = try DatagramCodec.open(datagram, header: header, key: key, direction: .serverToClient)
             let fresh = state.withLock { $0.replay.accept(header.sequence) }
             guard fresh else { throw DatagramRejection.replayed }
