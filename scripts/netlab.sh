@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# A network lab of two homes and the internet between them, in network namespaces (root only):
+# A network lab of three homes and the internet between them, in network namespaces (root only):
 #
 #   home-a 192.168.1.20 ── router-a (NAT, miniupnpd: UPnP-IGD, NAT-PMP, PCP) ─┐
 #          2001:db8:a::20   WAN 11.0.113.7 / 2001:db8::7                    │
 #                                                                          internet 11.0.113.1 / 2001:db8::1
-#   home-b 192.168.2.20 ── router-b (NAT, no port mapping) ────────────────┘  (a bridge; a relay runs here)
-#          2001:db8:b::20   WAN 11.0.113.8 / 2001:db8::8
+#   home-b 192.168.2.20 ── router-b (NAT, no port mapping) ────────────────┤  (a bridge; a relay runs here)
+#          2001:db8:b::20   WAN 11.0.113.8 / 2001:db8::8                    │
+#   home-c 192.168.3.20 ── router-c (NAT, no port mapping) ────────────────┘
+#          2001:db8:c::20   WAN 11.0.113.9 / 2001:db8::9
+#
+# Each router is a home router's firewall as well: nothing from the internet reaches the router itself unasked
+# (its input drops what is not an answer, as OpenWrt's and most routers' do). This matters for two peers behind two
+# routers that open a path to each other: a router that took an unasked datagram in would keep a connection entry
+# for it, and its NAT would then give its own peer's datagrams to that sender another port.
 #
 # No namespace has a way out of the lab: nothing here is routed anywhere else. IPv6 uses the documentation prefix
 # (RFC 3849), routed end to end without NAT (each home has a global /64), and the routers let it through, as many
@@ -18,7 +25,7 @@
 #   scripts/netlab.sh status        namespaces, addresses, miniupnpd, its mappings
 #   scripts/netlab.sh upnp stop|start   stop or start the router's miniupnpd (a router without port mapping)
 #   scripts/netlab.sh upnp natpmp-only  start it speaking NAT-PMP (and PCP) but not UPnP-IGD
-#   scripts/netlab.sh exec NODE CMD…    run CMD in NODE (home-a, home-b, internet, router-a, router-b)
+#   scripts/netlab.sh exec NODE CMD…    run CMD in NODE (home-a, home-b, home-c, internet, router-a, router-b, router-c)
 #
 # NETLAB_PREFIX (default "tandem-") prefixes the namespaces, so labs of different prefixes can coexist;
 # NETLAB_DIR (default /run/tandem-netlab-PREFIX) holds miniupnpd's configuration, log, pid and leases.
@@ -28,7 +35,7 @@ set -euo pipefail
 PREFIX=${NETLAB_PREFIX:-tandem-}
 DIR=${NETLAB_DIR:-/run/tandem-netlab-${PREFIX%-}}
 MAX_LEASE=${NETLAB_MAX_LEASE:-3600}
-NODES=(home-a home-b router-a router-b internet)
+NODES=(home-a home-b home-c router-a router-b router-c internet)
 
 ns() { echo "${PREFIX}$1"; }
 in_ns() { local node=$1; shift; ip netns exec "$(ns "$node")" "$@"; }
@@ -94,6 +101,13 @@ table inet filter {
         jump miniupnpd
     }
     chain miniupnpd { }
+    chain input {
+        type filter hook input priority 0; policy accept;
+        iifname != "wan0" accept
+        ct state established,related accept
+        meta l4proto { icmp, ipv6-icmp } accept
+        drop
+    }
     chain prerouting {
         type nat hook prerouting priority -100; policy accept;
         jump prerouting_miniupnpd
@@ -193,25 +207,32 @@ up() {
         ip netns add "$(ns "$node")"
         in_ns "$node" ip link set lo up
     done
-    sysctls internet forward; sysctls router-a forward; sysctls router-b forward; sysctls home-a; sysctls home-b
+    sysctls internet forward; sysctls router-a forward; sysctls router-b forward; sysctls router-c forward
+    sysctls home-a; sysctls home-b; sysctls home-c
 
     in_ns internet ip link add wan type bridge
     in_ns internet ip link set wan up
     link "${PREFIX}ra" router-a wan0 internet ra
     link "${PREFIX}rb" router-b wan0 internet rb
+    link "${PREFIX}rc" router-c wan0 internet rc
     in_ns internet ip link set ra master wan
     in_ns internet ip link set rb master wan
+    in_ns internet ip link set rc master wan
     in_ns internet ip addr add 11.0.113.1/24 dev wan
     in_ns internet ip -6 addr add 2001:db8::1/64 dev wan nodad
     in_ns internet ip -6 route add 2001:db8:a::/64 via 2001:db8::7
     in_ns internet ip -6 route add 2001:db8:b::/64 via 2001:db8::8
+    in_ns internet ip -6 route add 2001:db8:c::/64 via 2001:db8::9
 
     link "${PREFIX}ha" home-a eth0 router-a lan0
     link "${PREFIX}hb" home-b eth0 router-b lan0
+    link "${PREFIX}hc" home-c eth0 router-c lan0
     router router-a 11.0.113.7 2001:db8::7 192.168.1.1 2001:db8:a::
     router router-b 11.0.113.8 2001:db8::8 192.168.2.1 2001:db8:b::
+    router router-c 11.0.113.9 2001:db8::9 192.168.3.1 2001:db8:c::
     home home-a 192.168.1.20 192.168.1.1 2001:db8:a::20 2001:db8:a::1
     home home-b 192.168.2.20 192.168.2.1 2001:db8:b::20 2001:db8:b::1
+    home home-c 192.168.3.20 192.168.3.1 2001:db8:c::20 2001:db8:c::1
     upnp_start
     echo "netlab up: $(printf '%s ' "${NODES[@]/#/$PREFIX}")(miniupnpd on $(ns router-a), log $DIR/miniupnpd.log)"
 }

@@ -8,8 +8,8 @@ import TandemTesting
 /// back to the machine's true CLOCK_MONOTONIC by the shift the kernel reports).
 ///
 /// On loopback, everyone listens and connects on 127.0.0.1. In the lab, the host runs in `home-a` behind its NAT
-/// router and is reached through the port the router mapped (UPnP-IGD); joiners run in `home-b` (behind the other
-/// NAT) and in `internet`, alternately. Joiners' connections carry the chosen link profile in-process (there is no
+/// router and is reached through the port the router mapped (UPnP-IGD); joiners run in `home-b` and `home-c` (each
+/// behind a NAT of its own) and in `internet`, in turn. Joiners' connections carry the chosen link profile in-process (there is no
 /// netem). The host gets the commands on its stdin, as a script would give them.
 package enum ProcessSyncBench {
     package enum Network: String, Codable, Sendable { case loopback, netlab }
@@ -184,7 +184,7 @@ package enum ProcessSyncBench {
             guard reach["reachable"] as? Bool == true else { throw BenchError("the host in the lab is not reachable: \(reach)") }
         }
         for index in 1..<configuration.peers {
-            let node = index % 2 == 1 ? "home-b" : "internet"
+            let node = ["home-b", "home-c", "internet"][(index - 1) % 3]
             let peerShift = shift()
             let joiner = try PeerProcess(
                 name: names[index], arguments: ["join", configuration.file, "--headless", "--json", "--name", names[index]]

@@ -97,7 +97,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Flag(help: "Every peer a tandem process of its own, its clock shifted in a time namespace (root): loopback.")
     var processes = false
 
-    @Flag(help: "As --processes, then again in the network lab (scripts/netlab.sh; root): the host behind a NAT router with UPnP, joiners behind another NAT and on the internet; both figures side by side.")
+    @Flag(help: "As --processes, then again in the network lab (scripts/netlab.sh; root): the host behind a NAT router with UPnP, joiners behind two other NATs and on the internet; both figures side by side.")
     var netlab = false
 
     @Flag(name: .shortAndLong, help: "Debug logging.")
