@@ -68,7 +68,7 @@ enum Netlab {
 struct NetlabProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    @Test("UPnP-IGD: the host in home-a names the router's address; bob in home-b joins through the mapping (TCP and UDP); leaving removes it; killed, its short lease expires it")
+    @Test("UPnP-IGD: the host in home-a names the router's address; bob in home-b joins through the mapping (TCP and UDP), and dan beside him reaches him straight; leaving removes it; killed, its short lease expires it")
     func upnpMapping() async throws {
         guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
         let up = try await Netlab.run(["up"])
@@ -93,8 +93,20 @@ struct NetlabProcessTests {
         #expect(await bob.event("joined", within: 20) != nil, "\(bob.stderr)")
         // Datagrams take the mapped UDP port too.
         #expect(await bob.event("position", within: 15) { $0["unreliablePath"]?.string == "udp" } != nil, "\(bob.stdout.suffix(600))")
+        // Dan joins from the same home: the server sees bob and dan at one address (router-b's), so it lists each
+        // to the other with its address in home-b too, and they reach each other there.
+        let dan = try Netlab.tandem(in: "home-b", ["join", Self.sample, "--headless", "--json", "--name", "dan"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { dan.stop() }
+        #expect(await dan.event("joined", within: 20) != nil, "\(dan.stderr)")
+        #expect(await bob.event("position", within: 15) { $0["directPaths"]?.string?.hasPrefix("dan ") == true } != nil,
+                "\(bob.stdout.suffix(600))")
+        #expect(await dan.event("position", within: 15) { $0["directPaths"]?.string?.hasPrefix("bob ") == true } != nil,
+                "\(dan.stdout.suffix(600))")
         ann.send("play")
         #expect(await bob.event("position", within: 15) { $0["state"]?.string == "playing" } != nil)
+        dan.send("leave")
+        #expect(await dan.exitCode(within: 15) == 0)
         bob.send("leave")
         #expect(await bob.exitCode(within: 15) == 0)
         ann.send("leave")

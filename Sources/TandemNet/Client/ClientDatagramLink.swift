@@ -141,6 +141,7 @@ final class ClientDatagramLink: @unchecked Sendable {
                                             clock: options.clock, write: { [weak link] datagram, address in
                     link?.write(datagram, to: address)
                 }, deliver: direct.deliver)
+                peering.ownLocal = LocalEndpoint.toward(server, port: channel.localAddress?.port)
                 link.direct = peering
                 peering.start(on: channel.eventLoop)
             }
@@ -264,8 +265,9 @@ final class ClientDatagramLink: @unchecked Sendable {
         var flags: UInt8 = wantsDatagrams ? DatagramHelloFlags.unreliable : 0
         if wantsTimelines { flags |= DatagramHelloFlags.timelines }
         if wantsSendStamps { flags |= DatagramHelloFlags.sendStamps }
-        if direct != nil { flags |= DatagramHelloFlags.direct }
+        if direct != nil { flags |= DatagramHelloFlags.direct | DatagramHelloFlags.local }
         body.writeInteger(flags)
+        if let local = direct?.ownLocal { DirectPeerList.writeEndpoint(local, to: &body) }
         send(.hello, body: body)
     }
 

@@ -5,8 +5,8 @@ import Synchronization
 import TandemCore
 
 /// A link's direct paths to the session's other peers (docs/PROTOCOL.md, "Datagrams", direct paths): the peers the
-/// server listed (`directPeers`), pinged every `pingInterval` at their listed endpoints, and the proposals that come
-/// from them.
+/// server listed (`directPeers`), pinged every `pingInterval` at their listed endpoints (and, for a peer behind the
+/// same router, its local one), and the proposals that come from them.
 ///
 /// Every direct datagram is sealed with its sender's direct key (`DirectKey`, from the secret, of the sender's own
 /// channel id) and its own sequence numbers. A datagram is taken only from a listed channel, authenticated, fresh
@@ -21,6 +21,8 @@ final class DirectPeering: @unchecked Sendable {
     struct Peer {
         let participant: ParticipantID
         let endpoint: SocketAddress
+        /// Its address on the network it shares with this peer, when the server listed one (behind the same router).
+        let local: SocketAddress?
         /// Where its latest authenticated, fresh datagram came from.
         var seenAt: SocketAddress?
         let key: SymmetricKey
@@ -44,6 +46,7 @@ final class DirectPeering: @unchecked Sendable {
         var pingSequence: UInt32 = 0
         var counters = Counters()
         var timer: RepeatedTask?
+        var ownLocal: SocketAddress?
     }
 
     /// How often each listed peer is pinged.
@@ -65,6 +68,11 @@ final class DirectPeering: @unchecked Sendable {
     /// Where an accepted proposal goes.
     private let deliver: @Sendable (DirectProposal) -> Void
     private let state = Mutex(State())
+    /// This link's own local endpoint (`LocalEndpoint`), given in its hellos; set before `start`.
+    var ownLocal: SocketAddress? {
+        get { state.withLock { $0.ownLocal } }
+        set { state.withLock { $0.ownLocal = newValue } }
+    }
 
     init(secret: String, session: String, channel: UInt64, clock: any MonotonicClock,
          write: @escaping @Sendable (ByteBuffer, SocketAddress) -> Void,
@@ -110,18 +118,18 @@ final class DirectPeering: @unchecked Sendable {
     // MARK: The list
 
     /// The server's latest list replaces the one before (an empty list clears it); a peer listed again with the
-    /// same participant and endpoint keeps its key, replay window and round trips.
+    /// same participant and endpoints keeps its key, replay window and round trips.
     func replacePeers(_ entries: [DirectPeerList.Entry]) {
         let now = clock.now
         state.withLock { state in
             var peers: [UInt64: Peer] = [:]
             for entry in entries.prefix(DirectPeerList.maxEntries) where entry.channel != channel {
                 if let kept = state.peers[entry.channel], kept.participant == entry.participant,
-                   kept.endpoint == entry.endpoint {
+                   kept.endpoint == entry.endpoint, kept.local == entry.local {
                     peers[entry.channel] = kept
                 } else {
                     peers[entry.channel] = Peer(
-                        participant: entry.participant, endpoint: entry.endpoint,
+                        participant: entry.participant, endpoint: entry.endpoint, local: entry.local,
                         key: DirectKey.derive(secret: secret, session: session, channel: entry.channel),
                         rate: DatagramRateLimit(perSecond: Self.datagramsPerSecond, burst: Self.datagramsPerSecond,
                                                 now: now))
@@ -160,11 +168,22 @@ final class DirectPeering: @unchecked Sendable {
     /// One round of pings now (tests; the timer does it every `pingInterval`).
     func tickForTesting() { pingAll() }
 
+    /// While a peer's path is up, where it was last seen; otherwise there too and at its listed endpoint and its
+    /// local one, if any (whichever answers first is where it is seen next).
     private func pingAll() {
+        let now = clock.now
         let targets = state.withLock { state -> [(UInt32, SocketAddress)] in
-            state.peers.values.map { peer in
-                state.pingSequence &+= 1
-                return (state.pingSequence, peer.seenAt ?? peer.endpoint)
+            state.peers.values.flatMap { peer in
+                var endpoints = peer.seenAt.map { [$0] } ?? []
+                if !Self.isUp(peer, now: now) {
+                    for candidate in [peer.endpoint, peer.local] {
+                        if let candidate, !endpoints.contains(candidate) { endpoints.append(candidate) }
+                    }
+                }
+                return endpoints.map { endpoint in
+                    state.pingSequence &+= 1
+                    return (state.pingSequence, endpoint)
+                }
             }
         }
         for (sequence, endpoint) in targets {

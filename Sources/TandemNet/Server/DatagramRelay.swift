@@ -33,6 +33,9 @@ final class DatagramRelay: Sendable {
         /// (a clock ping leaves it as it was), and when the latest such hello came.
         var wantsDirect = false
         var lastDirectHello: LocalInstant?
+        /// Whether the latest hello asked for the others' local endpoints, and the one it gave as its own.
+        var wantsLocal = false
+        var localEndpoint: SocketAddress?
         var replay = ReplayWindow()
         var sendSequence: UInt64 = 0
         var rate: DatagramRateLimit
@@ -208,6 +211,8 @@ final class DatagramRelay: Sendable {
                 member.wantsSendStamps = flags & DatagramHelloFlags.sendStamps != 0
                 member.wantsDirect = flags & DatagramHelloFlags.direct != 0
                 if member.wantsDirect { member.lastDirectHello = now }
+                member.wantsLocal = member.wantsDirect && flags & DatagramHelloFlags.local != 0
+                member.localEndpoint = member.wantsLocal ? DirectPeerList.localEndpoint(inHello: body) : nil
             } else if header.type == .clockPing {
                 // Revision 3: a ping does a hello's work — a client pings over UDP only while datagrams reach it —
                 // so that a client that pings needs no hellos in between.
@@ -224,7 +229,8 @@ final class DatagramRelay: Sendable {
             ack.writeInteger(header.sequence)
             send(.helloAck, body: ack, channel: header.channel, to: sender)
             if member.wantsDirect {
-                let body = DirectPeerList.encode(directPeers(of: header.channel, now: now), allocator: allocator)
+                let body = DirectPeerList.encode(directPeers(of: header.channel, now: now),
+                                                 withLocal: member.wantsLocal, allocator: allocator)
                 if send(.directPeers, body: body, channel: header.channel, to: sender) {
                     counters.withLock { $0.directLists += 1 }
                 }
@@ -284,7 +290,8 @@ final class DatagramRelay: Sendable {
 
     /// The other members of `id`'s session that shared their endpoint in a hello within
     /// `datagramEndpointTimeout`, by participant (at most `DirectPeerList.maxEntries` go in a list). A pair where
-    /// exactly one endpoint is a loopback address is left out: the other cannot reach it.
+    /// exactly one endpoint is a loopback address is left out: the other cannot reach it. A member's local endpoint
+    /// goes with it where `DirectPeerList.listedLocal` says (`id` asked for them and is behind the same router).
     func directPeers(of id: UInt64, now: LocalInstant) -> [DirectPeerList.Entry] {
         let timeout = configuration.datagramEndpointTimeout
         return members.withLock { members -> [DirectPeerList.Entry] in
@@ -296,8 +303,10 @@ final class DatagramRelay: Sendable {
                 guard let other = members[channel], other.session === me.session, other.wantsDirect,
                       let endpoint = other.endpoint, let last = other.lastDirectHello, now - last <= timeout,
                       DirectPeerList.isLoopback(endpoint) == loopback else { continue }
+                let local = DirectPeerList.listedLocal(other.localEndpoint, of: endpoint, to: mine,
+                                                       recipientTakesLocal: me.wantsLocal)
                 entries.append(DirectPeerList.Entry(participant: other.participant, channel: channel,
-                                                    endpoint: endpoint))
+                                                    endpoint: endpoint, local: local))
             }
             return entries.sorted { $0.participant < $1.participant }
         }

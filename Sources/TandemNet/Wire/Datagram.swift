@@ -63,6 +63,9 @@ package enum DatagramHelloFlags {
     /// Share my UDP endpoint with the session's other members that share theirs, and tell me theirs
     /// (`directPeers`, revision 6).
     package static let direct: UInt8 = 8
+    /// With `direct` (revision 7): list the others' local endpoints to me where they are behind my router, and
+    /// here, after the flags, is mine (`family u8 | address | port u16`; optional).
+    package static let local: UInt8 = 16
 }
 
 /// Who sealed a datagram: the nonce's first byte, so the two directions never share a nonce under one key.

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+
+/// The endpoint a link's UDP socket has on its own network: the address the system would send from towards the
+/// server (a route lookup: a socket `connect`ed to the server sends nothing), with the socket's port. A peer behind
+/// the same router reaches it there, where the address the server sees seldom leads back in (docs/PROTOCOL.md,
+/// "Datagrams", direct paths, revision 7).
+enum LocalEndpoint {
+    /// Nil when there is no route, the address is a loopback one (the server then sees it as it is), or `port` is
+    /// not a port.
+    static func toward(_ server: SocketAddress, port: Int?) -> SocketAddress? {
+        guard let port, let port16 = UInt16(exactly: port), port16 != 0 else { return nil }
+        let family: Int32
+        switch server {
+        case .v4: family = AF_INET
+        case .v6: family = AF_INET6
+        default: return nil
+        }
+        #if canImport(Glibc)
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
+        #else
+        let descriptor = socket(family, SOCK_DGRAM, 0)
+        #endif
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        let connected = server.withSockAddr { address, length in connect(descriptor, address, socklen_t(length)) }
+        guard connected == 0 else { return nil }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let found: SocketAddress
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
+            address.sin_port = port16.bigEndian
+            found = SocketAddress(address, host: "")
+        case AF_INET6:
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
+            address.sin6_port = port16.bigEndian
+            found = SocketAddress(address, host: "")
+        default:
+            return nil
+        }
+        return DirectPeerList.isLoopback(found) ? nil : found
+    }
+}
