@@ -1,9 +1,11 @@
 import TandemCrypto
 import Foundation
 import TandemCore
+import NIOCore
 
 /// An invitation to a session: `tandem://host:port/<session>#<secret>`, or `tandems://…` for TLS, optionally
-/// with `?pin=<sha256 hex of the server certificate (DER)>`.
+/// with `?pin=<sha256 hex of the server certificate (DER)>` and `?lan=<address:port>` (the host's own address on its
+/// network, for a joiner there whose router does not take it back in from its public address).
 ///
 /// The secret sits in the URL fragment and never goes over the wire: joining proves knowledge of it with a
 /// challenge–response (see docs/PROTOCOL.md).
@@ -19,6 +21,17 @@ public struct Invite: Hashable, Sendable, CustomStringConvertible {
     public var tls: Bool
     /// SHA-256 of the server certificate (DER, 32 bytes) to pin instead of verifying against trust roots.
     public var pinnedCertificateSHA256: [UInt8]?
+    /// The server's address and port on the host's own network (`?lan=`), an IP literal: dialled when `host` cannot
+    /// be connected to — a home router that forwards its public port from outside but not from its own network.
+    public var localNetworkAddress: (host: String, port: Int)? {
+        get { lanHost.map { ($0, lanPort) } }
+        set {
+            lanHost = newValue?.host
+            lanPort = newValue?.port ?? Invite.defaultPort
+        }
+    }
+    private var lanHost: String?
+    private var lanPort = Invite.defaultPort
 
     public init(host: String, port: Int = Invite.defaultPort, session: String, secret: String, tls: Bool = false,
                 pinnedCertificateSHA256: [UInt8]? = nil) {
@@ -59,6 +72,25 @@ public struct Invite: Hashable, Sendable, CustomStringConvertible {
         } else {
             pinnedCertificateSHA256 = nil
         }
+        if let lan = components.queryItems?.first(where: { $0.name == "lan" })?.value {
+            guard let address = Invite.localNetworkAddress(parsing: lan) else { throw .badLocalNetworkAddress(lan) }
+            localNetworkAddress = address
+        }
+    }
+
+    /// `a.b.c.d:port` or `[v6]:port`, an IP literal and a port in 1–65535; nil for anything else.
+    static func localNetworkAddress(parsing text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (1...65535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            guard host.contains(":"), (try? SocketAddress(ipAddress: host, port: port)) != nil else { return nil }
+        } else {
+            guard !host.contains(":"), host.split(separator: ".").count == 4,
+                  (try? SocketAddress(ipAddress: host, port: port)) != nil else { return nil }
+        }
+        return (host, port)
     }
 
     /// The invite as a URL string.
@@ -68,9 +100,12 @@ public struct Invite: Hashable, Sendable, CustomStringConvertible {
         components.host = host.contains(":") ? "[\(host)]" : host
         components.port = port
         components.path = "/" + session
-        if let pin = pinnedCertificateSHA256 {
-            components.queryItems = [URLQueryItem(name: "pin", value: SHA256Hex.hex(pin))]
+        var items: [URLQueryItem] = []
+        if let pin = pinnedCertificateSHA256 { items.append(URLQueryItem(name: "pin", value: SHA256Hex.hex(pin))) }
+        if let lan = localNetworkAddress {
+            items.append(URLQueryItem(name: "lan", value: (lan.host.contains(":") ? "[\(lan.host)]" : lan.host) + ":\(lan.port)"))
         }
+        if !items.isEmpty { components.queryItems = items }
         components.fragment = secret
         return components.string ?? "\(components.scheme!)://\(host):\(port)/\(session)#\(secret)"
     }
@@ -118,6 +153,7 @@ public enum InviteError: Error, Hashable, Sendable, CustomStringConvertible {
     case missingSession
     case missingSecret
     case badPin(String)
+    case badLocalNetworkAddress(String)
 
     public var description: String {
         switch self {
@@ -129,6 +165,8 @@ public enum InviteError: Error, Hashable, Sendable, CustomStringConvertible {
             return "the invite names no valid session (one path component of A–Z a–z 0–9 - _ ., e.g. tandem://host:port/movie-night#secret)"
         case .missingSecret: return "the invite has no secret after '#' (ask the host for the full invite)"
         case .badPin(let p): return "the invite's certificate pin \"\(p)\" is not 64 hex digits (a SHA-256)"
+        case .badLocalNetworkAddress(let a):
+            return "the invite's local address \"\(a)\" is not an IP address and port (e.g. lan=192.168.1.20:7420); ask the host for the invite again"
         }
     }
 }

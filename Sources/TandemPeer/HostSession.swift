@@ -99,6 +99,11 @@ package struct HostSession: Sendable {
                 var created = try started.createSession(id: sessionID, advertisedHost: advertise ?? reached ?? advertisedHost(bind: bind),
                                                         activity: items.envelope)
                 created.port = reachability.port
+                if case .mapped(let external, _, _) = reachability, advertise == nil,
+                   let own = localAddress(toward: external, port: reachability.port) {
+                    // A router seldom forwards its public port from its own network: friends there dial this.
+                    created.localNetworkAddress = (own, started.port)
+                }
                 invite = created
             } catch {
                 await portMapping?.close()

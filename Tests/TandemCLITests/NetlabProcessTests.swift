@@ -68,7 +68,7 @@ enum Netlab {
 struct NetlabProcessTests {
     static let sample = TandemBinary.sample("countdown.webm")
 
-    @Test("UPnP-IGD: the host in home-a names the router's address; bob in home-b joins through the mapping (TCP and UDP), and dan beside him reaches him straight; leaving removes it; killed, its short lease expires it")
+    @Test("UPnP-IGD: the host in home-a names the router's address; bob in home-b joins through the mapping (TCP and UDP), dan beside him reaches him straight, eve in home-a joins at ann's own address; leaving removes it; killed, its short lease expires it")
     func upnpMapping() async throws {
         guard Netlab.available else { print("netlab: needs root and miniupnpd (make deps); skipped"); return }
         let up = try await Netlab.run(["up"])
@@ -83,6 +83,8 @@ struct NetlabProcessTests {
         #expect(reach?["text"]?.string == "reachable from the internet at 11.0.113.7:7420 (UPnP-IGD on your router)")
         let invite = try #require(ann.events("invite").first?["invite"]?.string)
         #expect(invite.hasPrefix("tandem://11.0.113.7:7420/"), "\(invite)")
+        // Router-a forwards its public port from the internet only: the invite also names ann's own address.
+        #expect(invite.contains("?lan=192.168.1.20:7420#"), "\(invite)")
         let forwards = try await Netlab.forwards()
         #expect(forwards.count == 2 && forwards.allSatisfy { $0.contains("dport 7420") && $0.contains("192.168.1.20:7420") },
                 "\(forwards)")
@@ -103,8 +105,17 @@ struct NetlabProcessTests {
                 "\(bob.stdout.suffix(600))")
         #expect(await dan.event("position", within: 15) { $0["directPaths"]?.string?.hasPrefix("bob ") == true } != nil,
                 "\(dan.stdout.suffix(600))")
+        // Eve in ann's own home: the router's address refuses her, so she joins at ann's address there.
+        let eve = try Netlab.tandem(in: "home-a", ["join", Self.sample, "--headless", "--json", "--name", "eve"],
+                                    environment: ["TANDEM_INVITE": invite])
+        defer { eve.stop() }
+        #expect(await eve.event("joined", within: 20) != nil, "\(eve.stderr)")
+        #expect(await eve.event("position", within: 15) { $0["unreliablePath"]?.string == "udp" } != nil)
         ann.send("play")
         #expect(await bob.event("position", within: 15) { $0["state"]?.string == "playing" } != nil)
+        #expect(await eve.event("position", within: 15) { $0["state"]?.string == "playing" } != nil)
+        eve.send("leave")
+        #expect(await eve.exitCode(within: 15) == 0)
         dan.send("leave")
         #expect(await dan.exitCode(within: 15) == 0)
         bob.send("leave")

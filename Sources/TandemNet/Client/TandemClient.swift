@@ -211,9 +211,34 @@ public final class TandemClientConnection: SessionLink {
         return connection
     }
 
-    /// Opens a channel, authenticates and joins; returns once the welcome has arrived.
+    /// Opens a channel, authenticates and joins; returns once the welcome has arrived. When the invite's host
+    /// cannot be connected to and the invite names the server's address on the host's network (`?lan=`), that is
+    /// dialled instead (a joiner in the host's home behind a router that does not take its own public address back
+    /// in); the first failure is the one reported when both fail.
     static func establish(invite: Invite, name: String, options: TandemClient.Options, shared: ClientShared,
-                                  epoch: Int = 0, resuming: Bool = false)
+                          epoch: Int = 0, resuming: Bool = false)
+        async throws -> (any Channel, NIOLoopBound<ClientConnectionHandler>, SessionSnapshot) {
+        do {
+            return try await establish(at: (invite.host, invite.port), invite: invite, name: name, options: options,
+                                       shared: shared, epoch: epoch, resuming: resuming)
+        } catch let failed as ConnectFailure {
+            guard let lan = invite.localNetworkAddress else { throw failed.underlying }
+            do {
+                return try await establish(at: lan, invite: invite, name: name, options: options, shared: shared,
+                                           epoch: epoch, resuming: resuming)
+            } catch is ConnectFailure {
+                throw failed.underlying
+            }
+        }
+    }
+
+    /// A connection that could not be opened at all (as against one that opened and then failed).
+    struct ConnectFailure: Error {
+        var underlying: any Error
+    }
+
+    private static func establish(at address: (host: String, port: Int), invite: Invite, name: String,
+                                  options: TandemClient.Options, shared: ClientShared, epoch: Int, resuming: Bool)
         async throws -> (any Channel, NIOLoopBound<ClientConnectionHandler>, SessionSnapshot) {
         let group = options.eventLoopGroup ?? sharedClientGroup
         let welcomePromise = group.next().makePromise(of: SessionSnapshot.self)
@@ -222,7 +247,12 @@ public final class TandemClientConnection: SessionLink {
                                               resuming: resuming)
         let bootstrap = try makeBootstrap(invite: invite, options: options, handler: handler,
                                           eventLoop: welcomePromise.futureResult.eventLoop)
-        let channel = try await bootstrap.connect(host: invite.host, port: invite.port).get()
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: address.host, port: address.port).get()
+        } catch {
+            throw ConnectFailure(underlying: error)
+        }
         let timeout = channel.eventLoop.scheduleTask(in: TimeAmount(options.connectTimeout)) {
             welcomePromise.fail(TandemClientError.timedOut)
             channel.close(promise: nil)
