@@ -212,6 +212,11 @@ public final class SyncplayGuest: Sendable {
         channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
+    /// Closes the way out (the client reads the last line, then the end), or everything where that cannot be done.
+    static func closeOutput(_ channel: any Channel) {
+        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+    }
+
     private func perform(_ actions: [SyncplayServerState.Action]) {
         var lastWrite: EventLoopFuture<Void>?
         for action in actions {
@@ -235,10 +240,12 @@ public final class SyncplayGuest: Sendable {
             case .close(let reason):
                 ended.withLock { $0 = $0 ?? reason }
                 // What was sent (Syncplay's Error saying why) goes out first, for at most 2 s (a TLS handshake that
-                // never ends holds it back).
+                // never ends holds it back); then only the way out is closed, and what the client still sends is read
+                // and dropped (the state is closed) until it closes too: closing with unread input resets the
+                // connection, and a reset can take the Error with it before the client reads it.
                 let channel = channel
                 if let lastWrite {
-                    lastWrite.whenComplete { _ in channel.close(promise: nil) }
+                    lastWrite.whenComplete { _ in Self.closeOutput(channel) }
                     channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
                 } else {
                     channel.close(promise: nil)
@@ -299,7 +306,8 @@ private final class RefusingHandler: ChannelInboundHandler, Sendable {
         var buffer = context.channel.allocator.buffer(capacity: 128)
         buffer.writeString(SyncplayCodec.encode(.error(message)) + "\r\n")
         let channel = context.channel
-        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in SyncplayGuest.closeOutput(channel) }
+        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
