@@ -306,8 +306,9 @@ private final class RefusingHandler: ChannelInboundHandler, Sendable {
         var buffer = context.channel.allocator.buffer(capacity: 128)
         buffer.writeString(SyncplayCodec.encode(.error(message)) + "\r\n")
         let channel = context.channel
-        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in SyncplayGuest.closeOutput(channel) }
-        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        // Closed at once (not only the way out, as for an admitted client): a connection past the bounds holds
+        // nothing of ours a moment longer than it must.
+        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
