@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import TandemNet
 
 /// The address to put in invites for a server listening on `bind`: this machine's first non-loopback IPv4 address
 /// when it listens everywhere, else `bind` itself.
@@ -23,28 +25,15 @@ package func primaryIPv4Address() -> String {
 }
 
 /// The address of this machine that packets to `host:port` leave from (IPv4 or IPv6), found by connecting a UDP
-/// socket, which sends nothing; nil when `host` does not resolve or no route leads there.
+/// socket, which sends nothing (`LocalEndpoint.source`); nil when `host` does not resolve or no route leads there.
 package func localAddress(toward host: String, port: Int) -> String? {
-    var hints = addrinfo()
-    hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-    var found: UnsafeMutablePointer<addrinfo>?
-    guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
-    defer { freeaddrinfo(first) }
-    let fd = socket(first.pointee.ai_family, Int32(SOCK_DGRAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return nil }
-    var local = sockaddr_storage()
-    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-    let named = withUnsafeMutablePointer(to: &local) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    guard let destination = try? SocketAddress.makeAddressResolvingHost(host, port: port),
+          let source = LocalEndpoint.source(toward: destination), let address = source.ipAddress else { return nil }
+    // An IPv6 link-local address (fe80::/10) needs its interface, which an invite cannot carry.
+    if case .v6(let v6) = source, withUnsafeBytes(of: v6.address.sin6_addr, { $0[0] == 0xFE && $0[1] & 0xC0 == 0x80 }) {
+        return nil
     }
-    guard named == 0,
-          let address = withUnsafePointer(to: &local, {
-              $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { numericHost($0, length: length) }
-          }) else { return nil }
-    // An IPv6 link-local address names its interface after a '%', which an invite cannot carry.
-    return address.contains("%") ? nil : address
+    return address
 }
 
 /// `address` as numbers (`192.168.1.20`, `::1`), or nil when it cannot be written so.

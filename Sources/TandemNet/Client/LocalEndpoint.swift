@@ -9,13 +9,32 @@ import NIOCore
 /// server (a route lookup: a socket `connect`ed to the server sends nothing), with the socket's port. A peer behind
 /// the same router reaches it there, where the address the server sees seldom leads back in (docs/PROTOCOL.md,
 /// "Datagrams", direct paths, revision 7).
-enum LocalEndpoint {
+package enum LocalEndpoint {
     /// Nil when there is no route, the address is a loopback one (the server then sees it as it is), or `port` is
     /// not a port.
     static func toward(_ server: SocketAddress, port: Int?) -> SocketAddress? {
-        guard let port, let port16 = UInt16(exactly: port), port16 != 0 else { return nil }
+        guard let port, let port16 = UInt16(exactly: port), port16 != 0,
+              var found = source(toward: server), !DirectPeerList.isLoopback(found) else { return nil }
+        switch found {
+        case .v4(let v4):
+            var address = v4.address
+            address.sin_port = port16.bigEndian
+            found = SocketAddress(address, host: "")
+        case .v6(let v6):
+            var address = v6.address
+            address.sin6_port = port16.bigEndian
+            found = SocketAddress(address, host: "")
+        default:
+            return nil
+        }
+        return found
+    }
+
+    /// The address (and an ephemeral port) packets to `destination` would leave this machine from, found by
+    /// connecting a UDP socket, which sends nothing; nil when no route leads there.
+    package static func source(toward destination: SocketAddress) -> SocketAddress? {
         let family: Int32
-        switch server {
+        switch destination {
         case .v4: family = AF_INET
         case .v6: family = AF_INET6
         default: return nil
@@ -27,7 +46,7 @@ enum LocalEndpoint {
         #endif
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        let connected = server.withSockAddr { address, length in connect(descriptor, address, socklen_t(length)) }
+        let connected = destination.withSockAddr { address, length in connect(descriptor, address, socklen_t(length)) }
         guard connected == 0 else { return nil }
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -35,19 +54,10 @@ enum LocalEndpoint {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
         guard named == 0 else { return nil }
-        let found: SocketAddress
         switch Int32(storage.ss_family) {
-        case AF_INET:
-            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
-            address.sin_port = port16.bigEndian
-            found = SocketAddress(address, host: "")
-        case AF_INET6:
-            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
-            address.sin6_port = port16.bigEndian
-            found = SocketAddress(address, host: "")
-        default:
-            return nil
+        case AF_INET: return SocketAddress(withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }, host: "")
+        case AF_INET6: return SocketAddress(withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }, host: "")
+        default: return nil
         }
-        return DirectPeerList.isLoopback(found) ? nil : found
     }
 }
