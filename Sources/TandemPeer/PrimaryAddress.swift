@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import TandemNet
 
 /// The address to put in invites for a server listening on `bind`: this machine's first non-loopback IPv4 address
@@ -25,15 +24,10 @@ package func primaryIPv4Address() -> String {
 }
 
 /// The address of this machine that packets to `host:port` leave from (IPv4 or IPv6), found by connecting a UDP
-/// socket, which sends nothing (`LocalEndpoint.source`); nil when `host` does not resolve or no route leads there.
+/// socket, which sends nothing (`LocalEndpoint.source`); nil when `host` does not resolve, no route leads there, or
+/// it is an IPv6 link-local address (which needs its interface, which an invite cannot carry).
 package func localAddress(toward host: String, port: Int) -> String? {
-    guard let destination = try? SocketAddress.makeAddressResolvingHost(host, port: port),
-          let source = LocalEndpoint.source(toward: destination), let address = source.ipAddress else { return nil }
-    // An IPv6 link-local address (fe80::/10) needs its interface, which an invite cannot carry.
-    if case .v6(let v6) = source, withUnsafeBytes(of: v6.address.sin6_addr, { $0[0] == 0xFE && $0[1] & 0xC0 == 0x80 }) {
-        return nil
-    }
-    return address
+    LocalEndpoint.sourceAddress(toward: host, port: port)
 }
 
 /// `address` as numbers (`192.168.1.20`, `::1`), or nil when it cannot be written so.

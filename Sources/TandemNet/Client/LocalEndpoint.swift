@@ -30,6 +30,16 @@ package enum LocalEndpoint {
         return found
     }
 
+    /// `source(toward:)` for a host name or address, as numbers; nil also for an IPv6 link-local address (fe80::/10,
+    /// which needs its interface).
+    package static func sourceAddress(toward host: String, port: Int) -> String? {
+        guard let destination = try? SocketAddress.makeAddressResolvingHost(host, port: port),
+              let source = source(toward: destination) else { return nil }
+        if case .v6(let v6) = source,
+           withUnsafeBytes(of: v6.address.sin6_addr, { $0[0] == 0xFE && $0[1] & 0xC0 == 0x80 }) { return nil }
+        return source.ipAddress
+    }
+
     /// The address (and an ephemeral port) packets to `destination` would leave this machine from, found by
     /// connecting a UDP socket, which sends nothing; nil when no route leads there.
     package static func source(toward destination: SocketAddress) -> SocketAddress? {
