@@ -212,11 +212,6 @@ public final class SyncplayGuest: Sendable {
         channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
-    /// Closes the way out (the client reads the last line, then the end), or everything where that cannot be done.
-    static func closeOutput(_ channel: any Channel) {
-        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
-    }
-
     private func perform(_ actions: [SyncplayServerState.Action]) {
         var lastWrite: EventLoopFuture<Void>?
         for action in actions {
@@ -245,7 +240,10 @@ public final class SyncplayGuest: Sendable {
                 // connection, and a reset can take the Error with it before the client reads it.
                 let channel = channel
                 if let lastWrite {
-                    lastWrite.whenComplete { _ in Self.closeOutput(channel) }
+                    lastWrite.whenComplete { _ in
+                        // Where the way out alone cannot be closed, everything is.
+                        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+                    }
                     channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
                 } else {
                     channel.close(promise: nil)

@@ -13,20 +13,9 @@ package enum LocalEndpoint {
     /// Nil when there is no route, the address is a loopback one (the server then sees it as it is), or `port` is
     /// not a port.
     static func toward(_ server: SocketAddress, port: Int?) -> SocketAddress? {
-        guard let port, let port16 = UInt16(exactly: port), port16 != 0,
+        guard let port, UInt16(exactly: port) != nil, port != 0,
               var found = source(toward: server), !DirectPeerList.isLoopback(found) else { return nil }
-        switch found {
-        case .v4(let v4):
-            var address = v4.address
-            address.sin_port = port16.bigEndian
-            found = SocketAddress(address, host: "")
-        case .v6(let v6):
-            var address = v6.address
-            address.sin6_port = port16.bigEndian
-            found = SocketAddress(address, host: "")
-        default:
-            return nil
-        }
+        found.port = port
         return found
     }
 
